@@ -1,0 +1,41 @@
+"""torchbench_core: torch.utils.benchmark's API, measured by our own harness.
+
+Flow: define (fuzzer, op_fuzzers) -> measure (timer, clock, threads)
+-> record (task_spec, measurement, storage) -> compare.
+
+`import torchbench_core as benchmark` stands in for
+`from torch.utils import benchmark`. Importing this package does not import
+torch: Measurement and Compare work in asv's host interpreter without it.
+"""
+
+from .clock import timer
+from .compare import Colorize, Compare
+from .fuzzer import FuzzedParameter, FuzzedTensor, Fuzzer, ParameterAlias
+from .measurement import Measurement, MeasurementFormatError
+from .storage import load_measurements, save_measurements
+from .task_spec import Language, TaskSpec
+from .threads import set_torch_threads
+from .timer import Timer
+from .units import ordered_unique, select_unit, trim_sigfig, unit_to_english
+
+__all__ = [
+    "Colorize",
+    "Compare",
+    "FuzzedParameter",
+    "FuzzedTensor",
+    "Fuzzer",
+    "Language",
+    "Measurement",
+    "MeasurementFormatError",
+    "ParameterAlias",
+    "TaskSpec",
+    "Timer",
+    "load_measurements",
+    "ordered_unique",
+    "save_measurements",
+    "select_unit",
+    "set_torch_threads",
+    "timer",
+    "trim_sigfig",
+    "unit_to_english",
+]

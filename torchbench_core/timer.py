@@ -1,0 +1,303 @@
+"""Timer: timeit with torch's gotchas handled (threads, accelerator sync, warm-up).
+
+The statement loop is stdlib timeit's, compiled into a *generator*: setup runs
+once when a measurement call starts, and each timed block resumes the same
+frame. So stmt and setup share locals exactly as in timeit, while setup is not
+re-run per block (torch.utils.benchmark re-runs it for every block, which
+resets stateful setup and multiplies expensive setup by the block count).
+"""
+
+from __future__ import annotations
+
+import gc
+import itertools
+import math
+import textwrap
+import warnings
+from typing import Any, Callable, Generator
+
+from . import clock
+from .measurement import Measurement
+from .task_spec import Language, TaskSpec
+from .threads import set_torch_threads
+
+# Same loop as timeit.template; `_it` arrives per block through send().
+_TEMPLATE = """
+def _torchbench_inner(_timer, _stmt=None, _setup=None):
+{setup}
+    _it = yield
+    while True:
+        _t0 = _timer()
+        for _i in _it:
+{stmt}
+            pass
+        _t1 = _timer()
+        _it = yield _t1 - _t0
+"""
+
+_MIN_BLOCK_TIME = 1e-9  # torch clamps a block to >= 1 ns so ratios stay finite.
+_MAX_NUMBER = 2**31 - 1  # torch's guard (pytorch#54114); kept for C++ parity.
+_OVERHEAD_PROBES = 5
+_MIN_ADAPTIVE_SAMPLES = 10  # torch stops after 4, too few for a stable IQR.
+
+BlockCallback = Callable[[int, float], Any]
+
+
+def _clean(src: str) -> str:
+    src = textwrap.dedent(src)
+    return (src[1:] if src.startswith("\n") else src).rstrip()
+
+
+def _callable_name(fn: Callable[..., Any]) -> str:
+    name = getattr(fn, "__qualname__", None) or repr(fn)
+    return f"{name}()"
+
+
+def _check_compiles(src: str, what: str) -> None:
+    try:
+        compile(src, f"<{what}>", "exec")
+    except SyntaxError as e:
+        raise ValueError(
+            f"{what} does not compile: {e.msg} (line {e.lineno}):\n{textwrap.indent(src, '    ')}"
+        ) from e
+
+
+class Timer:
+    """Time a statement; methods return a Measurement (seconds per run).
+
+    Drop-in for torch.utils.benchmark.Timer, plus: callable stmt/setup,
+    `repeat` and `autorange`, setup once per measurement call, a CPU-only
+    clock fast path, and a minimum sample count in adaptive_autorange.
+    """
+
+    def __init__(
+        self,
+        stmt: str | Callable[[], Any] = "pass",
+        setup: str | Callable[[], Any] = "pass",
+        global_setup: str = "",
+        timer: Callable[[], float] = clock.timer,
+        globals: dict[str, Any] | None = None,
+        label: str | None = None,
+        sub_label: str | None = None,
+        description: str | None = None,
+        env: str | None = None,
+        num_threads: int = 1,
+        language: Language | str = Language.PYTHON,
+    ) -> None:
+        language = Language.parse(language)
+        if language is Language.CPP:
+            raise NotImplementedError(
+                "Timer(language='cpp') is not supported by torchbench_core: C++ statements "
+                "need a JIT-compiled timing harness (torch.utils.cpp_extension), which this "
+                "library does not build. Time C++ through a Python binding, or use "
+                "torch.utils.benchmark.Timer for C++ snippets."
+            )
+        if global_setup:
+            raise ValueError("global_setup is C++ only; put Python imports in setup.")
+        if not isinstance(num_threads, int) or isinstance(num_threads, bool) or num_threads < 1:
+            raise ValueError(f"num_threads must be a positive integer, got {num_threads!r}")
+
+        import torch  # deferred so Measurement/Compare import without torch
+
+        self._torch = torch
+        self._globals = dict(globals or {})
+        self._globals.setdefault("torch", torch)
+        # The loop reads the resolved clock directly, not the timer() wrapper.
+        self._timer = clock.default_clock() if timer is clock.timer else timer
+
+        stmt_src, stmt_fn = self._source(stmt, "stmt")
+        setup_src, setup_fn = self._source(setup, "setup")
+        self._stmt_fn, self._setup_fn = stmt_fn, setup_fn
+        code = _TEMPLATE.format(
+            setup=textwrap.indent(setup_src or "pass", " " * 4),
+            stmt=textwrap.indent(stmt_src or "pass", " " * 12),
+        )
+        namespace = self._globals
+        exec(compile(code, "<torchbench_core.Timer>", "exec"), namespace)
+        self._inner = namespace.pop("_torchbench_inner")
+
+        self._task_spec = TaskSpec(
+            stmt=_callable_name(stmt) if stmt_fn else stmt_src,
+            setup=_callable_name(setup) if setup_fn else setup_src,
+            global_setup="",
+            label=label,
+            sub_label=sub_label,
+            description=description,
+            env=env,
+            num_threads=num_threads,
+        )
+        self._threads = set_torch_threads(num_threads, torch)
+
+    @staticmethod
+    def _source(code: str | Callable[[], Any], what: str) -> tuple[str, Callable[[], Any] | None]:
+        if callable(code):
+            return f"_{what}()", code
+        if not isinstance(code, str):
+            raise TypeError(f"{what} must be a str or a callable, got {type(code).__name__}")
+        src = _clean(code)
+        _check_compiles(src, what)
+        return ("" if src == "pass" else src), None
+
+    @property
+    def task_spec(self) -> TaskSpec:
+        return self._task_spec
+
+    # -- blocks -------------------------------------------------------------
+    def _session(self) -> Generator[float, Any, None]:
+        """Start a measurement call: runs setup once, returns the block runner."""
+        gen = self._inner(self._timer, self._stmt_fn, self._setup_fn)
+        next(gen)
+        return gen
+
+    @staticmethod
+    def _block(session: Generator[float, Any, None], number: int) -> float:
+        """Time `number` runs in one block with the GC off, as timeit does."""
+        gc_was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            elapsed = session.send(itertools.repeat(None, number))
+        finally:
+            if gc_was_enabled:
+                gc.enable()
+        return max(elapsed, _MIN_BLOCK_TIME)
+
+    def _measurement(self, number: int, raw_times: list[float]) -> Measurement:
+        return Measurement(number_per_run=number, raw_times=raw_times, task_spec=self._task_spec)
+
+    # -- timeit-style API ---------------------------------------------------
+    def timeit(self, number: int = 1_000_000) -> Measurement:
+        """One block of `number` runs after a short warm-up (one sample)."""
+        with self._threads:
+            session = self._session()
+            try:
+                self._block(session, max(number // 100, 2))
+                elapsed = self._block(session, number)
+            finally:
+                session.close()
+        return self._measurement(number, [elapsed])
+
+    def repeat(self, repeat: int = 5, number: int = 1_000_000) -> Measurement:
+        """`repeat` blocks of `number` runs after a warm-up: `repeat` samples."""
+        if repeat < 1:
+            raise ValueError(f"repeat must be >= 1, got {repeat}")
+        with self._threads:
+            session = self._session()
+            try:
+                self._block(session, max(number // 100, 2))
+                times = [self._block(session, number) for _ in range(repeat)]
+            finally:
+                session.close()
+        return self._measurement(number, times)
+
+    def autorange(self, callback: BlockCallback | None = None) -> Measurement:
+        """timeit.Timer.autorange: grow number (1, 2, 5, 10, ...) until a block takes >= 0.2 s.
+
+        Returns that last block as a one-sample Measurement.
+        """
+        with self._threads:
+            session = self._session()
+            try:
+                for exponent in itertools.count():
+                    for factor in (1, 2, 5):
+                        number = factor * 10**exponent
+                        elapsed = self._block(session, number)
+                        if callback is not None:
+                            callback(number, elapsed)
+                        if elapsed >= 0.2:
+                            return self._measurement(number, [elapsed])
+            finally:
+                session.close()
+        raise AssertionError("unreachable")
+
+    # -- autoranging --------------------------------------------------------
+    def _estimate_block_size(
+        self, session: Generator[float, Any, None], min_run_time: float
+    ) -> tuple[int, float | None]:
+        """torch's rule: grow by 10x until clock overhead <= 0.01% of a block.
+
+        Also the warm-up. Returns the block size and, when earlier probes
+        already warmed the statement up, the last probe's time, which is a
+        valid sample (torch discards it, paying up to one block more).
+        """
+        overhead = sorted(self._block(session, 0) for _ in range(_OVERHEAD_PROBES))[
+            _OVERHEAD_PROBES // 2
+        ]
+        number = 1
+        while True:
+            elapsed = self._block(session, number)
+            if overhead / elapsed <= 1e-4 and elapsed >= min_run_time / 1000:
+                break
+            if elapsed > min_run_time or number * 10 > _MAX_NUMBER:
+                break
+            number *= 10
+        return number, (elapsed if number > 1 else None)
+
+    def _measure_blocks(
+        self,
+        min_run_time: float,
+        can_stop: Callable[[list[float], int], bool],
+        max_run_time: float | None,
+        callback: BlockCallback | None,
+        estimate_for: float,
+    ) -> Measurement:
+        with self._threads:
+            session = self._session()
+            try:
+                number, warm_probe = self._estimate_block_size(session, estimate_for)
+                times = [] if warm_probe is None else [warm_probe]
+                total = sum(times)
+                if callback is not None and times:
+                    callback(number, warm_probe)
+                while total < min_run_time or not can_stop(times, number):
+                    elapsed = self._block(session, number)
+                    times.append(elapsed)
+                    total += elapsed
+                    if callback is not None:
+                        callback(number, elapsed)
+                    if max_run_time is not None and total > max_run_time:
+                        break
+            finally:
+                session.close()
+        return self._measurement(number, times)
+
+    def blocked_autorange(
+        self, callback: BlockCallback | None = None, min_run_time: float = 0.2
+    ) -> Measurement:
+        """Blocks of a fixed, auto-chosen size until `min_run_time` of samples."""
+        return self._measure_blocks(
+            min_run_time, lambda times, number: True, None, callback, estimate_for=min_run_time
+        )
+
+    def adaptive_autorange(
+        self,
+        threshold: float = 0.1,
+        *,
+        min_run_time: float = 0.01,
+        max_run_time: float = 10.0,
+        callback: BlockCallback | None = None,
+        min_samples: int = _MIN_ADAPTIVE_SAMPLES,
+    ) -> Measurement:
+        """Blocks until IQR/median < threshold, with >= min_samples samples and
+        >= min_run_time, or until max_run_time (then a RuntimeWarning)."""
+        if min_samples < 4:
+            raise ValueError(f"min_samples must be >= 4 for an IQR, got {min_samples}")
+
+        def can_stop(times: list[float], number: int) -> bool:
+            return (
+                len(times) >= min_samples
+                and self._measurement(number, times).meets_confidence(threshold)
+            )
+
+        m = self._measure_blocks(
+            min_run_time, can_stop, max_run_time, callback, estimate_for=min_run_time
+        )
+        if not can_stop(m.raw_times, m.number_per_run):
+            spread = m.iqr / m.median if len(m.raw_times) > 1 and m.median > 0 else math.nan
+            warnings.warn(
+                f"adaptive_autorange({m.title!r}) stopped at max_run_time={max_run_time} s "
+                f"with {len(m.raw_times)} samples and IQR/median {spread:.1%}, above "
+                f"threshold {threshold:.1%}: the measurement is unreliable.",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+        return m
