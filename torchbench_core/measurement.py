@@ -158,7 +158,7 @@ class Measurement:
             # torch prints "runs , 1 thread" here; the stray space is not kept.
             lines.append(f"  {n} measurement, {self.number_per_run} runs, {threads}")
         lines.extend(self.warnings)
-        return "\n".join(line for line in "\n".join(lines).splitlines() if line.strip())
+        return "\n".join(lines).strip()
 
     # -- combining ----------------------------------------------------------
     @staticmethod

@@ -1,0 +1,23 @@
+"""Shared helpers: the same samples as a torchbench_core and a torch Measurement."""
+
+from __future__ import annotations
+
+import pytest
+import torch.utils.benchmark as torch_benchmark
+from torch.utils.benchmark.utils.common import TaskSpec as TorchTaskSpec
+
+import torchbench_core as tb
+
+
+def measurement_pair(raw_times, number_per_run=1, **spec):
+    """(ours, torch's) Measurement over identical samples and task spec."""
+    spec.setdefault("stmt", "f(x)")
+    spec.setdefault("setup", "pass")
+    ours = tb.Measurement(number_per_run, list(raw_times), tb.TaskSpec(**spec))
+    theirs = torch_benchmark.Measurement(number_per_run, list(raw_times), TorchTaskSpec(**spec))
+    return ours, theirs
+
+
+@pytest.fixture
+def pair():
+    return measurement_pair

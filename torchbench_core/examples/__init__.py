@@ -1,0 +1,1 @@
+"""Runnable examples: `python -m torchbench_core.examples.batched_dot`."""
