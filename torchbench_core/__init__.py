@@ -15,7 +15,7 @@ from .measurement import Measurement, MeasurementFormatError
 from .storage import load_measurements, save_measurements
 from .task_spec import Language, TaskSpec
 from .threads import set_torch_threads
-from .timer import Timer
+from .timing import Timer
 from .units import ordered_unique, select_unit, trim_sigfig, unit_to_english
 
 __all__ = [
