@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from itertools import product
 
 import torch
@@ -62,7 +63,8 @@ def main(argv: list[str] | None = None) -> None:
     results = measure(args.sizes, args.threads, args.min_run_time)
     compare = benchmark.Compare(results)
     compare.trim_significant_figures()
-    compare.colorize()
+    if sys.stdout.isatty():  # ANSI colours only where a terminal shows them
+        compare.colorize()
     compare.print()
 
 

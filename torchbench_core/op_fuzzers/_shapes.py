@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..fuzzer import FuzzedParameter, ParameterAlias
+from typing import Any
+
+from ..fuzzer import FuzzedParameter, FuzzedTensor, ParameterAlias
 
 MIN_DIM_SIZE = 16
 MAX_DIM_SIZE = 16 * 1024**2
@@ -40,3 +42,19 @@ def dim_and_sizes() -> list:
 def random_value() -> FuzzedParameter:
     """Repeatable entropy for downstream use."""
     return FuzzedParameter(name="random_value", minval=0, maxval=2**32 - 1, distribution="uniform")
+
+
+def x_tensor(dtype: Any, cuda: bool) -> FuzzedTensor:
+    """`x`: 4K to 32M elements, at most 2 GB allocated, contiguous 75% of the time."""
+    return FuzzedTensor(
+        name="x",
+        size=("k0", "k1", "k2"),
+        steps=("x_step_0", "x_step_1", "x_step_2"),
+        probability_contiguous=0.75,
+        min_elements=4 * 1024,
+        max_elements=32 * 1024**2,
+        max_allocation_bytes=MAX_ALLOCATION_BYTES,
+        dim_parameter="dim",
+        dtype=dtype,
+        cuda=cuda,
+    )

@@ -3,7 +3,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..fuzzer import FuzzedParameter, FuzzedTensor, Fuzzer, ParameterAlias
-from ._shapes import MAX_ALLOCATION_BYTES, STEP_DISTRIBUTION, dim_and_sizes, random_value
+from ._shapes import MAX_ALLOCATION_BYTES, STEP_DISTRIBUTION, dim_and_sizes, random_value, x_tensor
 
 
 class BinaryOpFuzzer(Fuzzer):
@@ -29,18 +29,7 @@ class BinaryOpFuzzer(Fuzzer):
                 random_value(),
             ],
             tensors=[
-                FuzzedTensor(
-                    name="x",
-                    size=("k0", "k1", "k2"),
-                    steps=("x_step_0", "x_step_1", "x_step_2"),
-                    probability_contiguous=0.75,
-                    min_elements=4 * 1024,
-                    max_elements=32 * 1024**2,
-                    max_allocation_bytes=MAX_ALLOCATION_BYTES,
-                    dim_parameter="dim",
-                    dtype=dtype,
-                    cuda=cuda,
-                ),
+                x_tensor(dtype, cuda),
                 FuzzedTensor(
                     name="y",
                     size=("y_k0", "y_k1", "y_k2"),

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..fuzzer import FuzzedParameter, FuzzedTensor, Fuzzer
-from ._shapes import MAX_ALLOCATION_BYTES, STEP_DISTRIBUTION, dim_and_sizes, random_value
+from ..fuzzer import FuzzedParameter, Fuzzer
+from ._shapes import STEP_DISTRIBUTION, dim_and_sizes, random_value, x_tensor
 
 
 class UnaryOpFuzzer(Fuzzer):
@@ -16,19 +16,6 @@ class UnaryOpFuzzer(Fuzzer):
                 [FuzzedParameter(f"x_step_{i}", distribution=STEP_DISTRIBUTION) for i in range(3)],
                 random_value(),
             ],
-            tensors=[
-                FuzzedTensor(
-                    name="x",
-                    size=("k0", "k1", "k2"),
-                    steps=("x_step_0", "x_step_1", "x_step_2"),
-                    probability_contiguous=0.75,
-                    min_elements=4 * 1024,
-                    max_elements=32 * 1024**2,
-                    max_allocation_bytes=MAX_ALLOCATION_BYTES,
-                    dim_parameter="dim",
-                    dtype=dtype,
-                    cuda=cuda,
-                ),
-            ],
+            tensors=[x_tensor(dtype, cuda)],
             seed=seed,
         )
