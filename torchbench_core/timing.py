@@ -108,6 +108,7 @@ class Timer:
         stmt_src, stmt_fn = self._source(stmt, "stmt")
         setup_src, setup_fn = self._source(setup, "setup")
         self._stmt_fn, self._setup_fn = stmt_fn, setup_fn
+        self._stmt_src, self._setup_src = stmt_src, setup_src
         code = _TEMPLATE.format(
             setup=textwrap.indent(setup_src or "pass", " " * 4),
             stmt=textwrap.indent(stmt_src or "pass", " " * 12),
@@ -141,6 +142,48 @@ class Timer:
     @property
     def task_spec(self) -> TaskSpec:
         return self._task_spec
+
+    # -- instruction counts -------------------------------------------------
+    def _worker_case(self) -> dict[str, Any]:
+        """What the callgrind worker needs to rebuild this statement in its process."""
+        from .callgrind import CopyIfCallgrind
+
+        setup_lines, values = [], {}
+        for name, value in self._globals.items():
+            if name == "torch" and value is self._torch:
+                continue  # the worker imports its own
+            if isinstance(value, CopyIfCallgrind):
+                if value.setup:
+                    setup_lines.append(_clean(value.setup))
+                value = value.value
+            values[name] = value
+        return {
+            "stmt": self._stmt_src,
+            "setup": "\n".join([*setup_lines, self._setup_src]),
+            "stmt_fn": self._stmt_fn,
+            "setup_fn": self._setup_fn,
+            "globals": values,
+            "num_threads": self._task_spec.num_threads,
+        }
+
+    def collect_callgrind(
+        self,
+        number: int = 100,
+        *,
+        repeats: int | None = None,
+        collect_baseline: bool = True,
+        retain_out_file: bool = False,
+    ) -> Any:
+        """Instruction counts of `number` runs under callgrind (a CallgrindStats,
+        or a tuple of `repeats` of them). Many timers: callgrind.collect_callgrind_many."""
+        from .callgrind import collect_callgrind_many
+
+        if repeats is not None and repeats < 1:
+            raise ValueError(f"repeats must be >= 1, got {repeats}")
+        (stats,) = collect_callgrind_many(
+            [self], number, repeats or 1, collect_baseline=collect_baseline, retain_out_file=retain_out_file
+        )
+        return stats if repeats is not None else stats[0]
 
     # -- blocks -------------------------------------------------------------
     def _session(self) -> Generator[float, Any, None]:

@@ -1,0 +1,121 @@
+"""Runs inside valgrind: counts instructions for a batch of statements in one process.
+
+Self-contained on purpose (stdlib and torch only): it is started by path under
+valgrind, where importing more would cost minutes. Cases arrive pickled on
+stdin (never from a file on disk); progress and results go, one JSON line per
+event, to the manifest path given as argv[1], so a crash loses nothing
+already reported.
+
+Repeatability: every repeat must start from the same state. CPython 3.11
+quickens a code object after a few loop iterations and specialises each
+bytecode instruction after tens of executions; until then counts drift by
+several percent (this is most of the 3% spread torch shows: it warms up with
+min(number, 10) runs of a 100x unrolled loop, whose every copy of the
+statement is a separate instruction to specialise). So the loop is not
+unrolled (its fixed cost is what the baseline measures) and the statement
+runs WARMUP_RUNS times before anything is counted. The GC is collected and
+then disabled around each counted region. The parent pins PYTHONHASHSEED and
+glibc malloc's dynamic thresholds.
+"""
+
+import gc
+import json
+import pickle
+import sys
+import textwrap
+import traceback
+
+_TEMPLATE = """
+def _tb_inner(_stmt=None, _setup=None):
+{setup}
+    _loops = yield
+    while True:
+        for _ in _loops:
+{stmt}
+            pass
+        _loops = yield
+"""
+
+
+WARMUP_RUNS = 128  # statement runs before counting: every instruction specialises
+WARMUP_SENDS = 64  # resumptions before counting: the per-block path specialises too
+
+
+def _build(case, torch):
+    namespace = dict(case["globals"])
+    namespace.setdefault("torch", torch)
+    code = _TEMPLATE.format(
+        setup=textwrap.indent(case["setup"] or "pass", " " * 4),
+        stmt=textwrap.indent(case["stmt"] or "pass", " " * 12),
+    )
+    exec(compile(code, "<torchbench_core.callgrind>", "exec"), namespace)
+    gen = namespace["_tb_inner"](case.get("stmt_fn"), case.get("setup_fn"))
+    next(gen)
+    return gen, range(case["number"])
+
+
+def _warm_up(gen, loops):
+    gen.send(range(max(WARMUP_RUNS, len(loops))))
+    for _ in range(WARMUP_SENDS):
+        gen.send(range(1))
+    # End on the object the counted blocks use: resuming the generator drops
+    # its previous iterable, and freeing a warm-up range would be counted.
+    gen.send(loops)
+
+
+def main():
+    manifest = open(sys.argv[1], "a", buffering=1)
+
+    def report(**event):
+        manifest.write(json.dumps(event) + "\n")
+
+    try:
+        import torch
+
+        toggle = torch._C._valgrind_toggle
+        toggle_and_dump = torch._C._valgrind_toggle_and_dump_stats
+    except (ImportError, AttributeError) as e:
+        report(event="fatal", error=f"torch in {sys.executable} cannot toggle callgrind: {e!r}")
+        return 1
+
+    cases = pickle.load(sys.stdin.buffer)
+    dumps = 0
+
+    def counted(gen, loops):
+        nonlocal dumps
+        gc.collect()
+        gc.disable()
+        toggle()
+        try:
+            gen.send(loops)
+        finally:
+            toggle_and_dump()
+            dumps += 1
+            gc.enable()
+        return dumps
+
+    report(event="started", cases=len(cases))
+    for index, case in enumerate(cases):
+        try:
+            torch.set_num_threads(case["num_threads"])
+            gen, loops = _build(case, torch)
+            _warm_up(gen, loops)
+            for repeat in range(case["repeats"]):
+                report(event="dump", case=index, repeat=repeat, dump=counted(gen, loops))
+            gen.close()
+        except BaseException:
+            report(event="error", case=index, error=traceback.format_exc())
+            continue
+        if case["baseline"]:
+            try:
+                gen, loops = _build(dict(case, stmt="pass", setup="", stmt_fn=None, setup_fn=None), torch)
+                _warm_up(gen, loops)
+                report(event="baseline", case=index, dump=counted(gen, loops))
+            except BaseException:
+                report(event="error", case=index, error=traceback.format_exc())
+    report(event="finished")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,415 @@
+"""Instruction counts under valgrind's callgrind, many statements per valgrind process.
+
+Starting Python and importing torch under valgrind costs most of a minute, and
+torch.utils.benchmark pays it on every collect_callgrind call.
+`collect_callgrind_many` pays it once for a whole batch. Parsing uses
+valgrind's own callgrind_annotate, as torch does.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import json
+import operator
+import os
+import pickle
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator, NamedTuple, Sequence
+
+from .task_spec import TaskSpec
+
+WORKER = Path(__file__).with_name("_callgrind_worker.py")
+
+# CPython symbols whose counts depend on dict layout and hashing rather than
+# on the measured code. torch's denoise() knows only the pre-3.11 name.
+NOISY_SYMBOLS = (
+    "dictobject.c:lookdict_unicode",
+    "dictobject.c:lookdict_unicode_nodummy",
+    "dictobject.c:unicodekeys_lookup_unicode",
+    "dictobject.c:_Py_dict_lookup",
+)
+
+# Worker environment. A fixed hash seed fixes dict layouts; fixed malloc
+# thresholds switch off glibc's dynamic mmap/trim adjustment, which otherwise
+# changes allocator paths (and counts) as a process ages.
+WORKER_ENV = {
+    "PYTHONHASHSEED": "0",
+    "MALLOC_MMAP_THRESHOLD_": str(64 * 1024 * 1024),
+    "MALLOC_TRIM_THRESHOLD_": str(256 * 1024 * 1024),
+    "MALLOC_TOP_PAD_": str(64 * 1024 * 1024),
+    "MKL_THREADING_LAYER": "GNU",  # pytorch#37377
+}
+
+
+class CallgrindError(RuntimeError):
+    """A statement (or the valgrind process) failed; the message says which and why."""
+
+
+class FunctionCount(NamedTuple):
+    # TODO: `count` shadows tuple.count (pytorch#105471); kept for compatibility.
+    count: int  # type: ignore[assignment]
+    function: str
+
+
+@dataclasses.dataclass(repr=False, frozen=True)
+class FunctionCounts:
+    """(count, function) pairs, sorted by count, with an algebra for diffing."""
+
+    _data: tuple[FunctionCount, ...]
+    inclusive: bool
+    truncate_rows: bool = True
+    _linewidth: int | None = None
+
+    def __iter__(self) -> Iterator[FunctionCount]:
+        yield from self._data
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __getitem__(self, item: Any) -> FunctionCount | "FunctionCounts":
+        data = self._data[item]
+        if isinstance(data, tuple) and not isinstance(data, FunctionCount):
+            return FunctionCounts(data, self.inclusive, truncate_rows=False)
+        return data
+
+    def __repr__(self) -> str:
+        count_len = max((len(str(c)) + int(c < 0) for c, _ in self), default=0)
+        fn_len = max((self._linewidth or 80) - count_len - 4, 40)
+        lines = []
+        for c, fn in self:
+            if len(fn) > fn_len:
+                left = (fn_len - 5) // 2
+                fn = fn[:left] + " ... " + fn[-(fn_len - left - 5):]
+            lines.append(f"  {c:>{count_len}}  {fn}")
+        if self.truncate_rows and len(lines) > 18:
+            lines = lines[:9] + ["...".rjust(count_len + 2)] + lines[-9:]
+        if not self.inclusive:
+            lines.extend(["", f"Total: {self.sum()}"])
+        return "\n".join([object.__repr__(self), *lines])
+
+    def __add__(self, other: "FunctionCounts") -> "FunctionCounts":
+        return self._merge(other, lambda c: c)
+
+    def __sub__(self, other: "FunctionCounts") -> "FunctionCounts":
+        return self._merge(other, operator.neg)
+
+    def __mul__(self, other: int | float) -> "FunctionCounts":
+        return self._from_dict({fn: int(c * other) for c, fn in self}, self.inclusive)
+
+    def transform(self, map_fn: Callable[[str], str]) -> "FunctionCounts":
+        """Rename functions; entries mapped to one name are added together."""
+        counts: dict[str, int] = collections.defaultdict(int)
+        for c, fn in self:
+            counts[map_fn(fn)] += c
+        return self._from_dict(counts, self.inclusive)
+
+    def filter(self, filter_fn: Callable[[str], bool]) -> "FunctionCounts":
+        return FunctionCounts(tuple(i for i in self if filter_fn(i.function)), self.inclusive)
+
+    def sum(self) -> int:
+        return sum(c for c, _ in self)
+
+    def denoise(self) -> "FunctionCounts":
+        """Drop CPython dict-lookup symbols (names for 3.10 and 3.11+ alike)."""
+        return self.filter(lambda fn: not any(s in fn for s in NOISY_SYMBOLS))
+
+    def _merge(self, other: "FunctionCounts", merge_fn: Callable[[int], int]) -> "FunctionCounts":
+        if self.inclusive != other.inclusive:
+            raise ValueError("Cannot merge inclusive and exclusive counts.")
+        counts: dict[str, int] = collections.defaultdict(int)
+        for c, fn in self:
+            counts[fn] += c
+        for c, fn in other:
+            counts[fn] += merge_fn(c)
+        return self._from_dict(counts, self.inclusive)
+
+    @staticmethod
+    def _from_dict(counts: dict[str, int], inclusive: bool) -> "FunctionCounts":
+        return FunctionCounts(
+            tuple(sorted((FunctionCount(c, fn) for fn, c in counts.items() if c), reverse=True)), inclusive
+        )
+
+    def to_list(self) -> list[list[Any]]:
+        return [[c, fn] for c, fn in self]
+
+    @classmethod
+    def from_list(cls, rows: Iterable[Sequence[Any]], inclusive: bool) -> "FunctionCounts":
+        return cls(tuple(FunctionCount(int(c), str(fn)) for c, fn in rows), inclusive)
+
+
+_STANDARDIZE = (
+    (r"^.+build/\.\./", "build/../"),
+    (r"^.+/" + re.escape("build/aten/"), "build/aten/"),
+    (r"^.+/" + re.escape("Python/"), "Python/"),
+    (r"^.+/" + re.escape("Objects/"), "Objects/"),
+    (r"\s\[.+\]$", ""),
+)
+
+
+@dataclasses.dataclass(repr=False, eq=False, frozen=True)
+class CallgrindStats:
+    """Counts for `number_per_run` runs of one statement, plus the empty-loop baseline."""
+
+    task_spec: TaskSpec
+    number_per_run: int
+    built_with_debug_symbols: bool
+    baseline_inclusive_stats: FunctionCounts
+    baseline_exclusive_stats: FunctionCounts
+    stmt_inclusive_stats: FunctionCounts
+    stmt_exclusive_stats: FunctionCounts
+    stmt_callgrind_out: str | None
+
+    def stats(self, inclusive: bool = False) -> FunctionCounts:
+        return self.stmt_inclusive_stats if inclusive else self.stmt_exclusive_stats
+
+    def counts(self, *, denoise: bool = False, subtract_baseline: bool = False) -> int:
+        """Instructions for number_per_run runs.
+
+        subtract_baseline removes what the same loop costs with `pass` (loop
+        and collection toggles): torch collects that baseline but never
+        subtracts it.
+        """
+        stmt, base = self.stmt_exclusive_stats, self.baseline_exclusive_stats
+        if denoise:
+            stmt, base = stmt.denoise(), base.denoise()
+        return stmt.sum() - (base.sum() if subtract_baseline else 0)
+
+    def delta(self, other: "CallgrindStats", inclusive: bool = False) -> FunctionCounts:
+        return self.stats(inclusive=inclusive) - other.stats(inclusive=inclusive)
+
+    def as_standardized(self) -> "CallgrindStats":
+        """Strip build-path prefixes and library suffixes so profiles from different builds diff cleanly."""
+
+        def strip(stats: FunctionCounts) -> FunctionCounts:
+            for before, after in _STANDARDIZE:
+                stats = stats.transform(lambda fn: re.sub(before, after, fn))
+            return stats
+
+        return dataclasses.replace(
+            self,
+            baseline_inclusive_stats=strip(self.baseline_inclusive_stats),
+            baseline_exclusive_stats=strip(self.baseline_exclusive_stats),
+            stmt_inclusive_stats=strip(self.stmt_inclusive_stats),
+            stmt_exclusive_stats=strip(self.stmt_exclusive_stats),
+            stmt_callgrind_out=None,
+        )
+
+    def __repr__(self) -> str:
+        base = self.baseline_exclusive_stats
+        threads = self.task_spec.num_threads
+        out = f"""
+{object.__repr__(self)}
+{self.task_spec.summarize()}
+  {'':>25}All{'':>10}Noisy symbols removed
+    Instructions: {self.counts(denoise=False):>12}{'':>15}{self.counts(denoise=True):>12}
+    Baseline:     {base.sum():>12}{'':>15}{base.denoise().sum():>12}
+{self.number_per_run} runs per measurement, {threads} thread{'s' if threads > 1 else ''}
+""".strip()
+        if not self.built_with_debug_symbols:
+            out += textwrap.dedent("""
+            Warning: PyTorch was not built with debug symbols.
+                     Source information may be limited. Rebuild with
+                     REL_WITH_DEB_INFO=1 for more detailed results.""")
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "task_spec": self.task_spec.to_dict(),
+            "number_per_run": self.number_per_run,
+            "built_with_debug_symbols": self.built_with_debug_symbols,
+            "baseline_inclusive_stats": self.baseline_inclusive_stats.to_list(),
+            "baseline_exclusive_stats": self.baseline_exclusive_stats.to_list(),
+            "stmt_inclusive_stats": self.stmt_inclusive_stats.to_list(),
+            "stmt_exclusive_stats": self.stmt_exclusive_stats.to_list(),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "CallgrindStats":
+        return cls(
+            task_spec=TaskSpec(**data["task_spec"]),
+            number_per_run=int(data["number_per_run"]),
+            built_with_debug_symbols=bool(data["built_with_debug_symbols"]),
+            baseline_inclusive_stats=FunctionCounts.from_list(data["baseline_inclusive_stats"], True),
+            baseline_exclusive_stats=FunctionCounts.from_list(data["baseline_exclusive_stats"], False),
+            stmt_inclusive_stats=FunctionCounts.from_list(data["stmt_inclusive_stats"], True),
+            stmt_exclusive_stats=FunctionCounts.from_list(data["stmt_exclusive_stats"], False),
+            stmt_callgrind_out=None,
+        )
+
+
+# -- running valgrind ---------------------------------------------------------
+
+class CopyIfCallgrind:
+    """torch's marker for a global to copy into the valgrind process.
+
+    Accepted for compatibility; here every global is copied (pickled through
+    the worker's stdin), so wrapping is optional. `setup` runs before the
+    value is bound, as in torch.
+    """
+
+    def __init__(self, value: Any, *, setup: str | None = None) -> None:
+        self.value = value
+        self.setup = setup
+
+
+def _require_valgrind() -> None:
+    if platform.system() != "Linux":
+        raise OSError(f"Valgrind is not supported on {platform.system()}: instruction counts need Linux.")
+    missing = [tool for tool in ("valgrind", "callgrind_annotate") if shutil.which(tool) is None]
+    if missing:
+        raise OSError(
+            f"Missing: {', '.join(missing)}. Instruction counts need valgrind; on Debian or Ubuntu "
+            "install it with `apt-get install valgrind`."
+        )
+
+
+def _parse_annotate(text: str, inclusive: bool) -> FunctionCounts:
+    """callgrind_annotate's table: 'count  file:function [lib]' lines after the header."""
+    total_match = re.search(r"^([0-9,]+)\s+PROGRAM TOTALS", text, re.MULTILINE)
+    header = re.search(r"^Ir\s+file:function\s*$", text, re.MULTILINE)
+    if total_match is None or header is None:
+        raise CallgrindError(f"unexpected callgrind_annotate output:\n{text[:2000]}")
+    total = int(total_match.group(1).replace(",", ""))
+    rows: list[FunctionCount] = []
+    for line in text[header.end():].splitlines():
+        m = re.match(r"^\s*([0-9,]+)\s+(.+:.+)$", line)
+        if not m:
+            continue
+        count = int(m.group(1).replace(",", ""))
+        if count == total:
+            # The frames below the toggled region (main, PyEval_EvalCode...)
+            # show up with the whole dump's total from the second dump of a
+            # process on, even as "exclusive" counts. torch skips them too.
+            continue
+        rows.append(FunctionCount(count, m.group(2)))
+    return FunctionCounts(tuple(sorted(rows, reverse=True)), inclusive)
+
+
+def _annotate(path: Path) -> tuple[FunctionCounts, FunctionCounts]:
+    def run(inclusive: bool) -> FunctionCounts:
+        out = subprocess.run(
+            ["callgrind_annotate", f"--inclusive={'yes' if inclusive else 'no'}", "--threshold=100",
+             "--show-percs=no", str(path)],
+            capture_output=True, text=True, check=True,
+        ).stdout
+        return _parse_annotate(out, inclusive)
+
+    return run(True), run(False)
+
+
+def _built_with_debug_symbols() -> bool:
+    import torch
+
+    return "RelWithDebInfo" in torch.__config__.show()
+
+
+def collect_callgrind_many(
+    timers: Sequence[Any],
+    number: int = 100,
+    repeats: int = 1,
+    *,
+    collect_baseline: bool = True,
+    retain_out_file: bool = False,
+    timeout: float | None = None,
+    on_error: str = "raise",
+) -> list[tuple[CallgrindStats, ...] | CallgrindError]:
+    """Instruction counts for every Timer in one valgrind process.
+
+    Returns, per timer, a tuple of `repeats` CallgrindStats. A statement that
+    fails is reported with its traceback: `on_error="raise"` raises one
+    CallgrindError naming every failed statement; "return" puts the error in
+    that timer's slot and keeps the rest.
+    """
+    if number < 1 or repeats < 1:
+        raise ValueError(f"number and repeats must be >= 1, got {number}, {repeats}")
+    if on_error not in ("raise", "return"):
+        raise ValueError(f"on_error must be 'raise' or 'return', got {on_error!r}")
+    _require_valgrind()
+    cases = [dict(t._worker_case(), number=number, repeats=repeats, baseline=collect_baseline) for t in timers]
+    payload = _pickle_cases(cases, timers)
+
+    with tempfile.TemporaryDirectory(prefix="torchbench_callgrind_") as tmp:
+        tmp_path = Path(tmp)
+        manifest = tmp_path / "manifest.jsonl"
+        cmd = [
+            "valgrind", "--tool=callgrind", f"--callgrind-out-file={tmp_path / 'callgrind.out'}",
+            "--dump-line=no", "--dump-instr=no", "--instr-atstart=yes", "--collect-atstart=no",
+            f"--log-file={tmp_path / 'valgrind.log'}",
+            sys.executable, str(WORKER), str(manifest),
+        ]
+        env = dict(os.environ, **WORKER_ENV)
+        try:
+            proc = subprocess.run(cmd, input=payload, capture_output=True, timeout=timeout, env=env)
+        except subprocess.TimeoutExpired as e:
+            raise CallgrindError(f"valgrind did not finish within {timeout} s") from e
+        events = [json.loads(line) for line in manifest.read_text().splitlines()] if manifest.exists() else []
+        fatal = [e for e in events if e["event"] == "fatal"]
+        if fatal or not any(e["event"] == "finished" for e in events):
+            log = (tmp_path / "valgrind.log").read_text()[-2000:] if (tmp_path / "valgrind.log").exists() else ""
+            raise CallgrindError(
+                "the valgrind worker failed "
+                + (fatal[0]["error"] if fatal else f"(exit code {proc.returncode})")
+                + f"\nworker stderr:\n{proc.stderr.decode(errors='replace')[-2000:]}\nvalgrind log tail:\n{log}"
+            )
+        return _assemble(timers, events, tmp_path, number, repeats, collect_baseline, retain_out_file, on_error)
+
+
+def _pickle_cases(cases: list[dict[str, Any]], timers: Sequence[Any]) -> bytes:
+    for case, timer in zip(cases, timers):
+        for name, value in case["globals"].items():
+            try:
+                pickle.dumps(value)
+            except Exception as e:
+                raise ValueError(
+                    f"global {name!r} of {timer.task_spec.title!r} cannot be copied into the valgrind "
+                    f"process ({e}); create it in `setup` instead"
+                ) from e
+    return pickle.dumps(cases)
+
+
+def _assemble(timers, events, tmp_path, number, repeats, collect_baseline, retain_out_file, on_error):
+    dumps: dict[int, dict[int, int]] = collections.defaultdict(dict)
+    baselines: dict[int, int] = {}
+    errors: dict[int, str] = {}
+    for e in events:
+        if e["event"] == "dump":
+            dumps[e["case"]][e["repeat"]] = e["dump"]
+        elif e["event"] == "baseline":
+            baselines[e["case"]] = e["dump"]
+        elif e["event"] == "error":
+            errors[e["case"]] = e["error"]
+
+    wanted = sorted({d for per in dumps.values() for d in per.values()} | set(baselines.values()))
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        parsed = dict(zip(wanted, pool.map(lambda d: _annotate(tmp_path / f"callgrind.out.{d}"), wanted)))
+    debug = _built_with_debug_symbols()
+    empty = (FunctionCounts((), True), FunctionCounts((), False))
+
+    results: list[tuple[CallgrindStats, ...] | CallgrindError] = []
+    for i, timer in enumerate(timers):
+        if i in errors or len(dumps[i]) != repeats:
+            why = errors.get(i, "the worker reported no counts")
+            results.append(CallgrindError(f"{timer.task_spec.title!r} failed under callgrind:\n{why}"))
+            continue
+        base_inc, base_exc = parsed[baselines[i]] if i in baselines else empty
+        stats = []
+        for r in range(repeats):
+            dump = dumps[i][r]
+            inc, exc = parsed[dump]
+            out = (tmp_path / f"callgrind.out.{dump}").read_text() if retain_out_file else None
+            stats.append(CallgrindStats(timer.task_spec, number, debug, base_inc, base_exc, inc, exc, out))
+        results.append(tuple(stats))
+
+    failed = [r for r in results if isinstance(r, CallgrindError)]
+    if failed and on_error == "raise":
+        raise CallgrindError("\n\n".join(str(f) for f in failed))
+    return results
