@@ -95,7 +95,9 @@ def main():
         return dumps
 
     report(event="started", cases=len(cases))
-    for index, case in enumerate(cases):
+    for case in cases:
+        index = case["index"]
+        report(event="case", case=index)
         try:
             torch.set_num_threads(case["num_threads"])
             gen, loops = _build(case, torch)
@@ -113,6 +115,7 @@ def main():
                 report(event="baseline", case=index, dump=counted(gen, loops))
             except BaseException:
                 report(event="error", case=index, error=traceback.format_exc())
+        report(event="case_done", case=index)
     report(event="finished")
     return 0
 

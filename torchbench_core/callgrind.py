@@ -17,10 +17,12 @@ import pickle
 import platform
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, NamedTuple, Sequence
@@ -319,51 +321,127 @@ def collect_callgrind_many(
     *,
     collect_baseline: bool = True,
     retain_out_file: bool = False,
-    timeout: float | None = None,
+    case_timeout: float | None = 600.0,
     on_error: str = "raise",
+    progress: Callable[[int, str], Any] | None = None,
 ) -> list[tuple[CallgrindStats, ...] | CallgrindError]:
-    """Instruction counts for every Timer in one valgrind process.
+    """Instruction counts for every Timer, one valgrind process for the lot.
 
     Returns, per timer, a tuple of `repeats` CallgrindStats. A statement that
-    fails is reported with its traceback: `on_error="raise"` raises one
-    CallgrindError naming every failed statement; "return" puts the error in
-    that timer's slot and keeps the rest.
+    raises, crashes the process, or runs past `case_timeout` seconds (setup
+    and warm-up included, under valgrind's ~50x slowdown) is reported with
+    the reason; after a crash or a timeout the remaining statements continue
+    in a fresh valgrind process. `on_error="raise"` raises one CallgrindError
+    naming every failed statement; "return" puts each error in its timer's
+    slot. `progress(i, event)` is called as statements start and finish.
     """
     if number < 1 or repeats < 1:
         raise ValueError(f"number and repeats must be >= 1, got {number}, {repeats}")
     if on_error not in ("raise", "return"):
         raise ValueError(f"on_error must be 'raise' or 'return', got {on_error!r}")
     _require_valgrind()
-    cases = [dict(t._worker_case(), number=number, repeats=repeats, baseline=collect_baseline) for t in timers]
-    payload = _pickle_cases(cases, timers)
+    cases = [
+        dict(t._worker_case(), index=i, number=number, repeats=repeats, baseline=collect_baseline)
+        for i, t in enumerate(timers)
+    ]
+    _check_picklable(cases, timers)
 
     with tempfile.TemporaryDirectory(prefix="torchbench_callgrind_") as tmp:
-        tmp_path = Path(tmp)
-        manifest = tmp_path / "manifest.jsonl"
-        cmd = [
-            "valgrind", "--tool=callgrind", f"--callgrind-out-file={tmp_path / 'callgrind.out'}",
-            "--dump-line=no", "--dump-instr=no", "--instr-atstart=yes", "--collect-atstart=no",
-            f"--log-file={tmp_path / 'valgrind.log'}",
-            sys.executable, str(WORKER), str(manifest),
-        ]
-        env = dict(os.environ, **WORKER_ENV)
+        events: list[dict[str, Any]] = []
+        remaining = cases
+        launch = 0
+        while remaining:
+            out_dir = Path(tmp) / f"launch{launch}"
+            out_dir.mkdir()
+            new_events, unfinished = _launch(remaining, out_dir, case_timeout, progress)
+            for e in new_events:
+                e["dir"] = str(out_dir)
+            events.extend(new_events)
+            remaining = [c for c in remaining if c["index"] in unfinished]
+            launch += 1
+        return _assemble(timers, events, number, repeats, retain_out_file, on_error)
+
+
+def _launch(
+    cases: list[dict[str, Any]],
+    out_dir: Path,
+    case_timeout: float | None,
+    progress: Callable[[int, str], Any] | None,
+) -> tuple[list[dict[str, Any]], set[int]]:
+    """One valgrind process over `cases`. Returns its events and the indices
+    that still need a run (those after a crash or a timeout)."""
+    manifest = out_dir / "manifest.jsonl"
+    manifest.touch()
+    cmd = [
+        "valgrind", "--tool=callgrind", f"--callgrind-out-file={out_dir / 'callgrind.out'}",
+        "--dump-line=no", "--dump-instr=no", "--instr-atstart=yes", "--collect-atstart=no",
+        f"--log-file={out_dir / 'valgrind.log'}",
+        sys.executable, str(WORKER), str(manifest),
+    ]
+    env = dict(os.environ, **WORKER_ENV)
+    with open(out_dir / "stdout", "wb") as stdout, open(out_dir / "stderr", "wb") as stderr:
+        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=stdout, stderr=stderr, env=env,
+                                start_new_session=True)
         try:
-            proc = subprocess.run(cmd, input=payload, capture_output=True, timeout=timeout, env=env)
-        except subprocess.TimeoutExpired as e:
-            raise CallgrindError(f"valgrind did not finish within {timeout} s") from e
-        events = [json.loads(line) for line in manifest.read_text().splitlines()] if manifest.exists() else []
-        fatal = [e for e in events if e["event"] == "fatal"]
-        if fatal or not any(e["event"] == "finished" for e in events):
-            log = (tmp_path / "valgrind.log").read_text()[-2000:] if (tmp_path / "valgrind.log").exists() else ""
-            raise CallgrindError(
-                "the valgrind worker failed "
-                + (fatal[0]["error"] if fatal else f"(exit code {proc.returncode})")
-                + f"\nworker stderr:\n{proc.stderr.decode(errors='replace')[-2000:]}\nvalgrind log tail:\n{log}"
-            )
-        return _assemble(timers, events, tmp_path, number, repeats, collect_baseline, retain_out_file, on_error)
+            proc.stdin.write(pickle.dumps(cases))
+            proc.stdin.close()
+        except BrokenPipeError:
+            pass
+        events: list[dict[str, Any]] = []
+        current: int | None = None
+        started = time.monotonic()
+        with open(manifest) as feed:
+            while True:
+                exited = proc.poll() is not None
+                for line in feed.readlines():
+                    event = json.loads(line)
+                    events.append(event)
+                    if event["event"] == "case":
+                        current, started = event["case"], time.monotonic()
+                        if progress:
+                            progress(current, "start")
+                    elif event["event"] in ("case_done", "error") and event.get("case") == current:
+                        if progress:
+                            progress(current, "done")
+                        current = None
+                if exited:
+                    break
+                if current is not None and case_timeout is not None and time.monotonic() - started > case_timeout:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()
+                    events.append({"event": "error", "case": current,
+                                   "error": f"timed out after {case_timeout:g} s under valgrind (process killed)"})
+                    if progress:
+                        progress(current, "done")
+                    break
+                time.sleep(0.1)
+
+    done = {e["case"] for e in events if e["event"] in ("case_done", "error")}
+    if any(e["event"] == "finished" for e in events):
+        return events, set()
+    if any(e["event"] == "fatal" for e in events) or (current is None and not done):
+        # Died before any statement ran: nothing to isolate, so give up.
+        fatal = next((e["error"] for e in events if e["event"] == "fatal"), f"exit code {proc.returncode}")
+        log = (out_dir / "valgrind.log").read_text(errors="replace")[-2000:] if (out_dir / "valgrind.log").exists() else ""
+        err = (out_dir / "stderr").read_text(errors="replace")[-2000:]
+        raise CallgrindError(f"the valgrind worker failed: {fatal}\nworker stderr:\n{err}\nvalgrind log tail:\n{log}")
+    if current is not None and current not in done:
+        how = _describe_exit(proc.returncode)
+        events.append({"event": "error", "case": current,
+                       "error": f"the valgrind process died while running this statement ({how})"})
+        done.add(current)
+        if progress:
+            progress(current, "done")
+    return events, {c["index"] for c in cases} - done
 
 
-def _pickle_cases(cases: list[dict[str, Any]], timers: Sequence[Any]) -> bytes:
+def _describe_exit(returncode: int | None) -> str:
+    if returncode is not None and returncode < 0:
+        return f"killed by {signal.Signals(-returncode).name}"
+    return f"exit code {returncode}"
+
+
+def _check_picklable(cases: list[dict[str, Any]], timers: Sequence[Any]) -> None:
     for case, timer in zip(cases, timers):
         for name, value in case["globals"].items():
             try:
@@ -373,24 +451,23 @@ def _pickle_cases(cases: list[dict[str, Any]], timers: Sequence[Any]) -> bytes:
                     f"global {name!r} of {timer.task_spec.title!r} cannot be copied into the valgrind "
                     f"process ({e}); create it in `setup` instead"
                 ) from e
-    return pickle.dumps(cases)
 
 
-def _assemble(timers, events, tmp_path, number, repeats, collect_baseline, retain_out_file, on_error):
-    dumps: dict[int, dict[int, int]] = collections.defaultdict(dict)
-    baselines: dict[int, int] = {}
+def _assemble(timers, events, number, repeats, retain_out_file, on_error):
+    dumps: dict[int, dict[int, Path]] = collections.defaultdict(dict)
+    baselines: dict[int, Path] = {}
     errors: dict[int, str] = {}
     for e in events:
         if e["event"] == "dump":
-            dumps[e["case"]][e["repeat"]] = e["dump"]
+            dumps[e["case"]][e["repeat"]] = Path(e["dir"]) / f"callgrind.out.{e['dump']}"
         elif e["event"] == "baseline":
-            baselines[e["case"]] = e["dump"]
+            baselines[e["case"]] = Path(e["dir"]) / f"callgrind.out.{e['dump']}"
         elif e["event"] == "error":
             errors[e["case"]] = e["error"]
 
     wanted = sorted({d for per in dumps.values() for d in per.values()} | set(baselines.values()))
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-        parsed = dict(zip(wanted, pool.map(lambda d: _annotate(tmp_path / f"callgrind.out.{d}"), wanted)))
+        parsed = dict(zip(wanted, pool.map(_annotate, wanted)))
     debug = _built_with_debug_symbols()
     empty = (FunctionCounts((), True), FunctionCounts((), False))
 
@@ -405,7 +482,7 @@ def _assemble(timers, events, tmp_path, number, repeats, collect_baseline, retai
         for r in range(repeats):
             dump = dumps[i][r]
             inc, exc = parsed[dump]
-            out = (tmp_path / f"callgrind.out.{dump}").read_text() if retain_out_file else None
+            out = dump.read_text() if retain_out_file else None
             stats.append(CallgrindStats(timer.task_spec, number, debug, base_inc, base_exc, inc, exc, out))
         results.append(tuple(stats))
 
