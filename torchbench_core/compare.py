@@ -97,8 +97,10 @@ class _Table:
         highlight: bool,
         baseline_env: str | None,
         relative: bool,
+        count_unit: str | None = None,
     ) -> None:
         self.label = results[0].label
+        self.count_unit = count_unit
         self.results = results
         self.colorize = colorize
         self.highlight = highlight
@@ -128,7 +130,10 @@ class _Table:
                 return None if not base else m.median / base
 
         else:
-            self.unit, self.scale = select_unit(min(m.median for m in results))
+            if count_unit:
+                self.unit, self.scale = count_unit, 1.0
+            else:
+                self.unit, self.scale = select_unit(min(m.median for m in results))
 
             def value(m: Measurement | None) -> float | None:
                 return None if m is None else m.median / self.scale
@@ -181,7 +186,7 @@ class _Table:
         total_width = len(lines[0])
         prior_threads = None
         # Colour slack: torch treats cells within 100 ns of the best as best.
-        slack = 0.0 if self.relative else 100e-9 / self.scale
+        slack = 0.0 if (self.relative or self.count_unit) else 100e-9 / self.scale
         for i, row in enumerate(rows):
             threads = self.row_keys[i][0]
             if threads != prior_threads:
@@ -200,6 +205,8 @@ class _Table:
         title = f"[{(' ' + (self.label or '') + ' ').center(total_width - 2, '-')}]"
         if self.relative:
             footer = "Values are ratios of medians to the baseline env's (lower is faster)."
+        elif self.count_unit:
+            footer = f"Values are {self.count_unit} per run (median)."
         else:
             footer = f"Times are in {unit_to_english(self.unit)}s ({self.unit})."
         legend = ""
@@ -219,6 +226,7 @@ class Compare:
         self._highlight_warnings = False
         self._baseline_env: str | None = None
         self._relative = False
+        self._count_unit: str | None = None
 
     def extend_results(self, results: Iterable[Measurement]) -> None:
         results = list(results)
@@ -248,6 +256,11 @@ class Compare:
         self._baseline_env = env
         self._relative = True
 
+    def as_counts(self, unit: str = "instructions") -> None:
+        """The samples are counts (e.g. instructions per run), not seconds:
+        no time units, values shown as they are."""
+        self._count_unit = unit
+
     def __str__(self) -> str:
         return "\n".join(self._render())
 
@@ -266,6 +279,7 @@ class Compare:
                 self._highlight_warnings,
                 self._baseline_env,
                 self._relative,
+                self._count_unit,
             ).render()
             for group in by_label.values()
         ]

@@ -1,0 +1,1 @@
+"""Benchmark definitions for the instruction-count suite (see standard.py)."""
