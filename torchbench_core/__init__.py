@@ -1,7 +1,7 @@
 """torchbench_core: torch.utils.benchmark's API, measured by our own harness.
 
-Flow: define (fuzzer, op_fuzzers) -> measure (timer, clock, threads)
--> record (task_spec, measurement, storage) -> compare.
+Flow: define (fuzzer, op_fuzzers, grouped, definitions) -> measure (timing,
+clock, threads, callgrind, runner) -> record (task_spec, measurement, storage) -> compare.
 
 `import torchbench_core as benchmark` stands in for
 `from torch.utils import benchmark`. Importing this package does not import
@@ -11,6 +11,8 @@ torch: Measurement and Compare work in asv's host interpreter without it.
 from .clock import timer
 from .compare import Colorize, Compare
 from .fuzzer import FuzzedParameter, FuzzedTensor, Fuzzer, ParameterAlias
+from . import callgrind
+from .callgrind import CallgrindStats, CopyIfCallgrind, FunctionCount, FunctionCounts, collect_callgrind_many
 from .measurement import Measurement, MeasurementFormatError
 from .storage import load_measurements, save_measurements
 from .task_spec import Language, TaskSpec
@@ -19,6 +21,11 @@ from .timing import Timer
 from .units import ordered_unique, select_unit, trim_sigfig, unit_to_english
 
 __all__ = [
+    "CallgrindStats",
+    "CopyIfCallgrind",
+    "FunctionCount",
+    "FunctionCounts",
+    "collect_callgrind_many",
     "Colorize",
     "Compare",
     "FuzzedParameter",

@@ -1,7 +1,7 @@
 """Runs inside valgrind: counts instructions for a batch of statements in one process.
 
 Self-contained on purpose (stdlib and torch only): it is started by path under
-valgrind, where importing more would cost minutes. Cases arrive pickled on
+valgrind, where importing more would cost minutes. Cases arrive pickled, one by one, on
 stdin (never from a file on disk); progress and results go, one JSON line per
 event, to the manifest path given as argv[1], so a crash loses nothing
 already reported.
@@ -78,7 +78,9 @@ def main():
         report(event="fatal", error=f"torch in {sys.executable} cannot toggle callgrind: {e!r}")
         return 1
 
-    cases = pickle.load(sys.stdin.buffer)
+    payload = pickle.load(sys.stdin.buffer)
+    # The parent's import path, so callables and globals from its modules resolve here.
+    sys.path[:0] = [p for p in payload["sys_path"] if p not in sys.path]
     dumps = 0
 
     def counted(gen, loops):
@@ -94,11 +96,11 @@ def main():
             gc.enable()
         return dumps
 
-    report(event="started", cases=len(cases))
-    for case in cases:
-        index = case["index"]
+    report(event="started", cases=len(payload["cases"]))
+    for index, blob in payload["cases"]:
         report(event="case", case=index)
         try:
+            case = pickle.loads(blob)  # per case: one that cannot load fails alone
             torch.set_num_threads(case["num_threads"])
             gen, loops = _build(case, torch)
             _warm_up(gen, loops)

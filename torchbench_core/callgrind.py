@@ -382,8 +382,9 @@ def _launch(
     with open(out_dir / "stdout", "wb") as stdout, open(out_dir / "stderr", "wb") as stderr:
         proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=stdout, stderr=stderr, env=env,
                                 start_new_session=True)
+        payload = {"sys_path": list(sys.path), "cases": [(c["index"], pickle.dumps(c)) for c in cases]}
         try:
-            proc.stdin.write(pickle.dumps(cases))
+            proc.stdin.write(pickle.dumps(payload))
             proc.stdin.close()
         except BrokenPipeError:
             pass

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import importlib
 import json
 import platform
 import re
@@ -22,8 +23,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .compare import Compare
-from .definitions.standard import BENCHMARKS
-from .grouped import case_key, definitions_version, materialize
+from .grouped import Definitions, case_key, definitions_version, materialize
 from .measurement import Measurement
 from .runner import CaseResult, Runner, WorkOrder
 from .storage import atomic_write_text
@@ -33,9 +33,24 @@ SCHEMA = "torchbench_core.SuiteResults"
 SCHEMA_VERSION = 1
 
 
-def work_orders(patterns: Sequence[str] = ()) -> tuple[list[WorkOrder], str]:
+STANDARD = "torchbench_core.definitions.standard:BENCHMARKS"
+
+
+def load_definitions(spec: str) -> Definitions:
+    """'package.module:NAME' -> the definitions dict it names."""
+    module_name, _, attr = spec.partition(":")
+    try:
+        definitions = getattr(importlib.import_module(module_name), attr or "BENCHMARKS")
+    except (ImportError, AttributeError) as e:
+        raise SystemExit(f"cannot load definitions {spec!r}: {e}") from e
+    if not isinstance(definitions, dict):
+        raise SystemExit(f"definitions {spec!r} is a {type(definitions).__name__}, not a dict")
+    return definitions
+
+
+def work_orders(patterns: Sequence[str] = (), definitions: Definitions | None = None) -> tuple[list[WorkOrder], str]:
     """The selected cases, and the version of the whole suite."""
-    cases = materialize(BENCHMARKS)
+    cases = materialize(definitions if definitions is not None else load_definitions(STANDARD))
     version = definitions_version(case_key(*c) for c in cases)
     orders = [WorkOrder(*c) for c in cases]
     if patterns:
@@ -116,6 +131,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-k", "--filter", action="append", default=[], metavar="PATTERN",
                         help="regex on 'label / sub [variant, threads]'; repeatable (any matches)")
+    parser.add_argument("--definitions", default=STANDARD, metavar="MODULE:NAME",
+                        help=f"definitions to run (default: {STANDARD})")
     parser.add_argument("--mode", choices=("both", "wall", "counts"), default="both")
     parser.add_argument("--out", type=Path, default=Path("out/instruction_counts.json"))
     parser.add_argument("--min-run-time", type=float, default=0.2, help="wall seconds per case")
@@ -127,7 +144,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--list", action="store_true", help="list the selected cases and exit")
     args = parser.parse_args(argv)
 
-    orders, version = work_orders(args.filter)
+    orders, version = work_orders(args.filter, load_definitions(args.definitions))
     if not orders:
         parser.error(f"no case matches {args.filter}")
     if args.list:
@@ -135,7 +152,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{len(orders)} cases; suite version {version}")
         return 0
 
-    config = {k: getattr(args, k) for k in ("filter", "mode", "min_run_time", "callgrind_number",
+    config = {k: getattr(args, k) for k in ("definitions", "filter", "mode", "min_run_time", "callgrind_number",
                                              "callgrind_repeats", "timeout", "callgrind_timeout", "retries")}
     started = time.time()
     results = Runner(

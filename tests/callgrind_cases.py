@@ -1,0 +1,15 @@
+"""Importable helpers for the valgrind tests (callables must be importable in the worker)."""
+
+import torch
+
+
+def add_ones():
+    torch.add(torch.ones(2), 1)
+
+
+FAILING_DEFINITIONS = {
+    "ok": {"add": __import__("torchbench_core.grouped", fromlist=["GroupedStmts"]).GroupedStmts(
+        py_stmt="y = x + 1", setup=__import__("torchbench_core.grouped", fromlist=["GroupedSetup"]).GroupedSetup(
+            py_setup="x = torch.ones(4)"))},
+    "broken": __import__("torchbench_core.grouped", fromlist=["TimerArgs"]).TimerArgs("undefined_name + 1"),
+}
