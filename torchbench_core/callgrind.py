@@ -456,13 +456,13 @@ def _check_picklable(cases: list[dict[str, Any]], timers: Sequence[Any]) -> None
 
 def _assemble(timers, events, number, repeats, retain_out_file, on_error):
     dumps: dict[int, dict[int, Path]] = collections.defaultdict(dict)
-    baselines: dict[int, Path] = {}
+    baselines: dict[tuple[str, int], Path] = {}  # (launch dir, number): shared empty-loop dump
     errors: dict[int, str] = {}
     for e in events:
         if e["event"] == "dump":
             dumps[e["case"]][e["repeat"]] = Path(e["dir"]) / f"callgrind.out.{e['dump']}"
         elif e["event"] == "baseline":
-            baselines[e["case"]] = Path(e["dir"]) / f"callgrind.out.{e['dump']}"
+            baselines[(e["dir"], e["number"])] = Path(e["dir"]) / f"callgrind.out.{e['dump']}"
         elif e["event"] == "error":
             errors[e["case"]] = e["error"]
 
@@ -478,7 +478,8 @@ def _assemble(timers, events, number, repeats, retain_out_file, on_error):
             why = errors.get(i, "the worker reported no counts")
             results.append(CallgrindError(f"{timer.task_spec.title!r} failed under callgrind:\n{why}"))
             continue
-        base_inc, base_exc = parsed[baselines[i]] if i in baselines else empty
+        baseline = baselines.get((str(dumps[i][0].parent), number))
+        base_inc, base_exc = parsed[baseline] if baseline else empty
         stats = []
         for r in range(repeats):
             dump = dumps[i][r]

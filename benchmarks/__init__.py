@@ -1,0 +1,1 @@
+"""asv benchmark suites, measured by torchbench_core (see benchmarks/README.md)."""

@@ -1,0 +1,1 @@
+"""torchbench: the tracker around torchbench_core (asv history runs; publisher and alerts later)."""
