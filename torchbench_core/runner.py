@@ -23,8 +23,6 @@ import sys
 import traceback
 from typing import Any, Iterable, Sequence
 
-from tqdm import tqdm
-
 from .callgrind import CallgrindError, collect_callgrind_many
 from .grouped import AutoLabels, TimerArgs, case_key
 from .measurement import Measurement
@@ -125,6 +123,8 @@ class Runner:
 
     # -- wall time ----------------------------------------------------------
     def _run_wall(self, results: Sequence[CaseResult]) -> None:
+        from tqdm import tqdm  # deferred: asv benchmark environments import this module without tqdm
+
         ctx = multiprocessing.get_context("forkserver")
         ctx.set_forkserver_preload(["torch", "torchbench_core.timing"])
         with tqdm(results, desc="wall time", unit="case", file=sys.stderr, disable=not self.progress) as bar:
@@ -163,6 +163,8 @@ class Runner:
 
     # -- instruction counts -------------------------------------------------
     def _run_counts(self, results: Sequence[CaseResult]) -> None:
+        from tqdm import tqdm
+
         todo = []
         for result in results:
             if result.order.timer_args.compiled:
