@@ -1,10 +1,6 @@
 """What every suite shares: the measuring harness and the asv return format.
 
-The harness is torchbench_core from the working tree that runs asv, ahead of
-whatever copy the commit under test installed, so a history moves when the
-measured code changes, never when the harness does. `torchbench.history`
-passes the tree through ASV_PYTHONPATH; a plain `asv run` at the repository
-root is covered by ASV_CONF_DIR.
+(Which torchbench_core is imported is settled in benchmarks/__init__.py.)
 
 Task-spec metadata lives in each benchmark's asv parameters, whose values
 asv writes into every result row: the parameter names are drawn from
@@ -15,13 +11,8 @@ publisher can rebuild Compare tables from the result files alone.
 from __future__ import annotations
 
 import os
-import sys
 
-_conf_dir = os.environ.get("ASV_CONF_DIR")
-if _conf_dir and os.path.isdir(os.path.join(_conf_dir, "torchbench_core")) and _conf_dir not in sys.path:
-    sys.path.insert(0, _conf_dir)
-
-import torchbench_core  # noqa: E402
+import torchbench_core
 
 TASK_SPEC_PARAMS = ("label", "sub_label", "description", "num_threads")
 

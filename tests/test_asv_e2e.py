@@ -67,7 +67,7 @@ def test_result_files_hold_samples_and_task_spec_metadata(history):
         row = dict(zip(columns, doc["results"]["bench_slowlib.Work.track_work"]))
         assert row["params"] == [["'slowlib'"], ["'work(200)'"], ["'sum of a range'"], ["1"]]
         (samples,) = row["samples"]
-        assert len(samples) >= 10 and all(s > 0 for s in samples)
+        assert len(samples) >= 5 and all(s > 0 for s in samples)
         assert row["stats_q_25"][0] <= row["result"][0] <= row["stats_q_75"][0]
         assert "torch2.13.0" in doc["env_name"]
     benchmarks = json.loads((out / "results" / "benchmarks.json").read_text())
@@ -91,8 +91,9 @@ def test_the_slowdown_is_visible_in_asv_compare(history):
     value = lambda doc: dict(zip(doc["result_columns"], doc["results"]["bench_slowlib.Work.track_work"]))["result"][0]  # noqa: E731
     assert value(slow) > 2 * value(fast)
     # asv compare (run by the history command) marks it worse and significant.
-    row = next(line for line in proc.stdout.splitlines() if "track_work" in line)
-    assert row.lstrip().startswith("| +"), row
+    row = next(line for line in proc.stdout.splitlines() if line.startswith("|") and "track_work" in line)
+    assert row.startswith("| +") and "±" in row, row  # worse, with statistics
+    assert "Benchmarks that have got worse" in proc.stdout
 
 
 def test_the_project_suite_passes_asv_check():

@@ -119,13 +119,17 @@ def main(argv: list[str] | None = None) -> int:
     asv = [sys.executable, "-m", "asv", "--config", str(conf)]
     benches = [a for b in args.bench for a in ("-b", b)]
     timings = Timings()
-    # The working tree's torchbench_core (and benchmarks._harness) go first on
-    # the benchmarks' path: the harness stays fixed across the history.
-    env = dict(os.environ, ASV_PYTHONPATH=os.pathsep.join(
-        p for p in (str(ROOT), os.environ.get("ASV_PYTHONPATH", "")) if p))
+    # The suites put this tree's torchbench_core first on their path (see
+    # benchmarks/__init__.py): the harness stays fixed across the history.
+    env = dict(os.environ, TORCHBENCH_HARNESS=str(ROOT))
 
     ensure_machine(timings)
-    timings.run("environment build", asv + ["setup"], check=True, env=env)
+    # `asv setup` returns its list of environments as the exit status (asv
+    # 0.6.6 bug: it prints the list and exits 1 on success), so check the
+    # environment's interpreter instead of the code.
+    timings.run("environment build", asv + ["setup"], env=env)
+    if not list((out / "env").glob("*/bin/python")):
+        raise SystemExit(f"asv setup did not create an environment under {out / 'env'}; see its output above")
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
         f.write("\n".join(commits) + "\n")
         hashfile = f.name

@@ -3,7 +3,7 @@ import time
 
 import slowlib  # installed by asv, per commit
 
-from benchmarks._harness import measure, timer  # the project's harness, via ASV_PYTHONPATH
+from benchmarks._harness import measure, timer  # the project's harness (see __init__)
 
 
 class Work:
