@@ -9,38 +9,37 @@ from torchbench_core.op_fuzzers import BinaryOpFuzzer, UnaryOpFuzzer
 from ._harness import measure, timer
 
 SEED = 0
-CASES = 4
+CASES = [f"case {i}" for i in range(4)]
 MIN_RUN_TIME = 0.1
+PARAM_NAMES = ["label", "sub_label", "description", "num_threads"]
 
 
-def _case(fuzzer, index):
-    tensors, properties, params = list(fuzzer.take(index + 1))[index]
+def measure_case(fuzzer_cls, label, sub_label, description, num_threads):
+    index = CASES.index(sub_label)
+    tensors, properties, _ = list(fuzzer_cls(seed=SEED).take(index + 1))[index]
     shape = " x ".join(str(s) for s in tensors["x"].shape)
     layout = "" if properties["x"]["is_contiguous"] else " (discontiguous)"
-    return tensors, f"case {index}: {shape}{layout}"
+    return measure(timer(description, globals=tensors, label=label, sub_label=f"{sub_label}: {shape}{layout}",
+                         description=description, num_threads=num_threads), MIN_RUN_TIME)
 
 
 class BinaryOps:
-    params = (["binary op fuzzer, seed 0"], [f"case {i}" for i in range(CASES)], ["x + y", "x * y"], [1])
-    param_names = ["label", "sub_label", "description", "num_threads"]
+    params = ([f"binary op fuzzer, seed {SEED}"], CASES, ["x + y", "x * y"], [1])
+    param_names = PARAM_NAMES
     unit = "seconds"
     version = "1"
     timeout = 300
 
-    def track_binary(self, label, sub_label, description, num_threads):
-        tensors, name = _case(BinaryOpFuzzer(seed=SEED), int(sub_label.split()[1]))
-        return measure(timer(description, globals=tensors, label=label, sub_label=name,
-                             description=description, num_threads=num_threads), MIN_RUN_TIME)
+    def track_binary(self, *params):
+        return measure_case(BinaryOpFuzzer, *params)
 
 
 class UnaryOps:
-    params = (["unary op fuzzer, seed 0"], [f"case {i}" for i in range(CASES)], ["x.abs()", "x.exp()"], [1])
-    param_names = ["label", "sub_label", "description", "num_threads"]
+    params = ([f"unary op fuzzer, seed {SEED}"], CASES, ["x.abs()", "x.exp()"], [1])
+    param_names = PARAM_NAMES
     unit = "seconds"
     version = "1"
     timeout = 300
 
-    def track_unary(self, label, sub_label, description, num_threads):
-        tensors, name = _case(UnaryOpFuzzer(seed=SEED), int(sub_label.split()[1]))
-        return measure(timer(description, globals=tensors, label=label, sub_label=name,
-                             description=description, num_threads=num_threads), MIN_RUN_TIME)
+    def track_unary(self, *params):
+        return measure_case(UnaryOpFuzzer, *params)
