@@ -3,4 +3,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh
+if ! command -v chromium >/dev/null 2>&1; then
+    echo "== installing chromium (Debian package) for the browser test of the published site"
+    if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+    $SUDO apt-get update -qq && $SUDO apt-get install -y -qq chromium >/dev/null
+fi
 exec "${PYTHON:-python3}" -m pytest -q "$@"

@@ -33,6 +33,8 @@ from pathlib import Path
 
 import git
 
+from . import site_assets
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -142,6 +144,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if not args.quick:
         timings.run("publish", asv + ["publish"], check=True, env=env)
+        localize_site(out)
         regressed: list[str] = []
         if len(commits) >= 2:
             cmp = timings.run("compare", asv + ["compare", commits[-2], commits[-1], "--split"],
@@ -157,6 +160,17 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{len(regressed)} significant regression(s) between the last two commits")
             return 1
     return 0
+
+
+def localize_site(out: Path) -> None:
+    """Make the published site render without internet (see site_assets)."""
+    try:
+        remaining = site_assets.localize(out / "html", out / "site-assets")
+    except (RuntimeError, OSError, subprocess.SubprocessError) as e:
+        print(f"note: the site still loads its scripts from CDNs ({e})")
+        return
+    if remaining:
+        print(f"note: the site still loads {', '.join(remaining)} from the internet")
 
 
 def split_report(timings: Timings, out: Path, commits: list[str]) -> str:
