@@ -67,7 +67,7 @@ def asv_project(tmp: Path, suite: str) -> Path:
     (tmp / "benchmarks").mkdir()
     (tmp / "benchmarks" / "__init__.py").write_text("")
     (tmp / "benchmarks" / "suite.py").write_text(textwrap.dedent(suite))
-    conf = {"version": 1, "project": "scratch", "repo": str(ROOT), "branches": ["HEAD"],
+    conf = {"version": 1, "project": "scratch", "repo": str(ROOT), "branches": ["HEAD"], "environment_type": "virtualenv",
             "benchmark_dir": "benchmarks", "results_dir": "results", "html_dir": "html", "env_dir": "env"}
     (tmp / "asv.conf.json").write_text(json.dumps(conf))
     return tmp / "asv.conf.json"
