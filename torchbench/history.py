@@ -98,8 +98,7 @@ def ensure_machine(timings: Timings) -> None:
 
 def regressions(compare_output: str) -> list[str]:
     """Rows that asv compare marks '+' (worse, statistically significant)."""
-    return [line for line in compare_output.splitlines() if line.lstrip().startswith("| +")
-            or line.lstrip().startswith("+ ")]
+    return [line for line in compare_output.splitlines() if line.lstrip().startswith("| +")]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -344,11 +344,11 @@ def collect_callgrind_many(
         dict(t._worker_case(), index=i, number=number, repeats=repeats, baseline=collect_baseline)
         for i, t in enumerate(timers)
     ]
-    _check_picklable(cases, timers)
+    blobs = _pickle_cases(cases, timers)
 
     with tempfile.TemporaryDirectory(prefix="torchbench_callgrind_") as tmp:
         events: list[dict[str, Any]] = []
-        remaining = cases
+        remaining = blobs
         launch = 0
         while remaining:
             out_dir = Path(tmp) / f"launch{launch}"
@@ -357,19 +357,19 @@ def collect_callgrind_many(
             for e in new_events:
                 e["dir"] = str(out_dir)
             events.extend(new_events)
-            remaining = [c for c in remaining if c["index"] in unfinished]
+            remaining = [(index, blob) for index, blob in remaining if index in unfinished]
             launch += 1
         return _assemble(timers, events, number, repeats, retain_out_file, on_error)
 
 
 def _launch(
-    cases: list[dict[str, Any]],
+    cases: list[tuple[int, bytes]],
     out_dir: Path,
     case_timeout: float | None,
     progress: Callable[[int, str], Any] | None,
 ) -> tuple[list[dict[str, Any]], set[int]]:
-    """One valgrind process over `cases`. Returns its events and the indices
-    that still need a run (those after a crash or a timeout)."""
+    """One valgrind process over the pickled `cases`. Returns its events and
+    the indices that still need a run (those after a crash or a timeout)."""
     manifest = out_dir / "manifest.jsonl"
     manifest.touch()
     cmd = [
@@ -382,7 +382,7 @@ def _launch(
     with open(out_dir / "stdout", "wb") as stdout, open(out_dir / "stderr", "wb") as stderr:
         proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=stdout, stderr=stderr, env=env,
                                 start_new_session=True)
-        payload = {"sys_path": list(sys.path), "cases": [(c["index"], pickle.dumps(c)) for c in cases]}
+        payload = {"sys_path": list(sys.path), "cases": cases}
         try:
             proc.stdin.write(pickle.dumps(payload))
             proc.stdin.close()
@@ -433,7 +433,7 @@ def _launch(
         done.add(current)
         if progress:
             progress(current, "done")
-    return events, {c["index"] for c in cases} - done
+    return events, {index for index, _ in cases} - done
 
 
 def _describe_exit(returncode: int | None) -> str:
@@ -442,16 +442,24 @@ def _describe_exit(returncode: int | None) -> str:
     return f"exit code {returncode}"
 
 
-def _check_picklable(cases: list[dict[str, Any]], timers: Sequence[Any]) -> None:
+def _pickle_cases(cases: list[dict[str, Any]], timers: Sequence[Any]) -> list[tuple[int, bytes]]:
+    """Each case pickled once (reused by every relaunch); a global that cannot
+    travel to the worker is named."""
+    blobs = []
     for case, timer in zip(cases, timers):
-        for name, value in case["globals"].items():
-            try:
-                pickle.dumps(value)
-            except Exception as e:
-                raise ValueError(
-                    f"global {name!r} of {timer.task_spec.title!r} cannot be copied into the valgrind "
-                    f"process ({e}); create it in `setup` instead"
-                ) from e
+        try:
+            blobs.append((case["index"], pickle.dumps(case)))
+        except Exception:
+            for name, value in case["globals"].items():
+                try:
+                    pickle.dumps(value)
+                except Exception as e:
+                    raise ValueError(
+                        f"global {name!r} of {timer.task_spec.title!r} cannot be copied into the valgrind "
+                        f"process ({e}); create it in `setup` instead"
+                    ) from e
+            raise
+    return blobs
 
 
 def _assemble(timers, events, number, repeats, retain_out_file, on_error):

@@ -141,7 +141,7 @@ class _Table:
         self.values = [[value(m) for m in row] for row in self.grid]
         self.columns = [
             _Column(
-                [(v, m) for row_v, row_m in zip(self.values, self.grid) for v, m in [(row_v[j], row_m[j])] if v is not None],
+                [(values[j], row[j]) for values, row in zip(self.values, self.grid) if values[j] is not None],
                 trim,
                 highlight,
                 relative,
