@@ -94,6 +94,11 @@ def test_the_slowdown_is_visible_in_asv_compare(history):
     row = next(line for line in proc.stdout.splitlines() if line.startswith("|") and "track_work" in line)
     assert row.startswith("| +") and "±" in row, row  # worse, with statistics
     assert "Benchmarks that have got worse" in proc.stdout
+    # --fail-on-regression reads the same table (asv compare itself exits 0).
+    from torchbench.history import regressions
+
+    (flagged,) = regressions(proc.stdout)
+    assert "track_work" in flagged
 
 
 def test_the_project_suite_passes_asv_check():
