@@ -427,7 +427,7 @@ def _launch(
         err = (out_dir / "stderr").read_text(errors="replace")[-2000:]
         raise CallgrindError(f"the valgrind worker failed: {fatal}\nworker stderr:\n{err}\nvalgrind log tail:\n{log}")
     if current is not None and current not in done:
-        how = _describe_exit(proc.returncode)
+        how = describe_exit(proc.returncode)
         events.append({"event": "error", "case": current,
                        "error": f"the valgrind process died while running this statement ({how})"})
         done.add(current)
@@ -436,7 +436,8 @@ def _launch(
     return events, {index for index, _ in cases} - done
 
 
-def _describe_exit(returncode: int | None) -> str:
+def describe_exit(returncode: int | None) -> str:
+    """A process's end in words: "killed by SIGSEGV" or "exit code 1"."""
     if returncode is not None and returncode < 0:
         return f"killed by {signal.Signals(-returncode).name}"
     return f"exit code {returncode}"

@@ -18,12 +18,11 @@ from __future__ import annotations
 
 import dataclasses
 import multiprocessing
-import signal
 import sys
 import traceback
 from typing import Any, Iterable, Sequence
 
-from .callgrind import CallgrindError, collect_callgrind_many
+from .callgrind import CallgrindError, collect_callgrind_many, describe_exit
 from .grouped import AutoLabels, TimerArgs, case_key
 from .measurement import Measurement
 from .timing import Timer
@@ -76,12 +75,6 @@ def _wall_worker(order: WorkOrder, min_run_time: float, conn: Any) -> None:
         conn.send(("error", traceback.format_exc()))
     finally:
         conn.close()
-
-
-def _exit_reason(exitcode: int | None) -> str:
-    if exitcode is not None and exitcode < 0:
-        return f"killed by {signal.Signals(-exitcode).name}"
-    return f"exit code {exitcode}"
 
 
 class Runner:
@@ -149,7 +142,7 @@ class Runner:
                 kind, payload = receiver.recv()
             except EOFError:  # the worker died without a word
                 worker.join()
-                failures.append(f"wall time: worker died ({_exit_reason(worker.exitcode)})")
+                failures.append(f"wall time: worker died ({describe_exit(worker.exitcode)})")
                 continue
             finally:
                 receiver.close()
