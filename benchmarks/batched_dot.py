@@ -4,7 +4,7 @@ import json
 
 import torch
 
-from ._harness import measure, timer
+from torchbench_core.asv_suite import timer, track
 
 
 def batched_dot_mul_sum(a, b):
@@ -29,5 +29,5 @@ class BatchedDot:
     def track_batched_dot(self, label, sub_label, description, num_threads):
         b, n = json.loads(sub_label)
         x = torch.ones((b, n))
-        return measure(timer("batched_dot(x, x)", globals={"x": x, "batched_dot": IMPLEMENTATIONS[description]},
+        return track(timer("batched_dot(x, x)", globals={"x": x, "batched_dot": IMPLEMENTATIONS[description]},
                              label=label, sub_label=sub_label, description=description, num_threads=num_threads))

@@ -6,7 +6,7 @@ sub_label names the case's shape, as in the seed tutorial's tables.
 
 from torchbench_core.op_fuzzers import BinaryOpFuzzer, UnaryOpFuzzer
 
-from ._harness import measure, timer
+from torchbench_core.asv_suite import timer, track
 
 SEED = 0
 CASES = [f"case {i}" for i in range(4)]
@@ -19,7 +19,7 @@ def measure_case(fuzzer_cls, label, sub_label, description, num_threads):
     tensors, properties, _ = list(fuzzer_cls(seed=SEED).take(index + 1))[index]
     shape = " x ".join(str(s) for s in tensors["x"].shape)
     layout = "" if properties["x"]["is_contiguous"] else " (discontiguous)"
-    return measure(timer(description, globals=tensors, label=label, sub_label=f"{sub_label}: {shape}{layout}",
+    return track(timer(description, globals=tensors, label=label, sub_label=f"{sub_label}: {shape}{layout}",
                          description=description, num_threads=num_threads), MIN_RUN_TIME)
 
 

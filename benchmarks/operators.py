@@ -15,7 +15,7 @@ setup_cache (dynamic shapes), not in the measurement.
 import numpy as np
 import torch
 
-from ._harness import timer
+from torchbench_core.asv_suite import timer
 
 aten = torch.ops.aten
 SHAPES = [(64, 64), (128, 256), (256, 256), (512, 128), (1024, 64)]

@@ -8,7 +8,7 @@ Changes of ~100 ns matter here, so every sample is kept.
 
 import torch
 
-from ._harness import measure, timer
+from torchbench_core.asv_suite import TimerSpec, TimerSuite
 
 
 class SubTensor(torch.Tensor):
@@ -41,14 +41,7 @@ TYPES = {"Tensor": torch.tensor, "SubTensor": SubTensor, "WithTorchFunction": Wi
          "SubWithTorchFunction": SubWithTorchFunction}
 
 
-class TorchFunctionOverhead:
-    params = (["__torch_function__ overhead"], list(TYPES), ["torch.add(t1, t2)"], [1])
-    param_names = ["label", "sub_label", "description", "num_threads"]
-    unit = "seconds"
-    version = "1"
-
-    def track_torch_function(self, label, sub_label, description, num_threads):
-        make = TYPES[sub_label]
-        t1, t2 = make([1.0]), make([2.0])
-        return measure(timer(description, globals={"t1": t1, "t2": t2}, label=label, sub_label=sub_label,
-                             description=description, num_threads=num_threads))
+class TorchFunctionOverhead(TimerSuite):
+    timers = [TimerSpec("torch.add(t1, t2)", setup="t1, t2 = make([1.0]), make([2.0])", globals={"make": make},
+                        label="__torch_function__ overhead", sub_label=name, description="torch.add(t1, t2)")
+              for name, make in TYPES.items()]

@@ -1,0 +1,113 @@
+"""torchbench_core.asv_suite: the public way to write an asv suite from Timers."""
+
+import math
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from torchbench_core import asv_suite
+from torchbench_core.asv_suite import TimerSpec, TimerSuite
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def spec(sub_label="Tensor", description="add", label="ops", num_threads=1, stmt="torch.add(x, x)"):
+    return TimerSpec(stmt, setup="x = torch.ones(4)", label=label, sub_label=sub_label, description=description,
+                     num_threads=num_threads)
+
+
+def test_a_suite_gets_task_spec_params_and_a_track_benchmark():
+    class Ops(TimerSuite):
+        timers = [spec("Tensor", "add"), spec("Tensor", "mul", stmt="x * x"), spec("Sub", "add", num_threads=2)]
+        min_run_time = 0.01
+
+    assert Ops.param_names == ["label", "sub_label", "description", "num_threads"]
+    assert Ops.params == [["ops"], ["Tensor", "Sub"], ["add", "mul"], [1, 2]]
+    suite = Ops()
+    suite.setup("ops", "Tensor", "mul", 1)
+    result = suite.track_time("ops", "Tensor", "mul", 1)
+    assert set(result) == {"samples", "number"} and result["number"] >= 1
+    assert len(result["samples"]) >= 1 and all(0 < s < 1e-3 for s in result["samples"])
+    with pytest.raises(NotImplementedError):  # asv: skipped, not failed
+        suite.setup("ops", "Sub", "mul", 2)
+
+
+def test_the_version_follows_the_statements_unless_pinned():
+    def make(stmt, **attrs):
+        return type("S", (TimerSuite,), {"timers": [spec(stmt=stmt)], **attrs})
+
+    assert make("torch.add(x, x)").version == make("torch.add(x, x)").version
+    assert make("torch.add(x, x)").version != make("torch.add(x, x, alpha=2)").version
+    assert make("torch.add(x, x, alpha=2)", version="1").version == "1"
+
+
+def test_bad_specs_fail_at_class_creation():
+    with pytest.raises(ValueError, match="two specs share"):
+        type("S", (TimerSuite,), {"timers": [spec(), spec()]})
+    with pytest.raises(ValueError, match="lists no TimerSpec"):
+        type("S", (TimerSuite,), {"timers": []})
+    with pytest.raises(TypeError, match="expected TimerSpec"):
+        type("S", (TimerSuite,), {"timers": ["torch.add(x, x)"]})
+    with pytest.raises(ValueError, match="sub_label must be a non-empty string"):
+        TimerSpec("x", label="a", sub_label="", description="d")
+    with pytest.raises(ValueError, match="num_threads must be a positive integer"):
+        TimerSpec("x", label="a", sub_label="b", description="d", num_threads=0)
+
+
+def test_the_env_is_asv_environment_and_commit(monkeypatch):
+    monkeypatch.setenv("ASV_ENV_NAME", "virtualenv-py3.11")
+    monkeypatch.setenv("ASV_COMMIT", "0123456789abcdef")
+    assert spec().timer().blocked_autorange(min_run_time=0.01).task_spec.env == "virtualenv-py3.11@01234567"
+    monkeypatch.delenv("ASV_ENV_NAME")
+    monkeypatch.delenv("ASV_COMMIT")
+    assert asv_suite.asv_env() is None
+
+
+def test_grouped_definitions_become_specs():
+    from torchbench_core.grouped import GroupedSetup, GroupedStmts
+
+    add = GroupedStmts("y = x + x", setup=GroupedSetup("x = torch.ones(3)"), signature="f(x) -> y", torchscript=True)
+    specs = asv_suite.specs_from_grouped({"Pointwise": {"add": add}})
+    keys = {(s.label, s.sub_label, s.description) for s in specs}
+    assert keys == {("Pointwise", "add", "Eager Forward"), ("Pointwise", "add", "TorchScript Forward")}
+    suite = type("Grouped", (TimerSuite,), {"timers": specs, "min_run_time": 0.01})
+    result = suite().track_time("Pointwise", "add", "TorchScript Forward", 1)
+    assert not math.isnan(result["samples"][0])
+
+
+def test_asv_discovers_the_suite_and_not_the_base_class(tmp_path):
+    """asv_runner's own discovery, on a suite folder as a library author would write it."""
+    suite = tmp_path / "benchmarks"
+    suite.mkdir()
+    (suite / "__init__.py").write_text("")
+    (suite / "bench_ops.py").write_text(textwrap.dedent("""
+        from torchbench_core.asv_suite import TimerSpec, TimerSuite, timer, track
+
+        class Ops(TimerSuite):
+            timers = [TimerSpec("x + x", setup="x = torch.ones(2)", label="ops", sub_label="Tensor",
+                                description="add")]
+
+        class ByHand:
+            params = (["ops"], ["Tensor"], ["mul"], [1])
+            param_names = ["label", "sub_label", "description", "num_threads"]
+
+            def track_mul(self, label, sub_label, description, num_threads):
+                return track(timer("x * x", "x = torch.ones(2)", label=label, sub_label=sub_label,
+                                   description=description, num_threads=num_threads), 0.01)
+        """))
+    code = ("import sys; from asv_runner.discovery import disc_benchmarks; "
+            f"sys.path.insert(0, {str(tmp_path)!r}); "
+            f"print(sorted(b.name for b in disc_benchmarks({str(suite)!r})))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
+                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "['bench_ops.ByHand.track_mul', 'bench_ops.Ops.track_time']"
+
+
+def test_the_projects_own_suites_use_it():
+    for path in (ROOT / "benchmarks").glob("*.py"):
+        assert "_harness" not in path.read_text(), path
+    assert "TimerSuite" in (ROOT / "benchmarks" / "torch_function.py").read_text()

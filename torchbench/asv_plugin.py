@@ -1,0 +1,93 @@
+"""asv plugin loaded by every derived configuration ("plugins": [".torchbench.asv_plugin"]).
+
+asv 0.6.6 has no hooks for what a tracker must not lose, so `setup()` (which
+asv calls when it loads the plugin) wraps three of its functions:
+
+* ``asv.util.write_json`` writes to a temporary file and renames it: asv
+  writes results in place, and a run killed while writing leaves half a
+  file that every later asv command chokes on.
+* ``Environment.install_project`` records whether a commit built, with the
+  tail of the build's output when it did not.
+* ``Results.save`` also writes an *outcome* record beside the results:
+  asv keeps each benchmark's exit code and stderr in memory only ("stderr
+  and errcode are not saved to files"), so after the run nobody could say
+  why a benchmark failed without scraping asv's console output.
+
+Outcome records live in ``<results_dir>/../outcomes/<machine>/<file>.json``
+(outside results_dir: asv loads every .json there as a results file). They
+are merged across runs: a benchmark that later succeeds loses its failure.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+from pathlib import Path
+
+from torchbench_core.storage import atomic_write_text
+
+OUTCOME_SCHEMA = "torchbench.outcome/1"
+STDERR_TAIL = 4000
+_builds: dict[tuple[str, str], dict] = {}  # (env name, commit) -> {"built": bool, "log": str}
+
+
+def outcome_path(results_dir: str | os.PathLike, results_filename: str) -> Path:
+    return Path(results_dir).resolve().parent / "outcomes" / results_filename
+
+
+def _atomic_write_json(original, path, data, api_version=None, compact=False):
+    path = os.path.abspath(path)
+    tmp = f"{os.path.dirname(path)}{os.sep}.{os.path.basename(path)}.{os.getpid()}.tmp"
+    try:
+        original(tmp, data, api_version=api_version, compact=compact)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _recording_install(original, self, conf, repo, commit_hash=None):
+    from asv import util
+
+    try:
+        result = original(self, conf, repo, commit_hash)
+    except util.ProcessError as e:
+        log = "\n".join(part for part in (e.stdout, e.stderr) if part)
+        _builds[(self.name, commit_hash)] = {"built": False, "log": f"{e}\n{log[-STDERR_TAIL:]}"}
+        raise
+    _builds[(self.name, commit_hash)] = {"built": True, "log": ""}
+    return result
+
+
+def _recording_save(original, self, result_dir):
+    original(self, result_dir)
+    path = outcome_path(result_dir, self._filename)
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError):
+        record = {}
+    failures = dict(record.get("failures", {}))
+    for name, code in self.errcode.items():
+        if code:
+            failures[name] = {"errcode": code, "stderr": (self.stderr.get(name) or "")[-STDERR_TAIL:]}
+        else:
+            failures.pop(name, None)
+    build = _builds.get((self.env_name, self.commit_hash), record.get("build"))
+    record = {"schema": OUTCOME_SCHEMA, "commit_hash": self.commit_hash, "env_name": self.env_name,
+              "build": build, "failures": failures}
+    atomic_write_text(path, json.dumps(record, indent=1, sort_keys=True))
+
+
+def setup() -> None:
+    """asv's plugin hook: called once when the configuration loads this module."""
+    from asv import environment, results, util
+
+    if getattr(util.write_json, "_torchbench", False):
+        return
+    wrapped = functools.partial(_atomic_write_json, util.write_json)
+    wrapped._torchbench = True
+    util.write_json = wrapped
+    install, save = environment.Environment.install_project, results.Results.save
+    environment.Environment.install_project = lambda self, *args: _recording_install(install, self, *args)
+    results.Results.save = lambda self, result_dir: _recording_save(save, self, result_dir)

@@ -1,0 +1,62 @@
+"""The `torchbench` command: one entry point, a subcommand per step of the flow.
+
+    torchbench run      measure a history (asv environments per commit, or a torch build)
+    torchbench publish  the static site of the results
+
+Exit status (errors.py): 0 everything measured, 1 a regression (alert), 2 a
+failure; the report is printed in every case.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from . import lock
+from . import publish as publish_mod
+from . import run as run_mod
+from .asv_driver import Asv, Timings
+from .errors import EXIT_FAILURE, EXIT_OK, UserError
+
+__all__ = ["main"]
+
+
+def _publish(args: argparse.Namespace) -> int:
+    out = args.out.resolve()
+    conf = out / "asv.conf.json"
+    if not conf.exists():
+        raise UserError(f"{out}: no asv.conf.json; run `torchbench run --out {args.out}` first")
+    with lock.exclusive(out) as fd:
+        notes = publish_mod.publish(Asv(conf, Timings(), keep_fds=(fd,)), out)
+    for note in notes:
+        print(f"note: {note}")
+    print(f"site: {out / 'html' / 'index.html'}")
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="torchbench", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    run = sub.add_parser("run", help="measure a history of commits, or a torch build",
+                         description=run_mod.__doc__.split("\n\n")[0], epilog="Exit status: 0 everything "
+                         "measured; 2 a benchmark or build failed, or the tool did.")
+    run_mod.add_arguments(run)
+    run.set_defaults(func=run_mod.main)
+    pub = sub.add_parser("publish", help="publish the static site of an output folder")
+    pub.add_argument("--out", type=Path, default=Path(".torchbench"),
+                     help="output folder of `torchbench run` (default ./.torchbench)")
+    pub.set_defaults(func=_publish)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except UserError as e:
+        print(f"torchbench: error: {e}", file=sys.stderr)
+        return EXIT_FAILURE
+    except KeyboardInterrupt:
+        print("torchbench: interrupted", file=sys.stderr)
+        return EXIT_FAILURE

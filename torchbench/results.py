@@ -1,0 +1,195 @@
+"""asv result files -> rows and torchbench_core Measurements.
+
+Read through asv's own API (`asv.results.Results.load`), one file at a
+time: a malformed or foreign file is named in a warning and skipped, and
+every other file is still used. A row's env is the asv environment name and
+commit (`env_name@hash8`), as the suites' Timers name it.
+
+Each benchmark's asv parameters are the task-spec fields (label, sub_label,
+description, num_threads; see torchbench_core.asv_suite), so a row becomes a
+Measurement with its TaskSpec. Suites with other parameters still load:
+label = benchmark name, sub_label = the parameter values.
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from torchbench_core import Measurement, TaskSpec
+from torchbench_core.asv_suite import TASK_SPEC_PARAMS
+
+from .asv_plugin import OUTCOME_SCHEMA
+
+__all__ = ["Outcome", "ResultSet", "Row", "load"]
+
+
+def _literal(text):
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError):
+        return text
+
+
+@dataclass(frozen=True)
+class Row:
+    """One benchmark and parameter combination, measured on one commit in one environment."""
+
+    machine: str
+    commit: str
+    env_name: str
+    benchmark: str
+    params: tuple[tuple[str, object], ...]  # (name, value) in asv's order
+    value: float | None  # None: failed; nan: skipped (asv's convention)
+    samples: tuple[float, ...] | None
+    number: int | None
+    stats: dict | None
+    unit: str | None
+    date: int | None
+
+    @property
+    def status(self) -> str:
+        if self.value is None:
+            return "failed"
+        if isinstance(self.value, float) and math.isnan(self.value):
+            return "skipped"
+        return "ok"
+
+    @property
+    def env(self) -> str:
+        return f"{self.env_name}@{self.commit[:8]}"
+
+    @property
+    def name(self) -> str:
+        """asv's way of naming a parameterised row: name(value, value, ...)."""
+        if not self.params:
+            return self.benchmark
+        return f"{self.benchmark}({', '.join(repr(v) for _, v in self.params)})"
+
+    def task_spec(self) -> TaskSpec:
+        params = dict(self.params)
+        if set(TASK_SPEC_PARAMS) <= params.keys():
+            return TaskSpec(stmt=self.benchmark, setup="pass", label=str(params["label"]),
+                            sub_label=str(params["sub_label"]), description=str(params["description"]),
+                            env=self.env, num_threads=int(params["num_threads"]))
+        sub_label = ", ".join(f"{k}={v!r}" for k, v in self.params) or self.benchmark
+        return TaskSpec(stmt=self.benchmark, setup="pass", label=self.benchmark, sub_label=sub_label,
+                        env=self.env)
+
+    def measurement(self) -> Measurement | None:
+        """The row as a Measurement (raw samples when asv recorded them); None unless status is ok."""
+        if self.status != "ok":
+            return None
+        number = self.number or 1
+        per_call = self.samples if self.samples else (self.value,)
+        return Measurement(number, [s * number for s in per_call], self.task_spec())
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What asv_plugin recorded for one results file: the build, and why benchmarks failed."""
+
+    build: dict | None  # {"built": bool, "log": str}, or None where nothing was built (existing env)
+    failures: dict[str, dict]  # benchmark name -> {"errcode": int, "stderr": str}
+
+    @property
+    def built(self) -> bool | None:
+        return None if self.build is None else bool(self.build.get("built"))
+
+
+@dataclass
+class ResultSet:
+    rows: list[Row] = field(default_factory=list)
+    outcomes: dict[tuple[str, str, str], Outcome] = field(default_factory=dict)  # (machine, commit, env)
+    durations: dict[tuple[str, str, str], dict[str, float]] = field(default_factory=dict)  # asv's, per file
+    warnings: list[str] = field(default_factory=list)
+    benchmarks: dict[str, dict] = field(default_factory=dict)  # benchmarks.json
+    files: list[tuple[str, object]] = field(default_factory=list)  # (machine, asv.results.Results) read
+
+    def for_commit(self, commit: str) -> list[Row]:
+        return [r for r in self.rows if r.commit == commit]
+
+    def measurements(self) -> list[Measurement]:
+        return [m for m in (r.measurement() for r in self.rows) if m is not None]
+
+
+def _load_benchmarks(results_dir: Path, warnings: list[str]) -> dict[str, dict]:
+    from asv import util
+    from asv.benchmarks import Benchmarks
+
+    path = results_dir / "benchmarks.json"
+    if not path.exists():
+        return {}
+    try:
+        return util.load_json(str(path), api_version=Benchmarks.api_version)
+    except (util.UserError, ValueError, OSError) as e:
+        warnings.append(f"{path}: skipped, not a readable asv benchmarks file ({e})")
+        return {}
+
+
+def _rows(results, machine: str, benchmarks: dict[str, dict]) -> list[Row]:
+    rows = []
+    for key in sorted(results.get_all_result_keys()):
+        params = results.get_result_params(key) or []
+        info = benchmarks.get(key, {})
+        names = info.get("param_names") or [f"param{i + 1}" for i in range(len(params))]
+        values, stats, samples = (get(key, params) for get in (
+            results.get_result_value, results.get_result_stats, results.get_result_samples))
+        for combo, value, stat, sample in zip(itertools.product(*params), values, stats, samples):
+            number = stat.get("number") if stat else None
+            rows.append(Row(
+                machine=machine, commit=results.commit_hash, env_name=results.env_name, benchmark=key,
+                params=tuple((n, _literal(v)) for n, v in zip(names, combo)), value=value,
+                samples=tuple(sample) if sample else None,
+                number=int(number) if number else None, stats=stat or None, unit=info.get("unit"),
+                date=results.date))
+    return rows
+
+
+def _load_outcome(path: Path, warnings: list[str]) -> Outcome | None:
+    if not path.exists():
+        return None
+    try:
+        doc = json.loads(path.read_text())
+        if doc.get("schema") != OUTCOME_SCHEMA:
+            raise ValueError(f"schema is {doc.get('schema')!r}, expected {OUTCOME_SCHEMA!r}")
+        return Outcome(doc.get("build"), dict(doc.get("failures", {})))
+    except (ValueError, OSError, AttributeError) as e:
+        warnings.append(f"{path}: skipped, not a readable outcome record ({e})")
+        return None
+
+
+def load(results_dir: Path, *, commits: set[str] | None = None) -> ResultSet:
+    """Every readable result file under `results_dir` (optionally only `commits`)."""
+    from asv import util
+    from asv.results import Results
+
+    out = ResultSet()
+    out.benchmarks = _load_benchmarks(results_dir, out.warnings)
+    outcomes_dir = results_dir.resolve().parent / "outcomes"
+    if not results_dir.is_dir():
+        return out
+    for machine_dir in sorted(p for p in results_dir.iterdir() if p.is_dir()):
+        for path in sorted(machine_dir.glob("*.json")):
+            if path.name == "machine.json":
+                continue
+            try:
+                results = Results.load(str(path))
+                rows = _rows(results, machine_dir.name, out.benchmarks)
+            except (util.UserError, ValueError, KeyError, TypeError, IndexError, AttributeError, OSError) as e:
+                out.warnings.append(f"{path}: skipped, not a readable asv results file "
+                                    f"({type(e).__name__}: {e})")
+                continue
+            if commits is not None and results.commit_hash not in commits:
+                continue
+            out.rows.extend(rows)
+            out.files.append((machine_dir.name, results))
+            out.durations[(machine_dir.name, results.commit_hash, results.env_name)] = dict(results.duration)
+            outcome = _load_outcome(outcomes_dir / machine_dir.name / path.name, out.warnings)
+            if outcome is not None:
+                out.outcomes[(machine_dir.name, results.commit_hash, results.env_name)] = outcome
+    return out
