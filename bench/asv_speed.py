@@ -3,13 +3,12 @@
 1. start-up cost per asv benchmark process: forkserver (ours) beside spawn (asv's default)
 2. torch.add on 4 floats in one asv run: our track_ median beside asv's own time_
    median beside torch.utils.benchmark's (all three as asv benchmarks)
-3. (--main) the README's main command, split into environment build,
-   install per commit and benchmark run
+(The main command's time against plain asv: bench/run_speed.py.)
 
 Runs 1 and 2 use asv's `existing` environment (this interpreter) in a
 temporary folder, so nothing touches the project's own results.
 
-    python bench/asv_speed.py [--repeats 3] [--main]
+    python bench/asv_speed.py [--repeats 3]
 """
 
 from __future__ import annotations
@@ -113,28 +112,14 @@ def add_medians(repeats: int) -> None:
     print()
 
 
-def main_command() -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        start = time.perf_counter()
-        proc = subprocess.run([sys.executable, "-m", "torchbench.history", "--out", tmp],
-                              capture_output=True, text=True, cwd=ROOT)
-        wall = time.perf_counter() - start
-    report = proc.stdout[proc.stdout.find("== where the time went"):].split("\nsite:")[0]
-    print(f"main command (fresh environment, 3 commits): {wall / 60:.1f} min wall, exit {proc.returncode}")
-    print(report)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--main", action="store_true", help="also time the main command (~15 min)")
     args = parser.parse_args()
     if not (Path.home() / ".asv-machine.json").exists():
         subprocess.run([sys.executable, "-m", "asv", "machine", "--yes"], check=True, capture_output=True)
     startup(args.repeats)
     add_medians(args.repeats)
-    if args.main:
-        main_command()
 
 
 if __name__ == "__main__":

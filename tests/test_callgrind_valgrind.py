@@ -8,6 +8,7 @@ from torchbench_core.callgrind import CallgrindError, collect_callgrind_many
 
 from callgrind_cases import add_ones
 
+pytestmark = pytest.mark.slow
 REPEATS = 5
 
 

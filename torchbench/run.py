@@ -121,7 +121,7 @@ def _run(args, out: Path, env_dir: Path, fds: tuple[int, ...]) -> int:
     try:
         asv.ensure_machine()
         if args.existing is not None:
-            missing = python_can_import(args.existing, "torch", "asv_runner")
+            missing = python_can_import(args.existing, "torch", "numpy", "asv_runner")
             if bench_dir != config.ROOT / "benchmarks":
                 missing += python_can_import(args.existing, "torchbench_core")
             if missing:

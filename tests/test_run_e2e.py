@@ -1,0 +1,303 @@
+"""`torchbench run` end to end: real git repositories, real asv environments, real processes.
+
+One environment folder is shared by every run here (--env-dir): it is built
+once (torch from the pinned CPU wheel), and each run installs its own
+project's build backend into it (hatchling for the example, flit_core for
+the throwaway library).
+"""
+
+import http.server
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from functools import partial
+from pathlib import Path
+
+import git
+import pytest
+
+from torchbench import results
+
+pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[1]
+
+PYPROJECT_FLIT = """\
+[build-system]
+requires = ["flit_core>=3.4,<4"]
+build-backend = "flit_core.buildapi"
+
+[project]
+name = "flitlib"
+version = "0.1"
+description = "a throwaway library built with flit"
+dependencies = ["torch"]
+"""
+FAST = "def work(n):\n    return sum(range(n))\n"
+SLOW = "def work(n):\n    return sum(sum(range(n)) for _ in range(4))\n"
+SUITE = '''\
+import flitlib
+from torchbench_core.asv_suite import TimerSpec, TimerSuite
+
+
+class Work(TimerSuite):
+    timers = [TimerSpec("flitlib.work(200)", globals={"flitlib": flitlib}, label="flitlib", sub_label="work(200)",
+                        description="sum of a range")]
+    min_run_time = 0.1
+
+
+def track_crashes():
+    raise RuntimeError("this benchmark always fails")
+'''
+
+
+def torchbench(*args, timeout=1800):
+    return subprocess.run([sys.executable, "-m", "torchbench", "run", *map(str, args)], capture_output=True,
+                          text=True, cwd=ROOT, timeout=timeout)
+
+
+def explain(proc):
+    return f"exit {proc.returncode}\n--- stdout\n{proc.stdout[-6000:]}\n--- stderr\n{proc.stderr[-3000:]}"
+
+
+@pytest.fixture(scope="session")
+def env_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("envs")
+
+
+@pytest.fixture(scope="session")
+def flitlib(tmp_path_factory):
+    """fast -> 4x slower -> does not build (module missing) -> builds again."""
+    path = tmp_path_factory.mktemp("repos") / "flitlib"
+    (path / "flitlib").mkdir(parents=True)
+    (path / "benchmarks").mkdir()
+    repo = git.Repo.init(path, initial_branch="main")
+    with repo.config_writer() as cw:
+        cw.set_value("user", "name", "t").set_value("user", "email", "t@example.com")
+    (path / "pyproject.toml").write_text(PYPROJECT_FLIT)
+    (path / "benchmarks" / "__init__.py").write_text("")
+    (path / "benchmarks" / "bench_work.py").write_text(SUITE)
+    shas = []
+    for body, message in ((FAST, "fast"), (SLOW, "four times the work"), (None, "lose the module"),
+                          (SLOW, "module back")):
+        module = path / "flitlib" / "__init__.py"
+        if body is None:
+            repo.index.remove([str(module)], working_tree=True)
+        else:
+            module.parent.mkdir(exist_ok=True)
+            module.write_text(body)
+            repo.index.add(["pyproject.toml", "flitlib/__init__.py", "benchmarks/__init__.py",
+                            "benchmarks/bench_work.py"])
+        shas.append(repo.index.commit(message).hexsha)
+    return path, shas
+
+
+def value(found, commit, benchmark, **params):
+    (row,) = [r for r in found.rows if r.commit == commit and r.benchmark == benchmark
+              and all(dict(r.params).get(k) == v for k, v in params.items())]
+    return row.value
+
+
+# -- a library that is not built with setuptools ---------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def flit_history(flitlib, env_dir, tmp_path_factory):
+    path, shas = flitlib
+    out = tmp_path_factory.mktemp("flit-out")
+    return torchbench("--repo", path, "--last", 4, "--out", out, "--env-dir", env_dir), out, shas
+
+
+def test_a_flit_library_is_built_per_commit_and_its_slowdown_recorded(flit_history):
+    proc, out, shas = flit_history
+    found = results.load(out / "results")
+    assert not found.warnings
+    fast, slow = (value(found, c, "bench_work.Work.track_time") for c in (shas[0], shas[1]))
+    assert slow > 1.5 * fast, explain(proc)  # four times the work
+    assert value(found, shas[3], "bench_work.Work.track_time") > 0
+    assert "flit_core" in proc.stdout  # the backend came from the project's [build-system]
+
+
+def test_a_commit_that_does_not_build_is_reported_and_the_history_goes_on(flit_history):
+    proc, out, shas = flit_history
+    lines = proc.stdout.splitlines()
+    (broken,) = [line for line in lines if line.strip().startswith(shas[2][:8])]
+    assert "NOT BUILT" in broken, explain(proc)
+    (after,) = [line for line in lines if line.strip().startswith(shas[3][:8])]
+    assert "1 measured, 1 FAILED" in after
+
+
+def test_a_failing_benchmark_exits_2_named_with_its_reason_and_the_others_are_saved(flit_history):
+    proc, out, shas = flit_history
+    assert proc.returncode == 2, explain(proc)
+    for sha in (shas[0], shas[1], shas[3]):
+        assert (f"FAILED {sha[:8]} bench_work.track_crashes: exit status 1: "
+                f"RuntimeError: this benchmark always fails") in proc.stdout
+    assert "NOT everything was measured (exit status 2)" in proc.stdout
+    assert "== where the time went" in proc.stdout and "build+install, per commit" in proc.stdout
+
+
+# -- the example history ---------------------------------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def example_history(env_dir, tmp_path_factory):
+    out = tmp_path_factory.mktemp("example-out")
+    return torchbench("--out", out, "--env-dir", env_dir), out
+
+
+def test_the_example_history_is_measured_whole(example_history):
+    proc, out = example_history
+    assert proc.returncode == 0, explain(proc)
+    assert "everything was measured (exit status 0)" in proc.stdout
+    found = results.load(out / "results")
+    assert not found.warnings and len({r.commit for r in found.rows}) == 6
+    assert all(r.status == "ok" for r in found.rows)
+
+
+def test_the_example_history_has_the_step_up_and_the_step_down(example_history):
+    """TensorLike's dispatch slows at the third commit and recovers at the fifth.
+
+    Each commit's cases run under one asv forkserver, and this machine moves
+    whole processes by up to 2x, so each TensorLike time is taken relative to
+    plain Tensor on the same commit."""
+    _, out = example_history
+    found = results.load(out / "results")
+    order = [c.hexsha for c in reversed(list(git.Repo(out / "example" / "tensorlib").iter_commits("HEAD")))]
+
+    def relative(commit):
+        case = partial(value, found, commit, "bench_dispatch.Dispatch.track_time", description="torch.add(a, b)")
+        return case(sub_label="TensorLike") / case(sub_label="Tensor")
+
+    r = [relative(c) for c in order]
+    assert r[2] > 1.3 * r[1] and r[2] > 1.3 * r[4], r  # the step up, then down
+    assert 0.8 < r[1] / r[0] < 1.25 and 0.8 < r[5] / r[4] < 1.25, r  # docs and tests change nothing
+
+
+def test_the_example_site_is_published_and_needs_no_internet(example_history):
+    _, out = example_history
+    index = (out / "html" / "index.html").read_text()
+    assert "code.jquery.com" not in index and "cdnjs.cloudflare.com" not in index
+    assert (out / "html" / "vendor" / "jquery.min.js").exists()
+    graphs = list((out / "html" / "graphs").rglob("*.json"))
+    assert any("bench_dispatch.Dispatch.track_time" in str(p) for p in graphs)
+
+
+def test_the_example_site_renders_in_a_real_browser(example_history):
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        pytest.skip("chromium is not installed (scripts/test.sh installs the Debian package)")
+    _, out = example_history
+    handler = partial(http.server.SimpleHTTPRequestHandler, directory=str(out / "html"))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        proc = subprocess.run(
+            [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             f"--user-data-dir={out / 'chrome-profile'}", "--virtual-time-budget=10000", "--dump-dom",
+             f"http://127.0.0.1:{server.server_address[1]}/index.html"],
+            capture_output=True, text=True, timeout=180)
+    finally:
+        server.shutdown()
+    assert "continental origin of swallow" not in proc.stdout
+    assert "Dispatch.track_time" in proc.stdout and "bench_dispatch" in proc.stdout
+
+
+# -- a torch developer's own build ----------------------------------------------------------------------
+
+def test_an_existing_torch_build_is_measured_and_filed_under_its_commit(tmp_path, env_dir):
+    """This machine's torch stands in for a local source build; a throwaway repository for its checkout."""
+    checkout = tmp_path / "pytorch"
+    checkout.mkdir()
+    repo = git.Repo.init(checkout, initial_branch="main")
+    with repo.config_writer() as cw:
+        cw.set_value("user", "name", "t").set_value("user", "email", "t@example.com")
+    (checkout / "README").write_text("a torch checkout")
+    repo.index.add(["README"])
+    sha = repo.index.commit("the commit the build came from").hexsha
+    out = tmp_path / "out"
+    proc = torchbench("--existing", sys.executable, "--repo", checkout, "--commit", sha[:10], "-b",
+                      "TorchFunctionOverhead", "--out", out)
+    assert proc.returncode == 0, explain(proc)
+    found = results.load(out / "results")
+    assert {r.commit for r in found.rows} == {sha}
+    assert all(r.env_name.startswith("existing-") for r in found.rows)
+    rows = {dict(r.params)["sub_label"]: r for r in found.rows}
+    assert set(rows) == {"Tensor", "SubTensor", "WithTorchFunction", "SubWithTorchFunction"}
+    assert all(r.status == "ok" and len(r.samples) >= 5 for r in rows.values())
+    # filed under the commit: a second build of the same commit goes on from the saved results
+    again = torchbench("--existing", sys.executable, "--repo", checkout, "--commit", sha, "-b",
+                       "TorchFunctionOverhead", "--out", out, "--no-publish")
+    assert again.returncode == 0 and "4 measured" in again.stdout, explain(again)
+
+
+# -- nothing is lost ---------------------------------------------------------------------------------------
+
+def start(args, out, env_dir):
+    return subprocess.Popen([sys.executable, "-m", "torchbench", "run", *map(str, args), "--out", str(out),
+                             "--env-dir", str(env_dir), "--no-publish"], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+
+
+def wait_for_results(out, count, proc, timeout=600):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        files = [p for p in (out / "results").glob("*/*.json") if p.name != "machine.json"]
+        if len(files) >= count:
+            return
+        if proc.poll() is not None:
+            pytest.fail(f"the run ended before {count} result file(s) appeared:\n{proc.stdout.read()[-4000:]}")
+        time.sleep(0.05)
+    pytest.fail("no results in time")
+
+
+def all_readable(out):
+    found = results.load(out / "results")
+    assert not found.warnings, found.warnings
+    assert not list(out.rglob("*.tmp")), "half-written files left behind"
+    return found
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT])
+def test_a_killed_run_loses_nothing_and_the_next_run_goes_on(flitlib, env_dir, tmp_path, sig):
+    path, shas = flitlib
+    hashfile = tmp_path / "hashes"
+    hashfile.write_text(f"{shas[0]}\n{shas[1]}\n{shas[3]}\n")
+    out = tmp_path / "out"
+    args = ["--repo", path, "--hashfile", hashfile, "-b", "Work"]
+    first = start(args, out, env_dir)
+    try:
+        wait_for_results(out, 1, first)
+        # a second run on the same folders meanwhile is refused, at once
+        refused = torchbench(*args, "--out", out, "--env-dir", env_dir, timeout=120)
+        assert refused.returncode == 2 and "in use by another torchbench run" in refused.stderr, explain(refused)
+        os.killpg(first.pid, sig)
+        output, _ = first.communicate(timeout=120)
+    finally:
+        if first.poll() is None:
+            os.killpg(first.pid, signal.SIGKILL)
+            first.wait()
+    if sig == signal.SIGINT:  # our report still comes, and says the run was cut short
+        assert first.returncode == 2 and "interrupted" in output and "== report" in output, output[-4000:]
+    saved = {r.commit for r in all_readable(out).rows}
+    assert shas[0] in saved and len(saved) < 3, saved
+    first_file = next((out / "results").glob(f"*/{shas[0][:8]}-*.json"))
+    first_written = first_file.stat().st_mtime_ns
+
+    rest = torchbench(*args, "--out", out, "--env-dir", env_dir, "--no-publish")
+    assert rest.returncode == 0, explain(rest)
+    found = all_readable(out)
+    assert {r.commit for r in found.rows} == {shas[0], shas[1], shas[3]}
+    assert all(r.status == "ok" for r in found.rows)
+    assert first_file.stat().st_mtime_ns == first_written  # what was saved before the kill is not redone
+
+
+def test_an_outcome_record_survives_in_json(flit_history):
+    _, out, shas = flit_history
+    records = list((out / "outcomes").rglob("*.json"))
+    assert len(records) == 4
+    broken = next(json.loads(p.read_text()) for p in records if p.name.startswith(shas[2][:8]))
+    assert broken["build"]["built"] is False and "flitlib" in broken["build"]["log"]
