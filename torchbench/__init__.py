@@ -1,1 +1,1 @@
-"""torchbench: the tracker around torchbench_core (asv history runs; publisher and alerts later)."""
+"""torchbench: the tracker around torchbench_core. The `torchbench` command is cli.main."""
