@@ -27,6 +27,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import git
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -73,7 +75,7 @@ def main() -> None:
             if line.strip():
                 print(f"  {line.strip()}")
         hashes = tmp / "hashes"
-        hashes.write_text("\n".join(c.hexsha for c in __import__("git").Repo(repo).iter_commits("HEAD~3..HEAD")))
+        hashes.write_text("\n".join(c.hexsha for c in git.Repo(repo).iter_commits("HEAD~3..HEAD")))
 
         walls: dict[str, list[float]] = {"ours": [], "asv run (same config)": [], "asv run (asv's default launch)": []}
         builds: list[float] = []
@@ -85,7 +87,7 @@ def main() -> None:
             found = results.load(out / "results")
             builds += [d["<build>"] for d in found.durations.values() if "<build>" in d]
             for name, default_launch in (("asv run (same config)", False), ("asv run (asv's default launch)", True)):
-                conf = asv_config(tmp / "warm", tmp / f"{name[:9].replace(' ', '')}{i}{default_launch}",
+                conf = asv_config(tmp / "warm", tmp / f"asv-{i}-{'default' if default_launch else 'same'}",
                                   default_launch)
                 seconds, proc = timed([sys.executable, "-m", "asv", "run", f"HASHFILE:{hashes}", "--record-samples",
                                        "--config", str(conf)])

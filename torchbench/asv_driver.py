@@ -65,23 +65,32 @@ class Asv:
             self._run("machine", [sys.executable, "-m", "asv", "machine", "--yes"])
 
     def setup(self, env_dir: Path) -> list[Path]:
-        """Build the managed environments; return their interpreters."""
-        # asv 0.6.6's `setup` exits 1 on success (it returns its list of
-        # environments as the status), so the interpreters are the check.
-        self._run("environment build", self.asv("setup"), check=False)
-        pythons = sorted(env_dir.glob("*/bin/python"))
-        if not pythons:
-            raise UserError(f"asv setup created no environment under {env_dir}; see its output above")
-        return pythons
+        """Build the managed environments (only those asv finds absent); return their interpreters."""
+        from asv.config import Config
+        from asv.environment import get_environments
+
+        envs = list(get_environments(Config.load(str(self.conf_path)), None, verbose=False))
+        if any(not env.check_presence() for env in envs):
+            # asv 0.6.6's `setup` exits 1 on success (it returns its list of
+            # environments as the status), so presence is the check.
+            self._run("environment build", self.asv("setup"), check=False)
+        absent = [env.name for env in envs if not env.check_presence()]
+        if absent or not envs:
+            raise UserError(f"asv setup did not create the environment(s) {', '.join(absent) or '(none configured)'} "
+                            f"under {env_dir}; see its output above")
+        return [Path(env.find_executable("python")) for env in envs]
 
     def prepare(self, pythons: list[Path], project: Project) -> None:
         """What asv's matrix cannot say: the project's build backend and
         dependencies (with their version ranges), and our harness."""
         torch_pin = f"torch=={self._matrix_torch()}"
+        requirements = project.build_requires + project.dependencies
         for python in pythons:
             link_harness(python)
-            requirements = project.build_requires + project.dependencies
-            if not requirements:
+            # pip takes ~2 s even when all is installed: remember what it installed
+            done = python.parent.parent / ".torchbench-requirements"
+            wanted = "\n".join([torch_pin, *requirements])
+            if not requirements or (done.exists() and done.read_text() == wanted):
                 continue
             with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
                 f.write(torch_pin + "\n")  # a dependency on torch must not pull another build
@@ -91,6 +100,7 @@ class Asv:
                            "-c", f.name, *requirements])
             finally:
                 os.unlink(f.name)
+            done.write_text(wanted)
 
     def _matrix_torch(self) -> str:
         return base_config()["matrix"]["req"]["torch"]
