@@ -1,6 +1,7 @@
 """The `torchbench` command: one entry point, a subcommand per step of the flow.
 
     torchbench run      measure a history (asv environments per commit, or a torch build)
+    torchbench alert    did a change (base -> head) make a benchmark slower? (exit 1 if so)
     torchbench publish  the static site of the results
 
 Exit status (errors.py): 0 everything measured, 1 a regression (alert), 2 a
@@ -14,6 +15,7 @@ import sys
 from pathlib import Path
 
 from . import lock
+from .alert import command as alert_mod
 from . import publish as publish_mod
 from . import run as run_mod
 from .asv_driver import Asv, Timings
@@ -43,6 +45,12 @@ def build_parser() -> argparse.ArgumentParser:
                          "measured; 2 a benchmark or build failed, or the tool did.")
     run_mod.add_arguments(run)
     run.set_defaults(func=run_mod.main)
+    alert = sub.add_parser("alert", help="did the change from base to head make anything slower?",
+                           description=alert_mod.__doc__.split("\n\n")[0],
+                           epilog="Exit status: 0 no regression; 1 a regression; 2 a failure (the report is "
+                                  "printed in every case).")
+    alert_mod.add_arguments(alert)
+    alert.set_defaults(func=alert_mod.main)
     pub = sub.add_parser("publish", help="publish the static site of an output folder")
     pub.add_argument("--out", type=Path, default=Path(".torchbench"),
                      help="output folder of `torchbench run` (default ./.torchbench)")

@@ -43,6 +43,7 @@ class Row:
     commit: str
     env_name: str
     benchmark: str
+    index: int  # the parameter combination's position in asv's itertools.product order
     params: tuple[tuple[str, object], ...]  # (name, value) in asv's order
     value: float | None  # None: failed; nan: skipped (asv's convention)
     samples: tuple[float, ...] | None
@@ -139,10 +140,11 @@ def _rows(results, machine: str, benchmarks: dict[str, dict]) -> list[Row]:
         names = info.get("param_names") or [f"param{i + 1}" for i in range(len(params))]
         values, stats, samples = (get(key, params) for get in (
             results.get_result_value, results.get_result_stats, results.get_result_samples))
-        for combo, value, stat, sample in zip(itertools.product(*params), values, stats, samples):
+        for index, (combo, value, stat, sample) in enumerate(zip(itertools.product(*params), values, stats,
+                                                                  samples)):
             number = stat.get("number") if stat else None
             rows.append(Row(
-                machine=machine, commit=results.commit_hash, env_name=results.env_name, benchmark=key,
+                machine=machine, commit=results.commit_hash, env_name=results.env_name, benchmark=key, index=index,
                 params=tuple((n, _literal(v)) for n, v in zip(names, combo)), value=value,
                 samples=tuple(sample) if sample else None,
                 number=int(number) if number else None, stats=stat or None, unit=info.get("unit"),
@@ -163,33 +165,55 @@ def _load_outcome(path: Path, warnings: list[str]) -> Outcome | None:
         return None
 
 
-def load(results_dir: Path, *, commits: set[str] | None = None) -> ResultSet:
-    """Every readable result file under `results_dir` (optionally only `commits`)."""
+def _load_file(out: ResultSet, path: Path, commits: set[str] | None) -> None:
     from asv import util
     from asv.results import Results
 
+    machine = path.parent.name
+    try:
+        results = Results.load(str(path))
+        rows = _rows(results, machine, out.benchmarks)
+    except (util.UserError, ValueError, KeyError, TypeError, IndexError, AttributeError, OSError) as e:
+        out.warnings.append(f"{path}: skipped, not a readable asv results file ({type(e).__name__}: {e})")
+        return
+    if commits is not None and results.commit_hash not in commits:
+        return
+    out.rows.extend(rows)
+    out.files.append((machine, results))
+    out.durations[(machine, results.commit_hash, results.env_name)] = dict(results.duration)
+    outcomes_dir = path.resolve().parent.parent.parent / "outcomes"
+    outcome = _load_outcome(outcomes_dir / machine / path.name, out.warnings)
+    if outcome is not None:
+        out.outcomes[(machine, results.commit_hash, results.env_name)] = outcome
+
+
+def _result_files(results_dir: Path) -> list[Path]:
+    return [path for machine_dir in sorted(p for p in results_dir.iterdir() if p.is_dir())
+            for path in sorted(machine_dir.glob("*.json")) if path.name != "machine.json"]
+
+
+def load(results_dir: Path, *, commits: set[str] | None = None) -> ResultSet:
+    """Every readable result file under `results_dir` (optionally only `commits`)."""
     out = ResultSet()
     out.benchmarks = _load_benchmarks(results_dir, out.warnings)
-    outcomes_dir = results_dir.resolve().parent / "outcomes"
-    if not results_dir.is_dir():
-        return out
-    for machine_dir in sorted(p for p in results_dir.iterdir() if p.is_dir()):
-        for path in sorted(machine_dir.glob("*.json")):
-            if path.name == "machine.json":
-                continue
-            try:
-                results = Results.load(str(path))
-                rows = _rows(results, machine_dir.name, out.benchmarks)
-            except (util.UserError, ValueError, KeyError, TypeError, IndexError, AttributeError, OSError) as e:
-                out.warnings.append(f"{path}: skipped, not a readable asv results file "
-                                    f"({type(e).__name__}: {e})")
-                continue
-            if commits is not None and results.commit_hash not in commits:
-                continue
-            out.rows.extend(rows)
-            out.files.append((machine_dir.name, results))
-            out.durations[(machine_dir.name, results.commit_hash, results.env_name)] = dict(results.duration)
-            outcome = _load_outcome(outcomes_dir / machine_dir.name / path.name, out.warnings)
-            if outcome is not None:
-                out.outcomes[(machine_dir.name, results.commit_hash, results.env_name)] = outcome
+    if results_dir.is_dir():
+        for path in _result_files(results_dir):
+            _load_file(out, path, commits)
+    return out
+
+
+def load_paths(paths: list[Path]) -> ResultSet:
+    """Result files, or results folders (RESULTS/MACHINE/*.json), given one by one."""
+    out = ResultSet()
+    for path in paths:
+        if path.is_dir():
+            root = path if (path / "benchmarks.json").exists() else path.parent
+            out.benchmarks.update(_load_benchmarks(root, out.warnings))
+            files = _result_files(path) if (path / "benchmarks.json").exists() else sorted(
+                p for p in path.glob("*.json") if p.name != "machine.json")
+        else:
+            out.benchmarks.update(_load_benchmarks(path.parent.parent, out.warnings))
+            files = [path]
+        for file in files:
+            _load_file(out, file, None)
     return out

@@ -1,0 +1,123 @@
+"""torchbench.stats on synthetic per-process values with a known truth.
+
+The noise models are this machine's: log-normal process-to-process spread,
+a slow cluster of processes ~2x slower, heavy tails, one wild outlier process,
+and drift over the run shared by alternating base/head processes.
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+from torchbench import stats
+
+
+def draw(rng, n, *, ratio=1.0, spread=0.03, slow_share=0.0, tail_df=None, drift=None, median=2e-6):
+    noise = rng.standard_t(tail_df, n) * spread if tail_df else rng.normal(0, spread, n)
+    values = median * ratio * np.exp(noise)
+    values *= np.where(rng.random(n) < slow_share, 2.0, 1.0)
+    if drift is not None:
+        values *= drift
+    return values
+
+
+def verdict(base, head, *, q=0.01, floor=0.02, threshold=0.05):
+    c = stats.compare(base, head)
+    (sig,) = stats.fdr([c.p_value], q)
+    return stats.classify(c, sig, floor=floor, threshold=threshold), c
+
+
+def rate(rng, trials, **kwargs):
+    """How often each verdict comes out over `trials` synthetic A/B pairs."""
+    ratio = kwargs.pop("ratio", 1.0)
+    n = kwargs.pop("n", 20)
+    seen = {}
+    for _ in range(trials):
+        v, _ = verdict(draw(rng, n, **kwargs), draw(rng, n, ratio=ratio, **kwargs))
+        seen[v] = seen.get(v, 0) + 1
+    return {k: v / trials for k, v in seen.items()}
+
+
+def test_the_ratio_its_interval_and_the_test_find_a_known_shift():
+    rng = np.random.default_rng(0)
+    c = stats.compare(draw(rng, 30), draw(rng, 30, ratio=1.10))
+    assert 1.07 < c.ratio < 1.13 and c.ci_low < 1.10 < c.ci_high and c.ci_low > 1
+    assert c.p_value < 1e-6 and c.n_base == c.n_head == 30
+    assert 0 < c.mde < 0.05  # 3% noise, 30 processes a side: a few % detectable
+
+
+def test_identical_code_is_unchanged_and_never_an_alert():
+    rates = rate(np.random.default_rng(1), 300, spread=0.02)
+    assert rates.get(stats.REGRESSED, 0) + rates.get(stats.IMPROVED, 0) <= 0.02
+    assert rates.get(stats.UNCHANGED, 0) > 0.9
+
+
+def test_a_slow_cluster_of_processes_raises_no_false_alarm():
+    rates = rate(np.random.default_rng(2), 300, spread=0.03, slow_share=0.3)
+    assert rates.get(stats.REGRESSED, 0) + rates.get(stats.IMPROVED, 0) <= 0.02
+
+
+def test_heavy_tails_and_one_wild_process_raise_no_false_alarm_and_barely_move_the_estimate():
+    rng = np.random.default_rng(3)
+    rates = rate(rng, 300, spread=0.02, tail_df=2)
+    assert rates.get(stats.REGRESSED, 0) + rates.get(stats.IMPROVED, 0) <= 0.03
+    base, head = draw(rng, 20), draw(rng, 20)
+    _, clean = verdict(base, head)
+    head[3] *= 50  # one process went badly wrong
+    _, c = verdict(base, head)
+    assert abs(c.ratio / clean.ratio - 1) < 0.01
+
+
+def test_drift_shared_by_alternating_processes_cancels():
+    rng = np.random.default_rng(4)
+    false_alarms = 0
+    for _ in range(200):
+        drift = np.linspace(1.0, 1.5, 20)  # the machine slows by half over the run
+        v, _ = verdict(draw(rng, 20, drift=drift), draw(rng, 20, drift=drift))
+        false_alarms += v in (stats.REGRESSED, stats.IMPROVED)
+    assert false_alarms / 200 <= 0.02
+
+
+def test_power_for_5_10_and_30_percent_at_this_machines_noise():
+    rng = np.random.default_rng(5)
+    # 30%: one draw in 100 has 11 slow base processes against 4 slow head ones, and the
+    # rank test, diluted by the slow cluster, stays above q (the interval is 1.21-1.28).
+    for ratio, power in ((1.05, 0.8), (1.10, 0.95), (1.30, 0.99)):
+        rates = rate(rng, 100, ratio=ratio, spread=0.03, slow_share=0.2, n=30)
+        assert rates.get(stats.REGRESSED, 0) >= power, (ratio, rates)
+    rates = rate(rng, 100, ratio=1 / 1.10, spread=0.03, n=30)
+    assert rates.get(stats.IMPROVED, 0) >= 0.95
+
+
+def test_a_tiny_significant_change_is_below_the_floor():
+    rng = np.random.default_rng(6)
+    base, head = draw(rng, 200, spread=0.001), draw(rng, 200, ratio=1.003, spread=0.001)
+    v, c = verdict(base, head)
+    assert c.p_value < 1e-6 and v == stats.UNCHANGED  # 0.3%: significant, never an alert
+
+
+def test_too_few_processes_are_inconclusive_not_unchanged():
+    rng = np.random.default_rng(7)
+    v, c = verdict(draw(rng, 3, spread=0.1), draw(rng, 3, spread=0.1))
+    assert v == stats.INCONCLUSIVE and math.isinf(c.ci_high)
+
+
+def test_fdr_rejects_the_real_changes_among_many_nulls():
+    rng = np.random.default_rng(8)
+    p = [stats.compare(draw(rng, 20), draw(rng, 20)).p_value for _ in range(60)]
+    p += [stats.compare(draw(rng, 20), draw(rng, 20, ratio=1.2)).p_value for _ in range(3)]
+    reject = stats.fdr(p, 0.05)
+    assert reject[-3:] == [True, True, True] and sum(reject[:-3]) <= 1
+    assert stats.fdr([], 0.05) == []
+
+
+def test_the_minimum_detectable_effect_shrinks_with_more_processes_and_grows_with_noise():
+    assert stats.minimum_detectable(0.03, 40, 40, 0.05, 0.8) < stats.minimum_detectable(0.03, 10, 10, 0.05, 0.8)
+    assert stats.minimum_detectable(0.06, 20, 20, 0.05, 0.8) > stats.minimum_detectable(0.03, 20, 20, 0.05, 0.8)
+    assert stats.minimum_detectable(0.03, 1, 5, 0.05, 0.8) == math.inf
+
+
+def test_bad_input():
+    with pytest.raises(ValueError):
+        stats.compare([], [1.0])

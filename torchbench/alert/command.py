@@ -1,0 +1,216 @@
+"""`torchbench alert`: did this change make anything slower? A verdict that survives a noisy machine.
+
+    define (suite, base, head) -> build both into one asv environment, side by side
+    -> measure (alternating processes, adaptive) -> count instructions (valgrind, once a side)
+    -> decide (stats, FDR) -> report (Markdown comment, JSON, exit status)
+
+Or, with --base-results/--head-results, decide from asv result files that
+already exist (each file is one process's evidence per benchmark).
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import re
+import shutil
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+from torchbench_core.storage import atomic_write_text
+
+from .. import commits, config, example, lock, results
+from ..asv_driver import Asv, Timings, install_commit
+from ..errors import UserError
+from . import decide, measure
+from .report import AlertReport
+
+__all__ = ["add_arguments", "main"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--base", help="the base revision (e.g. the pull request's merge base)")
+    parser.add_argument("--head", help="the head revision (the change)")
+    parser.add_argument("--repo", type=Path, help="git repository (default: the embedded example library)")
+    parser.add_argument("--benchmarks", type=Path, metavar="DIR",
+                        help="asv suite folder (default: REPO/benchmarks if it exists, else this project's)")
+    parser.add_argument("-b", "--bench", action="append", default=[], metavar="REGEX",
+                        help="only benchmarks whose name matches REGEX; repeatable")
+    parser.add_argument("--out", type=Path, default=Path(".torchbench"), help="output folder (default ./.torchbench)")
+    parser.add_argument("--env-dir", type=Path, metavar="DIR", help="asv environments (default OUT/env)")
+    parser.add_argument("--budget-minutes", type=float, default=10.0,
+                        help="stop adding rounds after this long (default 10); decided benchmarks stop earlier")
+    parser.add_argument("--min-rounds", type=int, default=6, help="rounds before any early stop (default 6)")
+    parser.add_argument("--max-rounds", type=int, default=40, help="at most this many rounds (default 40)")
+    parser.add_argument("--fdr", type=float, default=0.01, help="false discovery rate across the suite (0.01)")
+    parser.add_argument("--floor", type=float, default=0.02, help="never alert on a change below this (0.02)")
+    parser.add_argument("--threshold", type=float, default=0.05,
+                        help="the change that matters: 'unchanged' rules it out (0.05)")
+    parser.add_argument("--no-counts", action="store_true", help="skip instruction counts (valgrind)")
+    parser.add_argument("--base-results", type=Path, nargs="+", metavar="PATH",
+                        help="decide from these asv result files or folders instead of measuring")
+    parser.add_argument("--head-results", type=Path, nargs="+", metavar="PATH")
+    parser.add_argument("--markdown", type=Path, metavar="FILE", help="also write the comment here")
+    parser.add_argument("--json", type=Path, metavar="FILE", help="also write the JSON report here")
+
+
+def _policy(args) -> decide.Policy:
+    return decide.Policy(q=args.fdr, floor=args.floor, threshold=args.threshold)
+
+
+def _export(repo, sha: str, dest: Path) -> Path:
+    """The commit's tree, as files (git archive), to build from."""
+    if dest.exists():
+        return dest
+    dest.mkdir(parents=True)
+    with tempfile.TemporaryFile() as f:
+        repo.archive(f, treeish=sha, format="tar")
+        f.seek(0)
+        with tarfile.open(fileobj=f) as tar:
+            tar.extractall(dest, filter="data")
+    return dest
+
+
+def _jobs(listing: dict[str, list[dict]], patterns: list[str], evidence: measure.Evidence) -> list:
+    jobs = []
+    for side in ("base", "head"):
+        for b in listing[side]:
+            if patterns and not any(re.search(p, b["name"]) for p in patterns):
+                continue
+            if b["type"] not in measure.MEASURED_TYPES:
+                continue
+            for index, combo in enumerate(itertools.product(*b["params"]) if b["params"] else [()]):
+                job = (b["name"], index)
+                info = evidence.jobs.setdefault(job, {
+                    "name": f"{b['name']}({', '.join(combo)})" if combo else b["name"],
+                    "params": list(combo), "unit": b.get("unit"), "on_base": False, "on_head": False})
+                info[f"on_{side}"] = True
+                if job not in jobs:
+                    jobs.append(job)
+    return jobs
+
+
+def _measure(args, out: Path, fds: tuple[int, ...], base: commits.Commit, head: commits.Commit,
+             repo, repo_path: Path, report_problems: list[str]) -> measure.Evidence:
+    evidence = measure.Evidence()
+    project = config.read_project(repo, head.sha, repo_path.name)
+    bench_dir = (args.benchmarks.resolve() if args.benchmarks else
+                 repo_path / "benchmarks" if (repo_path / "benchmarks").is_dir() else config.ROOT / "benchmarks")
+    env_dir = (args.env_dir or out / "env").resolve()
+    conf = config.derive(repo=repo_path, project=project, out=out, env_dir=env_dir, benchmark_dir=bench_dir)
+    asv = Asv(conf, Timings(), keep_fds=fds)
+    pythons = asv.setup(env_dir)
+    asv.prepare(pythons, project)
+    python = pythons[0]
+    work = out / "alert" / f"{base.short}..{head.short}"
+    sides = {}
+    for name, commit in (("base", base), ("head", head)):
+        src = _export(repo, commit.sha, out / "alert" / "src" / commit.sha[:12])
+        site = out / "alert" / "site" / commit.sha[:12]
+        if not site.exists():
+            print(f"== building {name} {commit.short} ({commit.subject[:50]})", flush=True)
+            why = install_commit(python, src, site)
+            if why:
+                shutil.rmtree(site, ignore_errors=True)
+                report_problems.append(f"the {name} commit {commit.short} does not build: {why}")
+                continue
+        sides[name] = measure.Side(name, commit.sha, site)
+    if len(sides) < 2:
+        return evidence
+    listing = {}
+    for name, side in sides.items():
+        try:
+            listing[name] = measure.list_benchmarks(python, bench_dir, side)
+        except RuntimeError as e:
+            report_problems.append(str(e))
+            return evidence
+    jobs = _jobs(listing, args.bench, evidence)
+    if not jobs:
+        raise UserError(f"{bench_dir}: no timed benchmark matches {args.bench or 'the suite'}")
+    both = [j for j in jobs if evidence.jobs[j]["on_base"] and evidence.jobs[j]["on_head"]]
+    start = time.monotonic()
+    if not args.no_counts:
+        if shutil.which("valgrind") is None:
+            evidence.notes.append("instruction counts skipped: valgrind is not installed")
+        else:
+            for name in ("base", "head"):
+                print(f"== instruction counts, {name} (one valgrind process)", flush=True)
+                measure.collect_counts(python, bench_dir, sides[name], both, evidence)
+
+    def progress(ev: measure.Evidence, active: int) -> None:
+        print(f"== round {ev.rounds}: {active} benchmark(s) measured, {len(ev.decided)} decided early, "
+              f"{time.monotonic() - start:.0f} s", flush=True)
+
+    measure.measure_rounds(python, bench_dir, sides, both, evidence, min_rounds=args.min_rounds,
+                           max_rounds=args.max_rounds, deadline=start + 60 * args.budget_minutes,
+                           threshold=args.threshold, floor=args.floor, cache_dir=_cache_dir(work),
+                           on_round=progress)
+    atomic_write_text(work / "evidence.json", json.dumps(evidence.to_dict()))
+    return evidence
+
+
+def _cache_dir(work: Path) -> Path:
+    path = work / "setup-cache"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _from_results(paths: list[Path], side: str, evidence: measure.Evidence) -> str:
+    """Each asv result file is one process's evidence; returns the commit they are for."""
+    seen = set()
+    for path in paths:
+        found = results.load_paths([path])
+        for warning in found.warnings:
+            evidence.notes.append(warning)
+        for row in found.rows:
+            seen.add(row.commit)
+            job = (row.benchmark, row.index)
+            info = evidence.jobs.setdefault(job, {"name": row.name, "params": [repr(v) for _, v in row.params],
+                                                  "unit": row.unit, "on_base": False, "on_head": False})
+            info[f"on_{side}"] = True
+            if row.status == "ok":
+                evidence.values[side].setdefault(job, []).append(row.value)
+            elif row.status == "failed":
+                evidence.errors[side][job] = "no result in the asv results file"
+    if len(seen) != 1:
+        raise UserError(f"--{side}-results must hold results of exactly one commit; found {len(seen)}")
+    return seen.pop()
+
+
+def main(args: argparse.Namespace) -> int:
+    policy = _policy(args)
+    problems: list[str] = []
+    if args.base_results or args.head_results:
+        if not (args.base_results and args.head_results):
+            raise UserError("give both --base-results and --head-results")
+        evidence = measure.Evidence()
+        base_sha = _from_results(args.base_results, "base", evidence)
+        head_sha = _from_results(args.head_results, "head", evidence)
+        base, head = commits.Commit(base_sha, ""), commits.Commit(head_sha, "")
+    else:
+        if not (args.base and args.head):
+            raise UserError("give --base and --head (or --base-results and --head-results)")
+        out = args.out.resolve()
+        env_dir = (args.env_dir or out / "env").resolve()
+        with lock.exclusive(out) as out_fd, lock.exclusive(env_dir, "environment folder") as env_fd:
+            repo_path = args.repo.resolve() if args.repo else example.materialize(out / "example" / "tensorlib")
+            repo = commits.open_repo(repo_path)
+            base, head = commits.resolve(repo, args.base), commits.resolve(repo, args.head)
+            try:
+                evidence = _measure(args, out, (out_fd, env_fd), base, head, repo, repo_path, problems)
+            except KeyboardInterrupt:
+                raise UserError("interrupted before a verdict") from None
+    rows = decide.decide(evidence, policy)
+    report = AlertReport(base, head, rows, policy, evidence.rounds, evidence.notes, problems)
+    text = report.markdown()
+    print("\n" + text)
+    if args.markdown:
+        atomic_write_text(args.markdown, text)
+    if args.json:
+        atomic_write_text(args.json, report.json())
+    print(f"\n== exit status {report.exit_status()}", file=sys.stderr)
+    return report.exit_status()

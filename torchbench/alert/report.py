@@ -1,0 +1,129 @@
+"""The alert's report: a Markdown comment for the pull request, the same as JSON, and the exit status.
+
+The comment is rendered by jinja2 (html_templates/alert_comment.md.j2) with
+autoescape on; names, parameters and commit subjects also get their Markdown
+specials escaped, so a benchmark called `<img onerror=...>|x` stays text.
+It starts with a hidden marker by which the GitHub workflow finds the
+comment to update.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+
+import jinja2
+from markupsafe import Markup, escape
+
+from torchbench_core.units import select_unit
+
+from .. import stats
+from ..commits import Commit
+from ..config import ROOT
+from ..errors import EXIT_FAILURE, EXIT_OK, EXIT_REGRESSION
+from .decide import FAILED, NEW, REMOVED, Policy, Row
+
+__all__ = ["MARKER", "AlertReport"]
+
+MARKER = "torchbench-alert"
+ORDER = [stats.REGRESSED, stats.IMPROVED, stats.UNCHANGED, stats.INCONCLUSIVE, NEW, FAILED, REMOVED]
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~>])")
+
+
+def md(text) -> Markup:
+    """HTML-escape, then backslash-escape Markdown, and keep it on one line (a table cell)."""
+    flat = " ".join(str(text).split())
+    return Markup(_MD_SPECIAL.sub(r"\\\1", str(escape(flat))))
+
+
+def _time(value: float | None, unit: str | None) -> str:
+    if value is None:
+        return "—"
+    if unit in (None, "seconds"):
+        scale, name = select_unit(value * 1e6)  # select_unit works in microseconds, as torch's does
+        return f"{value * 1e6 / scale:.3g} {name}"
+    return f"{value:.4g} {unit}"
+
+
+@dataclass
+class AlertReport:
+    base: Commit
+    head: Commit
+    rows: list[Row]
+    policy: Policy
+    rounds: int
+    notes: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # builds that failed, tool failures
+
+    def counts(self) -> dict[str, int]:
+        out = {status: 0 for status in ORDER}
+        for r in self.rows:
+            out[r.status] += 1
+        return out
+
+    def exit_status(self) -> int:
+        counts = self.counts()
+        if self.problems or counts[FAILED]:
+            return EXIT_FAILURE
+        return EXIT_REGRESSION if counts[stats.REGRESSED] else EXIT_OK
+
+    def headline(self) -> str:
+        counts = self.counts()
+        if self.problems:
+            return "⚠️ could not compare: " + "; ".join(self.problems)
+        if counts[stats.REGRESSED]:
+            return f"❌ {counts[stats.REGRESSED]} regression(s)"
+        if counts[FAILED]:
+            return f"⚠️ {counts[FAILED]} benchmark(s) failed"
+        return "✅ no regression"
+
+    def _cells(self, r: Row) -> dict:
+        c = r.comparison
+        return {
+            "name": r.name, "label": r.label, "status": r.status, "error": r.error,
+            "mark": {stats.REGRESSED: "🔴", stats.IMPROVED: "🟢"}.get(r.status, ""),
+            "base_text": _time(r.base, r.unit), "head_text": _time(r.head, r.unit),
+            "ratio_text": f"{c.ratio:.3f}" if c else "—",
+            "ci_text": f"{c.ci_low:.3f}–{c.ci_high:.3f}" if c else "—",
+            "counts_text": f"{r.counts_delta:+.2%}" if r.counts_delta is not None else "—",
+            "n_text": f"{c.n_base}/{c.n_head}" if c else "—",
+            "mde_text": f"{c.mde:.1%}" if c else "—",
+        }
+
+    def markdown(self) -> str:
+        env = jinja2.Environment(loader=jinja2.FileSystemLoader(ROOT / "html_templates"), autoescape=True,
+                                 undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+        env.filters["md"] = md
+        cells = [self._cells(r) for r in self.rows]
+        by = {s: [c for c in cells if c["status"] == s] for s in ORDER}
+        text = env.get_template("alert_comment.md.j2").render(
+            marker=MARKER, headline=self.headline(), counts=self.counts(), policy=self.policy,
+            base=self.base, head=self.head, rounds=self.rounds, processes=2 * self.rounds,
+            compared=sum(1 for r in self.rows if r.comparison is not None),
+            changed=by[stats.REGRESSED] + by[stats.IMPROVED], failed=by[FAILED],
+            inconclusive=by[stats.INCONCLUSIVE], mde_rows=[c for c in cells if c["mde_text"] != "—"],
+            notes=self.notes + self.problems)
+        return re.sub(r"\n{3,}", "\n\n", text)
+
+    def to_dict(self) -> dict:
+        return {"schema": "torchbench.alert/1", "verdict": self.headline(), "exit_status": self.exit_status(),
+                "base": {"sha": self.base.sha, "subject": self.base.subject},
+                "head": {"sha": self.head.sha, "subject": self.head.subject},
+                "policy": self.policy.__dict__, "rounds": self.rounds, "counts": self.counts(),
+                "rows": [r.to_dict() for r in self.rows], "notes": self.notes, "problems": self.problems}
+
+    def json(self) -> str:
+        return json.dumps(_finite(self.to_dict()), indent=1, allow_nan=False)
+
+
+def _finite(value):
+    """JSON has no infinity: an unbounded interval or effect is written as null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
