@@ -21,3 +21,9 @@ def measurement_pair(raw_times, number_per_run=1, **spec):
 @pytest.fixture
 def pair():
     return measurement_pair
+
+
+@pytest.fixture(scope="session")
+def env_dir(tmp_path_factory):
+    """One asv environment folder for every end-to-end run of the session (built once, ~45 s)."""
+    return tmp_path_factory.mktemp("envs")

@@ -80,11 +80,6 @@ def explain(proc):
 
 
 @pytest.fixture(scope="session")
-def env_dir(tmp_path_factory):
-    return tmp_path_factory.mktemp("envs")
-
-
-@pytest.fixture(scope="session")
 def flitlib(tmp_path_factory):
     """fast -> 4x slower -> does not build (module missing) -> builds again."""
     path = tmp_path_factory.mktemp("repos") / "flitlib"

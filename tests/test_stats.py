@@ -113,9 +113,14 @@ def test_fdr_rejects_the_real_changes_among_many_nulls():
 
 
 def test_the_minimum_detectable_effect_shrinks_with_more_processes_and_grows_with_noise():
-    assert stats.minimum_detectable(0.03, 40, 40, 0.05, 0.8) < stats.minimum_detectable(0.03, 10, 10, 0.05, 0.8)
-    assert stats.minimum_detectable(0.06, 20, 20, 0.05, 0.8) > stats.minimum_detectable(0.03, 20, 20, 0.05, 0.8)
-    assert stats.minimum_detectable(0.03, 1, 5, 0.05, 0.8) == math.inf
+    rng = np.random.default_rng(9)
+
+    def mde(n, spread):
+        return stats.compare(draw(rng, n, spread=spread), draw(rng, n, spread=spread)).mde
+
+    assert mde(40, 0.03) < mde(10, 0.03)
+    assert mde(20, 0.06) > mde(20, 0.02)
+    assert stats.compare([1.0, 1.1], [1.0, 1.2]).mde == math.inf
 
 
 def test_bad_input():

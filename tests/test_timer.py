@@ -199,3 +199,35 @@ def test_measured_values_are_in_the_same_range_as_torch():
     ours = tb.Timer("sum(range(100))").blocked_autorange(min_run_time=0.05)
     theirs = torch_benchmark.Timer("sum(range(100))").blocked_autorange(min_run_time=0.05)
     assert 0.2 < ours.median / theirs.median < 5
+
+
+def _slow_at(calls_to_slow: set[int], seconds: float):
+    """A statement (callable) that is fast except on the given call numbers (1-based)."""
+    import time as _time
+
+    count = [0]
+
+    def stmt():
+        count[0] += 1
+        if count[0] in calls_to_slow:
+            _time.sleep(seconds)
+
+    return stmt
+
+
+def test_a_cold_first_call_does_not_size_the_blocks():
+    """One of 37 processes of torch.add picked number=1 here: its first call was slow."""
+    m = tb.Timer(_slow_at({1}, 0.3)).blocked_autorange(min_run_time=0.2)
+    assert m.number_per_run >= 1000, m.number_per_run
+
+
+def test_one_slow_probe_does_not_stop_the_growth_early():
+    """A slow stretch during the 1000-call probe (calls 113-1112, after the warm-up and the
+    1, 10 and 100 probes) made torch's rule settle for 1000; the confirming probe does not."""
+    m = tb.Timer(_slow_at({500}, 0.005)).blocked_autorange(min_run_time=0.2)
+    assert m.number_per_run > 1000, m.number_per_run
+
+
+def test_a_statement_slower_than_min_run_time_runs_once_per_block():
+    m = tb.Timer(_slow_at(set(range(1, 100)), 0.06)).blocked_autorange(min_run_time=0.05)
+    assert m.number_per_run == 1

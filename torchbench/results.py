@@ -25,10 +25,11 @@ from torchbench_core.asv_suite import TASK_SPEC_PARAMS
 
 from .asv_plugin import OUTCOME_SCHEMA
 
-__all__ = ["Outcome", "ResultSet", "Row", "load"]
+__all__ = ["Outcome", "ResultSet", "Row", "load", "load_paths", "param_value"]
 
 
-def _literal(text):
+def param_value(text):
+    """asv keeps parameter values as repr strings; the value itself where it is a literal."""
     try:
         return ast.literal_eval(text)
     except (ValueError, SyntaxError, TypeError):
@@ -145,7 +146,7 @@ def _rows(results, machine: str, benchmarks: dict[str, dict]) -> list[Row]:
             number = stat.get("number") if stat else None
             rows.append(Row(
                 machine=machine, commit=results.commit_hash, env_name=results.env_name, benchmark=key, index=index,
-                params=tuple((n, _literal(v)) for n, v in zip(names, combo)), value=value,
+                params=tuple((n, param_value(v)) for n, v in zip(names, combo)), value=value,
                 samples=tuple(sample) if sample else None,
                 number=int(number) if number else None, stats=stat or None, unit=info.get("unit"),
                 date=results.date))

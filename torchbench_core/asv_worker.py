@@ -36,12 +36,14 @@ COUNT_NUMBER, COUNT_REPEATS = 100, 3
 
 
 def _discover(suite: Path) -> dict:
+    from asv_runner._aux import update_sys_path
     from asv_runner.discovery import disc_benchmarks
 
-    parent = str(suite.resolve().parent)
-    if parent not in sys.path:
-        sys.path.insert(0, parent)
-    return {b.name: b for b in disc_benchmarks(str(suite.resolve()))}
+    # asv's importer: the suite package alone, not its parent folder (which,
+    # in a project's checkout, holds the working tree's copy of the project)
+    root = str(suite.resolve())
+    update_sys_path(root)
+    return {b.name: b for b in disc_benchmarks(root)}
 
 
 def _timer_suite(benchmark):
@@ -49,16 +51,13 @@ def _timer_suite(benchmark):
     return next((s for s in benchmark._attr_sources if hasattr(s, "_specs")), None)
 
 
-def _combos(benchmark) -> int:
-    return math.prod(len(p) for p in benchmark.params) if benchmark.params else 1
-
-
 def list_benchmarks(suite: Path) -> list[dict]:
+    """Name, type, unit and parameters (as asv keeps them: repr strings) of every benchmark."""
     out = []
     for name, b in sorted(_discover(suite).items()):
         out.append({"name": name, "type": b.type, "unit": getattr(b, "unit", None),
-                    "params": [[repr(v) for v in p] for p in b.params], "param_names": list(b.param_names),
-                    "combos": _combos(b), "setup_cache": b.setup_cache_key is not None,
+                    "params": [list(p) for p in b.params], "param_names": list(b.param_names),
+                    "setup_cache": b.setup_cache_key is not None,
                     "timer_suite": _timer_suite(b) is not None})
     return out
 

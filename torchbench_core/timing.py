@@ -256,21 +256,35 @@ class Timer:
     def _estimate_block_size(
         self, session: Generator[float, Any, None], min_run_time: float
     ) -> tuple[int, float | None]:
-        """torch's rule: grow by 10x until clock overhead <= 0.01% of a block.
+        """Grow the block 10x at a time until the clock's overhead is <= 0.01% of it (torch's target).
 
-        Also the warm-up. Returns the block size and, when earlier probes
-        already warmed the statement up, the last probe's time, which is a
-        valid sample (torch discards it, paying up to one block more).
+        torch's rule stops at the first probe that looks long enough, so a
+        cold first call (lazy initialisation) or a slow stretch of the machine
+        during one probe sizes the blocks too small: of 37 fresh processes
+        timing torch.add here, one picked number=1 (the clock then ~4% of every
+        sample) and three picked 1000 instead of 10000. So the first call runs
+        alone as warm-up, and a probe that would end the growth is repeated:
+        only if the repeat also says stop does it stop. Returns the block size
+        and, when earlier probes already warmed the statement up, the last
+        probe's time, which is a valid sample (torch discards it).
         """
         overhead = sorted(self._block(session, 0) for _ in range(_OVERHEAD_PROBES))[
             _OVERHEAD_PROBES // 2
         ]
+
+        def stop(elapsed: float) -> bool:
+            long_enough = overhead / elapsed <= 1e-4 and elapsed >= min_run_time / 1000
+            return long_enough or elapsed > min_run_time
+
+        self._block(session, 1)  # warm-up: a cold first call must not size the blocks
         number = 1
         while True:
             elapsed = self._block(session, number)
-            if overhead / elapsed <= 1e-4 and elapsed >= min_run_time / 1000:
-                break
-            if elapsed > min_run_time or number * 10 > _MAX_NUMBER:
+            if stop(elapsed):
+                elapsed = self._block(session, number)  # confirm: one slow probe is not enough
+                if stop(elapsed):
+                    break
+            if number * 10 > _MAX_NUMBER:
                 break
             number *= 10
         return number, (elapsed if number > 1 else None)

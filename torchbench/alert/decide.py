@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from .. import stats
+from ..results import param_value
 from .measure import Evidence
 
 __all__ = ["Policy", "Row", "decide"]
@@ -55,8 +56,21 @@ class Row:
     error: str = ""
     stopped: str = ""  # why it stopped early, if it did
 
+    @property
+    def title(self) -> str:
+        """Compare's placement when the parameters are the task-spec fields: sub_label, description (label)."""
+        from torchbench_core.asv_suite import TASK_SPEC_PARAMS
+
+        values = [param_value(v) for v in self.params]
+        if len(values) == len(TASK_SPEC_PARAMS):
+            label, sub_label, description, threads = values
+            suffix = f", {threads} threads" if threads != 1 else ""
+            return f"{sub_label} · {description}{suffix} ({label})"
+        return self.name
+
     def to_dict(self) -> dict:
         d = asdict(self)
+        d["title"] = self.title
         d["comparison"] = self.comparison.to_dict() if self.comparison else None
         return d
 

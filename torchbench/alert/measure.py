@@ -29,6 +29,7 @@ from ..asv_driver import harness_env
 __all__ = ["Evidence", "Side", "list_benchmarks", "measure_rounds", "collect_counts"]
 
 INTERIM_P = 0.001
+INTERIM_RESAMPLES = 4000  # p-values down to 2.5e-4, below INTERIM_P
 WORKER = ["-m", "torchbench_core.asv_worker"]
 MEASURED_TYPES = {"track", "time"}
 
@@ -122,7 +123,7 @@ def _interim(evidence: Evidence, job: tuple[str, int], threshold: float, floor: 
     base, head = evidence.values["base"].get(job, []), evidence.values["head"].get(job, [])
     if len(base) < 2 or len(head) < 2:
         return None
-    c = stats.compare(base, head)
+    c = stats.compare(base, head, resamples=INTERIM_RESAMPLES)
     if c.p_value < INTERIM_P and abs(c.ratio - 1) >= floor:
         return f"clearly changed after {len(base)} processes a side (p={c.p_value:.1e})"
     if 1 / (1 + threshold) <= c.ci_low and c.ci_high <= 1 + threshold:

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 
 import jinja2
-from markupsafe import Markup, escape
+from markupsafe import Markup
 
 from torchbench_core.units import select_unit
 
@@ -29,21 +29,23 @@ __all__ = ["MARKER", "AlertReport"]
 
 MARKER = "torchbench-alert"
 ORDER = [stats.REGRESSED, stats.IMPROVED, stats.UNCHANGED, stats.INCONCLUSIVE, NEW, FAILED, REMOVED]
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~>])")
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
 
 
 def md(text) -> Markup:
-    """HTML-escape, then backslash-escape Markdown, and keep it on one line (a table cell)."""
+    """Text for a Markdown table cell: one line, HTML's <, > and & as entities (GitHub renders
+    HTML in comments), and Markdown's emphasis, code, link and table characters backslashed."""
     flat = " ".join(str(text).split())
-    return Markup(_MD_SPECIAL.sub(r"\\\1", str(escape(flat))))
+    html = flat.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return Markup(_MD_SPECIAL.sub(r"\\\1", html))
 
 
 def _time(value: float | None, unit: str | None) -> str:
     if value is None:
         return "—"
     if unit in (None, "seconds"):
-        scale, name = select_unit(value * 1e6)  # select_unit works in microseconds, as torch's does
-        return f"{value * 1e6 / scale:.3g} {name}"
+        name, scale = select_unit(value)
+        return f"{value / scale:.3g} {name}"
     return f"{value:.4g} {unit}"
 
 
@@ -82,7 +84,7 @@ class AlertReport:
     def _cells(self, r: Row) -> dict:
         c = r.comparison
         return {
-            "name": r.name, "label": r.label, "status": r.status, "error": r.error,
+            "name": r.title, "label": r.label, "status": r.status, "error": r.error,
             "mark": {stats.REGRESSED: "🔴", stats.IMPROVED: "🟢"}.get(r.status, ""),
             "base_text": _time(r.base, r.unit), "head_text": _time(r.head, r.unit),
             "ratio_text": f"{c.ratio:.3f}" if c else "—",
@@ -113,6 +115,21 @@ class AlertReport:
                 "head": {"sha": self.head.sha, "subject": self.head.subject},
                 "policy": self.policy.__dict__, "rounds": self.rounds, "counts": self.counts(),
                 "rows": [r.to_dict() for r in self.rows], "notes": self.notes, "problems": self.problems}
+
+    @classmethod
+    def from_dict(cls, doc: dict) -> "AlertReport":
+        """A report as `json()` wrote it (for re-rendering a recorded report)."""
+        if doc.get("schema") != "torchbench.alert/1":
+            raise ValueError(f"not a torchbench alert report (schema {doc.get('schema')!r})")
+        rows = []
+        for r in doc["rows"]:
+            r = {k: v for k, v in r.items() if k != "title"}
+            c = r.pop("comparison")
+            if c is not None:
+                c = stats.Comparison(**{k: math.inf if v is None else v for k, v in c.items()})
+            rows.append(Row(**r, comparison=c))
+        return cls(Commit(doc["base"]["sha"], doc["base"]["subject"]), Commit(doc["head"]["sha"], doc["head"]["subject"]),
+                   rows, Policy(**doc["policy"]), doc["rounds"], doc["notes"], doc["problems"])
 
     def json(self) -> str:
         return json.dumps(_finite(self.to_dict()), indent=1, allow_nan=False)

@@ -1,0 +1,152 @@
+"""`torchbench alert` end to end: real commits built side by side, real alternating processes, valgrind.
+
+The example library's regressing commit against its parent must exit 1 with
+the TensorLike rows regressed and labelled compute; its docs-only commit
+against its parent must exit 0; a suite with a raising benchmark must exit 2
+with the report still printed, the new benchmark and the real slowdown in it.
+"""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import git
+import pytest
+
+from torchbench import example
+
+pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[1]
+
+PYPROJECT = """\
+[build-system]
+requires = ["flit_core>=3.4,<4"]
+build-backend = "flit_core.buildapi"
+
+[project]
+name = "altlib"
+version = "0.1"
+description = "a throwaway library"
+"""
+SUITE = '''\
+import altlib
+from torchbench_core.asv_suite import TimerSpec, TimerSuite
+
+
+class Work(TimerSuite):
+    timers = [TimerSpec("altlib.work(200)", globals={"altlib": altlib}, label="altlib", sub_label="work(200)",
+                        description="sum of a range")]
+    min_run_time = 0.05
+
+
+if hasattr(altlib, "extra"):  # only the head commit has it
+    class Extra(TimerSuite):
+        timers = [TimerSpec("altlib.extra()", globals={"altlib": altlib}, label="altlib", sub_label="extra()",
+                            description="new")]
+        min_run_time = 0.05
+
+
+def track_raises():
+    raise RuntimeError("this benchmark always fails")
+'''
+
+
+def alert(*args, out, env_dir, timeout=1800):
+    return subprocess.run([sys.executable, "-m", "torchbench", "alert", *map(str, args), "--out", str(out),
+                           "--env-dir", str(env_dir)], capture_output=True, text=True, cwd=ROOT, timeout=timeout)
+
+
+def explain(proc):
+    return f"exit {proc.returncode}\n--- stdout\n{proc.stdout[-6000:]}\n--- stderr\n{proc.stderr[-3000:]}"
+
+
+@pytest.fixture(scope="module")
+def example_repo(tmp_path_factory):
+    path = example.materialize(tmp_path_factory.mktemp("ex") / "tensorlib")
+    return path, [c.hexsha for c in reversed(list(git.Repo(path).iter_commits("HEAD")))]
+
+
+def test_the_regressing_commit_exits_1_with_the_right_rows_labelled_compute(example_repo, env_dir, tmp_path):
+    path, shas = example_repo
+    report = tmp_path / "report.json"
+    proc = alert("--repo", path, "--base", shas[1], "--head", shas[2], "--max-rounds", 14, "--json", report,
+                 "--markdown", tmp_path / "comment.md", out=tmp_path / "out", env_dir=env_dir)
+    assert proc.returncode == 1, explain(proc)
+    doc = json.loads(report.read_text())
+    verdicts = {row["title"]: row for row in doc["rows"]}
+    regressed = {t for t, r in verdicts.items() if r["status"] == "regressed"}
+    assert regressed == {"TensorLike · torch.add(a, b) (__torch_function__ dispatch)",
+                         "TensorLike · torch.mul(a, b) (__torch_function__ dispatch)"}, explain(proc)
+    for title in regressed:
+        assert verdicts[title]["label"] == "compute" and verdicts[title]["counts_delta"] > 0.5
+        assert verdicts[title]["comparison"]["ci_low"] > 1.5
+    assert not [t for t, r in verdicts.items() if r["status"] in ("improved", "failed")]
+    comment = (tmp_path / "comment.md").read_text()
+    assert comment.startswith("<!-- torchbench-alert -->") and "❌ 2 regression(s)" in comment
+    assert comment in proc.stdout  # the report is printed too
+
+
+def test_a_docs_only_commit_exits_0(example_repo, env_dir, tmp_path):
+    path, shas = example_repo
+    proc = alert("--repo", path, "--base", shas[0], "--head", shas[1], "--max-rounds", 8, "--no-counts",
+                 "--json", tmp_path / "r.json", out=tmp_path / "out", env_dir=env_dir)
+    assert proc.returncode == 0, explain(proc)
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["counts"]["regressed"] == doc["counts"]["failed"] == 0
+    assert all(r["label"] == "wall time (no counts)" for r in doc["rows"])
+
+
+@pytest.fixture(scope="module")
+def altlib(tmp_path_factory):
+    path = tmp_path_factory.mktemp("alt") / "altlib"
+    (path / "altlib").mkdir(parents=True)
+    (path / "benchmarks").mkdir()
+    repo = git.Repo.init(path, initial_branch="main")
+    with repo.config_writer() as cw:
+        cw.set_value("user", "name", "t").set_value("user", "email", "t@example.com")
+    (path / "pyproject.toml").write_text(PYPROJECT)
+    (path / "benchmarks" / "__init__.py").write_text("")
+    (path / "benchmarks" / "bench_alt.py").write_text(SUITE)
+    shas = []
+    for body, message in (('"""altlib"""\ndef work(n):\n    return sum(range(n))\n', "fast"),
+                          ('"""altlib"""\ndef work(n):\n    return sum(sum(range(n)) for _ in range(4))\n\n\n'
+                           'def extra():\n    return 1\n', "slower, and extra()"),
+                          (None, "lose the module: does not build")):
+        if body is None:
+            repo.index.remove(["altlib/__init__.py"], working_tree=True)
+        else:
+            (path / "altlib" / "__init__.py").write_text(body)
+            repo.index.add(["pyproject.toml", "altlib/__init__.py", "benchmarks/__init__.py",
+                            "benchmarks/bench_alt.py"])
+        shas.append(repo.index.commit(message).hexsha)
+    return path, shas
+
+
+def test_a_failing_benchmark_exits_2_with_the_report_and_new_and_slower_rows(altlib, env_dir, tmp_path):
+    path, shas = altlib
+    proc = alert("--repo", path, "--base", shas[0], "--head", shas[1], "--max-rounds", 8, "--no-counts",
+                 "--json", tmp_path / "r.json", out=tmp_path / "out", env_dir=env_dir)
+    assert proc.returncode == 2, explain(proc)
+    assert "<!-- torchbench-alert -->" in proc.stdout  # printed in every case
+    rows = {r["name"]: r for r in json.loads((tmp_path / "r.json").read_text())["rows"]}
+    assert rows["bench_alt.track_raises"]["status"] == "failed"
+    assert "RuntimeError: this benchmark always fails" in rows["bench_alt.track_raises"]["error"]
+    work = next(r for n, r in rows.items() if n.startswith("bench_alt.Work.track_time"))
+    assert work["status"] == "regressed" and work["comparison"]["ratio"] > 2
+    extra = next(r for n, r in rows.items() if n.startswith("bench_alt.Extra.track_time"))
+    assert extra["status"] == "new"
+
+
+def test_bad_revisions_and_a_head_that_does_not_build_are_named(altlib, env_dir, tmp_path):
+    path, shas = altlib
+    proc = alert("--repo", path, "--base", "nope", "--head", shas[1], out=tmp_path / "o1", env_dir=env_dir,
+                 timeout=300)
+    assert proc.returncode == 2 and "unknown revision 'nope'" in proc.stderr, explain(proc)
+    proc = alert("--repo", path, "--base", shas[0], "--head", shas[2], "--no-counts", "--json", tmp_path / "r.json",
+                 out=tmp_path / "o2", env_dir=env_dir, timeout=600)
+    assert proc.returncode == 2, explain(proc)
+    doc = json.loads((tmp_path / "r.json").read_text())
+    (problem,) = doc["problems"]
+    assert f"the head commit {shas[2][:8]} does not build" in problem
+    assert "could not compare" in proc.stdout
