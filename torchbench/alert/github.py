@@ -1,0 +1,103 @@
+"""Post or update the alert's pull-request comment: the `workflow_run` half of the GitHub workflows.
+
+    python -m torchbench.alert.github --comment alert/comment.md --pr-file alert/pr-number
+
+Runs in the privileged `workflow_run` job, which never checks out or runs the
+pull request's code: it reads the artifact the unprivileged `pull_request` job
+uploaded (the comment and the pull request number) and the event that
+triggered it (GITHUB_EVENT_PATH). The artifact is untrusted, so:
+
+* the number must be a plain integer, and the pull request it names must
+  have the head commit the triggering run measured (a fork cannot aim its
+  comment at another pull request);
+* the comment must carry the alert's hidden marker, and is cut to GitHub's
+  size limit.
+
+One comment per pull request: the one with the marker is edited, else one is
+created. Only the standard library is used (the job installs nothing). The
+API root is GITHUB_API_URL, as in every Actions job.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+__all__ = ["MARKER", "main", "post"]
+
+MARKER = "torchbench-alert"  # the hidden <!-- marker --> by which the comment is found again
+
+MAX_BODY = 65536  # GitHub's limit for a comment body
+TRUNCATED = "\n\n> (cut to fit GitHub's comment size limit; the whole report is in the workflow's artifact)\n"
+
+
+class GitHubError(RuntimeError):
+    pass
+
+
+def _request(api: str, token: str, method: str, path: str, body: dict | None = None):
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(f"{api}{path}", data=data, method=method, headers={
+        "Authorization": f"Bearer {token}", "Accept": "application/vnd.github+json",
+        "X-GitHub-Api-Version": "2022-11-28", "Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return json.loads(response.read() or b"null")
+    except urllib.error.HTTPError as e:
+        raise GitHubError(f"{method} {path}: HTTP {e.code} {e.read()[:300]!r}") from None
+
+
+def post(*, api: str, token: str, repo: str, number: int, head_sha: str, body: str) -> str:
+    """Create or update the marked comment on pull request `number`; returns 'created' or 'updated'."""
+    pull = _request(api, token, "GET", f"/repos/{repo}/pulls/{number}")
+    if pull.get("head", {}).get("sha") != head_sha:
+        raise GitHubError(f"pull request #{number} is at {pull.get('head', {}).get('sha')}, not at the measured "
+                          f"commit {head_sha}: refusing to comment")
+    marker = f"<!-- {MARKER} -->"
+    if marker not in body:
+        raise GitHubError("the comment does not carry the alert's marker; is it a torchbench alert report?")
+    if len(body) > MAX_BODY:
+        body = body[: MAX_BODY - len(TRUNCATED)] + TRUNCATED
+    page = 1
+    while True:
+        comments = _request(api, token, "GET", f"/repos/{repo}/issues/{number}/comments?per_page=100&page={page}")
+        for comment in comments:
+            if marker in (comment.get("body") or "") and comment.get("user", {}).get("type") == "Bot":
+                _request(api, token, "PATCH", f"/repos/{repo}/issues/comments/{comment['id']}", {"body": body})
+                return "updated"
+        if len(comments) < 100:
+            break
+        page += 1
+    _request(api, token, "POST", f"/repos/{repo}/issues/{number}/comments", {"body": body})
+    return "created"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m torchbench.alert.github", description=__doc__.splitlines()[0])
+    parser.add_argument("--comment", type=Path, required=True, help="the Markdown comment (from the artifact)")
+    parser.add_argument("--pr-file", type=Path, required=True, help="file holding the pull request number")
+    args = parser.parse_args(argv)
+    try:
+        event = json.loads(Path(os.environ["GITHUB_EVENT_PATH"]).read_text())
+        run = event["workflow_run"]
+        repo, head_sha = event["repository"]["full_name"], run["head_sha"]
+        text = args.pr_file.read_text().strip()
+        if not text.isdigit():
+            raise GitHubError(f"{args.pr_file}: not a pull request number: {text[:40]!r}")
+        outcome = post(api=os.environ.get("GITHUB_API_URL", "https://api.github.com"),
+                       token=os.environ["GITHUB_TOKEN"], repo=repo, number=int(text), head_sha=head_sha,
+                       body=args.comment.read_text())
+    except (KeyError, OSError, ValueError, GitHubError) as e:
+        print(f"torchbench comment: {type(e).__name__}: {e}", file=sys.stderr)
+        return 2
+    print(f"torchbench comment: {outcome} the comment on #{int(text)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
