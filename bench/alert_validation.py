@@ -40,8 +40,17 @@ LOOP = "        for _ in range({k}):  # injected slowdown\n            pass\n"
 ANCHOR = "        if kwargs is None:\n            kwargs = {}\n"
 
 
-def calibrate(site: Path, python: Path) -> tuple[float, float]:
-    """(TensorLike add time, seconds per busy-loop iteration), measured in `python` on the last commit."""
+def calibrate(site: Path, python: Path, processes: int = 7) -> tuple[float, float]:
+    """(TensorLike add time, seconds per busy-loop iteration), measured in `python` on the last commit.
+
+    Processes land in a fast or a ~1.8x slower cluster here; the alert compares lower quartiles,
+    which sit in the fast cluster, so the injection is sized against the fastest of several processes.
+    """
+    measured = [_calibrate_once(site, python) for _ in range(processes)]
+    return min(m[0] for m in measured), min(m[1] for m in measured)
+
+
+def _calibrate_once(site: Path, python: Path) -> tuple[float, float]:
     code = f"""
 import json, sys
 sys.path.insert(0, {str(site)!r})
@@ -146,7 +155,9 @@ def main() -> None:
                 (asv_out / "asv.conf.json").write_text(json.dumps(doc))
                 marks, awall = asv_continuous(asv_out / "asv.conf.json", base, head)
                 theirs.append((name, effect, marks, awall))
-                print(f"  {name:18} ours: {report['counts']}, {wall / 60:.1f} min | asv continuous: "
+                ratios = ", ".join(f"{r['comparison']['ratio']:.3f}" for r in report["rows"]
+                                   if _is_target(r["title"]) and r["comparison"])
+                print(f"  {name:18} ours: {report['counts']} (TensorLike ratios {ratios}), {wall / 60:.1f} min | asv continuous: "
                       f"{sum(m != ' ' for m in marks.values())}/{len(marks)} flagged, {awall / 60:.1f} min", flush=True)
         report_table(ours, theirs)
     finally:

@@ -169,15 +169,16 @@ def python_can_import(python: Path, *modules: str) -> list[str]:
 def install_commit(python: Path, src: Path, target: Path) -> str | None:
     """Build the project in `src` with `python`'s build backend and install it into `target` (not the
     environment's site-packages), so two commits can live side by side. Returns None, or why it failed."""
-    wheels = target.with_name(target.name + "-wheel")
-    pip = [str(python), "-m", "pip", "-q", "--disable-pip-version-check"]
-    proc = subprocess.run(pip[:3] + ["wheel", *pip[3:], "--no-deps", "--no-build-isolation", "-w", str(wheels),
-                                     str(src)], capture_output=True, text=True, env=harness_env())
-    if proc.returncode == 0:
-        proc = subprocess.run(pip[:3] + ["install", *pip[3:], "--no-deps", "--target", str(target),
-                                         *map(str, wheels.glob("*.whl"))], capture_output=True, text=True,
-                              env=harness_env())
+    pip = [str(python), "-m", "pip"]
+    quiet = ["-q", "--disable-pip-version-check", "--no-deps"]
+    with tempfile.TemporaryDirectory() as wheels:
+        proc = subprocess.run(pip + ["wheel", *quiet, "--no-build-isolation", "-w", wheels, str(src)],
+                              capture_output=True, text=True, env=harness_env())
+        if proc.returncode == 0:
+            proc = subprocess.run(pip + ["install", *quiet, "--target", str(target),
+                                         *map(str, Path(wheels).glob("*.whl"))],
+                                  capture_output=True, text=True, env=harness_env())
     if proc.returncode != 0:
         lines = [line for line in (proc.stdout + proc.stderr).splitlines() if line.strip()]
-        return f"{' '.join(proc.args[3:5])} failed (exit status {proc.returncode}): {' | '.join(lines[-3:])}"
+        return f"pip {proc.args[3]} failed (exit status {proc.returncode}): {' | '.join(lines[-3:])}"
     return None

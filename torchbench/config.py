@@ -26,7 +26,7 @@ import git
 from .errors import UserError
 from torchbench_core.storage import atomic_write_text
 
-__all__ = ["ROOT", "PLUGIN", "Project", "base_config", "derive", "read_project"]
+__all__ = ["ROOT", "PLUGIN", "Project", "base_config", "benchmark_dir", "derive", "read_project"]
 
 ROOT = Path(__file__).resolve().parents[1]
 PLUGIN = ".torchbench.asv_plugin"  # the leading dot: asv ignores plugin names without it
@@ -74,6 +74,16 @@ def read_project(repo: git.Repo, commit: str, fallback_name: str) -> Project:
         dependencies = [n for n in poetry["dependencies"] if n != "python"]
     dependencies = [d for d in dependencies if _normalise(_requirement_name(d)) not in PINNED]
     return Project(name, list(build_requires), dependencies)
+
+
+def benchmark_dir(repo: Path, explicit: Path | None, *, torch_build: bool = False) -> Path:
+    """The suites to run: --benchmarks, else the tracked project's own `benchmarks/`, else ours
+    (ours always for a torch build: a torch checkout's benchmarks/ is not an asv suite)."""
+    if explicit is not None:
+        return explicit.resolve()
+    if not torch_build and (repo / "benchmarks").is_dir():
+        return repo / "benchmarks"
+    return ROOT / "benchmarks"
 
 
 def strip_comments(text: str) -> str:

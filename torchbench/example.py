@@ -17,7 +17,7 @@ import git
 from .config import ROOT
 from .errors import UserError
 
-__all__ = ["PATCHES", "materialize"]
+__all__ = ["PATCHES", "default_subject", "materialize"]
 
 PATCHES = ROOT / "examples" / "tensorlib" / "patches"
 COMMITTER = {"GIT_COMMITTER_NAME": "torchbench example", "GIT_COMMITTER_EMAIL": "example@torchbench.invalid"}
@@ -53,3 +53,8 @@ def materialize(dest: Path) -> Path:
     except git.GitCommandError as e:
         raise UserError(f"applying the example's patch series to {dest} failed: {e.stderr.strip()}") from None
     return dest
+
+
+def default_subject(out: Path) -> Path:
+    """The repository a command tracks when it is given no --repo: the example, under OUT."""
+    return materialize(out / "example" / "tensorlib")

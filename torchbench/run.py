@@ -75,7 +75,7 @@ def _subject(args, out: Path) -> Path:
         return args.repo.resolve()
     if args.existing is not None:
         raise UserError("--existing needs --repo: the torch checkout whose commit the build came from")
-    return example.materialize(out / "example" / "tensorlib")
+    return example.default_subject(out)
 
 
 def _select(args, repo) -> list[commits.Commit]:
@@ -87,15 +87,6 @@ def _select(args, repo) -> list[commits.Commit]:
         raise UserError("give one of RANGE, --last and --hashfile")
     return commits.select(repo, range_=args.range, last=args.last if args.last is not None else DEFAULT_LAST,
                           hashfile=args.hashfile)
-
-
-def _benchmark_dir(args, repo_path: Path) -> Path:
-    if args.benchmarks is not None:
-        return args.benchmarks.resolve()
-    own = repo_path / "benchmarks"
-    if args.existing is None and own.is_dir():
-        return own
-    return config.ROOT / "benchmarks"
 
 
 def main(args: argparse.Namespace) -> int:
@@ -110,7 +101,7 @@ def _run(args, out: Path, env_dir: Path, fds: tuple[int, ...]) -> int:
     repo = commits.open_repo(repo_path)
     selected = _select(args, repo)
     project = config.read_project(repo, selected[-1].sha, repo_path.name)
-    bench_dir = _benchmark_dir(args, repo_path)
+    bench_dir = config.benchmark_dir(repo_path, args.benchmarks, torch_build=args.existing is not None)
     conf_path = config.derive(repo=repo_path, project=project, out=out, env_dir=env_dir, benchmark_dir=bench_dir)
     timings = Timings()
     asv = Asv(conf_path, timings, keep_fds=fds)

@@ -63,15 +63,18 @@ def _policy(args) -> decide.Policy:
 
 
 def _export(repo, sha: str, dest: Path) -> Path:
-    """The commit's tree, as files (git archive), to build from."""
+    """The commit's tree, as files (git archive), to build from; made in a temporary folder and
+    renamed, so an interrupted export is never mistaken for a whole one."""
     if dest.exists():
         return dest
-    dest.mkdir(parents=True)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
     with tempfile.TemporaryFile() as f:
         repo.archive(f, treeish=sha, format="tar")
         f.seek(0)
         with tarfile.open(fileobj=f) as tar:
-            tar.extractall(dest, filter="data")
+            tar.extractall(tmp, filter="data")
+    tmp.rename(dest)
     return dest
 
 
@@ -98,8 +101,7 @@ def _measure(args, out: Path, fds: tuple[int, ...], base: commits.Commit, head: 
              repo, repo_path: Path, report_problems: list[str]) -> measure.Evidence:
     evidence = measure.Evidence()
     project = config.read_project(repo, head.sha, repo_path.name)
-    bench_dir = (args.benchmarks.resolve() if args.benchmarks else
-                 repo_path / "benchmarks" if (repo_path / "benchmarks").is_dir() else config.ROOT / "benchmarks")
+    bench_dir = config.benchmark_dir(repo_path, args.benchmarks)
     env_dir = (args.env_dir or out / "env").resolve()
     conf = config.derive(repo=repo_path, project=project, out=out, env_dir=env_dir, benchmark_dir=bench_dir)
     asv = Asv(conf, Timings(), keep_fds=fds)
@@ -113,11 +115,13 @@ def _measure(args, out: Path, fds: tuple[int, ...], base: commits.Commit, head: 
         site = out / "alert" / "site" / commit.sha[:12]
         if not site.exists():
             print(f"== building {name} {commit.short} ({commit.subject[:50]})", flush=True)
-            why = install_commit(python, src, site)
+            partial = site.with_name(f".{site.name}.partial")
+            shutil.rmtree(partial, ignore_errors=True)
+            why = install_commit(python, src, partial)
             if why:
-                shutil.rmtree(site, ignore_errors=True)
                 report_problems.append(f"the {name} commit {commit.short} does not build: {why}")
                 continue
+            partial.rename(site)  # only a whole install is ever reused
         sides[name] = measure.Side(name, commit.sha, site)
     if len(sides) < 2:
         return evidence
@@ -197,7 +201,7 @@ def main(args: argparse.Namespace) -> int:
         out = args.out.resolve()
         env_dir = (args.env_dir or out / "env").resolve()
         with lock.exclusive(out) as out_fd, lock.exclusive(env_dir, "environment folder") as env_fd:
-            repo_path = args.repo.resolve() if args.repo else example.materialize(out / "example" / "tensorlib")
+            repo_path = args.repo.resolve() if args.repo else example.default_subject(out)
             repo = commits.open_repo(repo_path)
             base, head = commits.resolve(repo, args.base), commits.resolve(repo, args.head)
             try:
