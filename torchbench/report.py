@@ -12,15 +12,10 @@ from dataclasses import dataclass, field
 
 from .asv_driver import Timings
 from .commits import Commit
-from .errors import EXIT_FAILURE, EXIT_OK
+from .errors import EXIT_FAILURE, EXIT_OK, last_line
 from .results import ResultSet
 
 __all__ = ["CommitReport", "RunReport", "summarize"]
-
-
-def _last_line(text: str) -> str:
-    lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
-    return lines[-1] if lines else "no error output"
 
 
 @dataclass
@@ -103,7 +98,7 @@ def summarize(commits: list[Commit], results: ResultSet, timings: Timings) -> Ru
         report = by_sha[commit]
         outcome = results.outcomes.get((machine, commit, env))
         if outcome is not None and outcome.built is False:
-            report.not_built[env] = _last_line(outcome.build.get("log", ""))
+            report.not_built[env] = last_line(outcome.build.get("log", ""))
         for key, seconds in durations.items():
             if key == "<build>":
                 build_seconds.append(seconds)
@@ -115,7 +110,7 @@ def summarize(commits: list[Commit], results: ResultSet, timings: Timings) -> Ru
             continue
         outcome = results.outcomes.get((row.machine, row.commit, row.env_name))
         failure = outcome.failures.get(row.benchmark) if outcome else None
-        reason = (f"exit status {failure['errcode']}: {_last_line(failure.get('stderr', ''))}" if failure
+        reason = (f"exit status {failure['errcode']}: {last_line(failure.get('stderr', ''))}" if failure
                   else "no result (see the benchmark's output above)")
         report.failed.append((row.name, reason))
     return RunReport(list(by_sha.values()), timings, list(results.warnings), build_seconds, setup_cache)

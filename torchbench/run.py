@@ -24,7 +24,7 @@ from pathlib import Path
 
 from . import asv_compare, commits, config, example, lock, publish, report, results
 from .asv_driver import Asv, Timings, python_can_import
-from .errors import UserError
+from .errors import UserError, last_line
 
 __all__ = ["add_arguments", "main"]
 
@@ -66,7 +66,7 @@ def _torch_git_version(python: Path) -> str:
     proc = subprocess.run([str(python), "-c", "import torch; print(torch.version.git_version)"],
                           capture_output=True, text=True)
     if proc.returncode != 0:
-        raise UserError(f"{python} cannot import torch: {proc.stderr.strip().splitlines()[-1:]}")
+        raise UserError(f"{python} cannot import torch: {last_line(proc.stderr)}")
     return proc.stdout.strip()
 
 

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from .. import stats
 from ..asv_driver import harness_env
+from ..errors import last_line
 
 __all__ = ["Evidence", "Side", "list_benchmarks", "measure_rounds", "collect_counts"]
 
@@ -76,7 +77,7 @@ def list_benchmarks(python: Path, suite: Path, side: Side) -> list[dict]:
                           env=_env(side), timeout=600)
     if proc.returncode != 0:
         raise RuntimeError(f"discovering {suite} with the {side.name} commit failed: "
-                           f"{(proc.stderr.strip().splitlines() or ['no output'])[-1]}")
+                           f"{last_line(proc.stderr)}")
     return json.loads(proc.stdout)
 
 
@@ -92,7 +93,7 @@ def _one_process(python: Path, suite: Path, side: Side, jobs: list[tuple[str, in
                                   env=_env(side), timeout=timeout)
             died = None if proc.returncode == 0 else (
                 f"the process died (exit status {proc.returncode}): "
-                f"{(proc.stderr.strip().splitlines() or ['no output'])[-1]}")
+                f"{last_line(proc.stderr)}")
         except subprocess.TimeoutExpired:
             died = f"the process ran past its {timeout:.0f} s limit"
         results, started = {}, None
@@ -171,7 +172,7 @@ def collect_counts(python: Path, suite: Path, side: Side, jobs: list[tuple[str, 
                                str(out)], capture_output=True, text=True, env=_env(side), timeout=3600)
         if proc.returncode != 0 or not out.exists():
             evidence.notes.append(f"instruction counts for {side.name} failed: "
-                                  f"{(proc.stderr.strip().splitlines() or ['no output'])[-1]}")
+                                  f"{last_line(proc.stderr)}")
             return
         for key, result in json.loads(out.read_text()).items():
             name, _, index = key.rpartition("|")
