@@ -23,7 +23,8 @@ import sys
 from pathlib import Path
 
 from . import asv_compare, commits, config, example, lock, publish, report, results
-from .asv_driver import Asv, Timings, python_can_import
+from .asv_driver import Timings, python_can_import
+from .workspace import open_workspace
 from .errors import UserError, last_line
 
 __all__ = ["add_arguments", "main"]
@@ -100,11 +101,10 @@ def _run(args, out: Path, env_dir: Path, fds: tuple[int, ...]) -> int:
     repo_path = _subject(args, out)
     repo = commits.open_repo(repo_path)
     selected = _select(args, repo)
-    project = config.read_project(repo, selected[-1].sha, repo_path.name)
-    bench_dir = config.benchmark_dir(repo_path, args.benchmarks, torch_build=args.existing is not None)
-    conf_path = config.derive(repo=repo_path, project=project, out=out, env_dir=env_dir, benchmark_dir=bench_dir)
     timings = Timings()
-    asv = Asv(conf_path, timings, keep_fds=fds)
+    ws = open_workspace(out=out, env_dir=env_dir, repo_path=repo_path, repo=repo, project_sha=selected[-1].sha,
+                        benchmarks=args.benchmarks, fds=fds, timings=timings, torch_build=args.existing is not None)
+    project, bench_dir, conf_path, asv = ws.project, ws.bench_dir, ws.conf, ws.asv
     print(f"== tracking {repo_path} ({project.name}): {len(selected)} commit(s), "
           f"{selected[0].short}..{selected[-1].short}; suites in {bench_dir}; output in {out}", flush=True)
 
@@ -122,7 +122,7 @@ def _run(args, out: Path, env_dir: Path, fds: tuple[int, ...]) -> int:
             asv.run([], benchmarks=args.bench, quick=args.quick, existing=args.existing.resolve(),
                     set_commit_hash=selected[0].sha, skip_existing=not args.rerun)
         else:
-            asv.prepare(asv.setup(env_dir), project)
+            ws.pythons()
             asv.run([c.sha for c in selected], benchmarks=args.bench, quick=args.quick,
                     skip_existing=not args.rerun)
     except UserError as e:

@@ -16,15 +16,13 @@ import json
 import re
 import shutil
 import sys
-import tarfile
-import tempfile
 import time
 from pathlib import Path
 
 from torchbench_core.storage import atomic_write_text
 
-from .. import commits, config, example, lock, results
-from ..asv_driver import Asv, Timings, install_commit
+from .. import commits, example, lock, results
+from ..workspace import open_workspace
 from ..errors import UserError
 from . import decide, measure
 from .report import AlertReport
@@ -62,22 +60,6 @@ def _policy(args) -> decide.Policy:
     return decide.Policy(q=args.fdr, floor=args.floor, threshold=args.threshold)
 
 
-def _export(repo, sha: str, dest: Path) -> Path:
-    """The commit's tree, as files (git archive), to build from; made in a temporary folder and
-    renamed, so an interrupted export is never mistaken for a whole one."""
-    if dest.exists():
-        return dest
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
-    with tempfile.TemporaryFile() as f:
-        repo.archive(f, treeish=sha, format="tar")
-        f.seek(0)
-        with tarfile.open(fileobj=f) as tar:
-            tar.extractall(tmp, filter="data")
-    tmp.rename(dest)
-    return dest
-
-
 def _jobs(listing: dict[str, list[dict]], patterns: list[str], evidence: measure.Evidence) -> list:
     jobs = []
     for side in ("base", "head"):
@@ -100,28 +82,17 @@ def _jobs(listing: dict[str, list[dict]], patterns: list[str], evidence: measure
 def _measure(args, out: Path, fds: tuple[int, ...], base: commits.Commit, head: commits.Commit,
              repo, repo_path: Path, report_problems: list[str]) -> measure.Evidence:
     evidence = measure.Evidence()
-    project = config.read_project(repo, head.sha, repo_path.name)
-    bench_dir = config.benchmark_dir(repo_path, args.benchmarks)
-    env_dir = (args.env_dir or out / "env").resolve()
-    conf = config.derive(repo=repo_path, project=project, out=out, env_dir=env_dir, benchmark_dir=bench_dir)
-    asv = Asv(conf, Timings(), keep_fds=fds)
-    pythons = asv.setup(env_dir)
-    asv.prepare(pythons, project)
-    python = pythons[0]
+    ws = open_workspace(out=out, env_dir=(args.env_dir or out / "env").resolve(), repo_path=repo_path, repo=repo,
+                        project_sha=head.sha, benchmarks=args.benchmarks, fds=fds)
+    bench_dir = ws.bench_dir
+    python = ws.pythons()[0]
     work = out / "alert" / f"{base.short}..{head.short}"
     sides = {}
     for name, commit in (("base", base), ("head", head)):
-        src = _export(repo, commit.sha, out / "alert" / "src" / commit.sha[:12])
-        site = out / "alert" / "site" / commit.sha[:12]
-        if not site.exists():
-            print(f"== building {name} {commit.short} ({commit.subject[:50]})", flush=True)
-            partial = site.with_name(f".{site.name}.partial")
-            shutil.rmtree(partial, ignore_errors=True)
-            why = install_commit(python, src, partial)
-            if why:
-                report_problems.append(f"the {name} commit {commit.short} does not build: {why}")
-                continue
-            partial.rename(site)  # only a whole install is ever reused
+        site, why = ws.site(commit, python)
+        if why:
+            report_problems.append(f"the {name} commit {commit.short} does not build: {why}")
+            continue
         sides[name] = measure.Side(name, commit.sha, site)
     if len(sides) < 2:
         return evidence
