@@ -1,7 +1,37 @@
 #!/usr/bin/env bash
-# The main job: `torchbench run` (default: the example library's history,
-# examples/tensorlib), published as a site. Arguments go to `torchbench run`.
-set -euo pipefail
+# The main job, on the embedded example library (examples/tensorlib):
+#   1. `torchbench run`: its six-commit history, measured and published as a site;
+#   2. `torchbench alert`: the pull-request verdict for its regressing commit
+#      (00d31233 "TensorLike: normalise arguments with torch.utils._pytree",
+#      against its parent b2e29fb6; the example's hashes are the same everywhere).
+# Arguments go to `torchbench run`. OUT (default .torchbench) is the output folder.
+#
+# Exit status: 0 when the history was measured and the alert found the known
+# regression (the alert itself exits 1 for it, as it would on a pull request);
+# 1 when the alert missed it; 2 when a step failed.
+set -uo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install.sh
-exec "${PYTHON:-python3}" -m torchbench run "$@"
+bash scripts/install.sh || exit 2
+PY="${PYTHON:-python3}"
+OUT="${OUT:-.torchbench}"
+
+"$PY" -m torchbench run --out "$OUT" "$@"
+run_status=$?
+
+echo
+echo "== torchbench alert: the example's regressing commit against its parent (budget 2 minutes)"
+# The regression decides within about 7 rounds; the budget caps the rows that
+# stay undecided, which the report then calls inconclusive.
+"$PY" -m torchbench alert --out "$OUT" --base b2e29fb6 --head 00d31233 --budget-minutes 2 \
+    --markdown "$OUT/alert/example-regression.md"
+alert_status=$?
+
+if [ "$run_status" -ne 0 ] || [ "$alert_status" -eq 2 ]; then
+    exit 2
+elif [ "$alert_status" -eq 1 ]; then
+    echo "== the alert found the example's known regression (its exit status 1 is the expected verdict)"
+    exit 0
+else
+    echo "== the alert did not flag the example's known regression" >&2
+    exit 1
+fi

@@ -10,6 +10,7 @@ runner runs one (setup_cache result loaded, setup, run, teardown).
     python -m torchbench_core.asv_worker list  SUITE_DIR
     python -m torchbench_core.asv_worker run   SUITE_DIR --jobs JOBS.json --out OUT.jsonl [--cache-dir DIR]
     python -m torchbench_core.asv_worker counts SUITE_DIR --jobs JOBS.json --out OUT.json
+    python -m torchbench_core.asv_worker profile SUITE_DIR --jobs JOBS.json --out OUT.jsonl --seconds S
 
 `run` appends one JSON line per job as it goes ({"start": job} before it, the
 result after), so a benchmark that kills the process is known by its start
@@ -19,20 +20,41 @@ for a plain track_ value, {"skipped": true}, or {"error": "..."}.
 
 `counts` collects instruction counts (callgrind) for the jobs that are
 TimerSuite cases, all in one valgrind process: {job key: [counts per run, ...]}.
+
+`profile` is the subject of `torchbench profile`: a sampling profiler (py-spy)
+attaches to this process from outside. The worker discovers the suite, writes
+{"ready": pid}, and waits for a line "go" on stdin, so that the profiler
+attaches after the imports (sampling torch's import with native stacks is
+slow and would swamp the benchmark). Then, for each job in turn, it sets the
+benchmark up and runs it over and over for S seconds: a TimerSuite case's
+timed statement in Timer's own loop (setup once, blocks of ~10 ms, as when
+measured), any other benchmark's function called in a loop. That loop runs in
+a frame renamed per job (`torchbench_profile_<position>`, in the result as
+"marker"), so one recording of the whole process splits exactly into one
+profile per job, without samples of setup, teardown or waiting. Results are
+JSON lines as in `run`: {"start": job}, then {"job", "marker", "seconds",
+"batches", "number"}, {"skipped": true} or {"error": ...}.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import ctypes
+import functools
 import json
 import math
 import os
 import pickle
 import sys
+import time
 import traceback
 from pathlib import Path
 
 COUNT_NUMBER, COUNT_REPEATS = 100, 3
+PROFILE_BATCH_SECONDS = 0.01  # a profiled batch: long enough that the loop's own frames are rare samples
+PROFILE_MARKER = "torchbench_profile_{}"
+PR_SET_PTRACER = 0x59616D61  # <linux/prctl.h>, Yama
 
 
 def _discover(suite: Path) -> dict:
@@ -144,13 +166,120 @@ def counts(suite: Path, jobs: list[list], out: Path) -> None:
     out.write_text(json.dumps(result))
 
 
+def _allow_tracer(pid: int) -> None:
+    """Let `pid` and its descendants ptrace this process.
+
+    Under Yama's ptrace_scope=1 (the default on Ubuntu and others) only an
+    ancestor may attach, and the profiler is our parent's child, not our
+    ancestor. Declaring the parent as tracer admits its descendants. A no-op
+    where there is no Yama (prctl fails with EINVAL) or no Linux.
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PTRACER, ctypes.c_ulong(pid), 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def _call_many(func, args: tuple, number: int) -> None:
+    for _ in range(number):
+        func(*args)
+
+
+def _runner(benchmark, stack: contextlib.ExitStack):
+    """f(number): run the benchmark `number` times. A TimerSuite case runs its statement in the
+    Timer's loop (setup once, as a measurement does); anything else calls its function."""
+    suite_instance = _timer_suite(benchmark)
+    if suite_instance is not None:
+        timer = suite_instance._specs[tuple(benchmark._current_params)].timer()
+        stack.enter_context(timer._threads)
+        session = timer._session()
+        stack.callback(session.close)
+        return functools.partial(timer._block, session)
+    return functools.partial(_call_many, benchmark.func, benchmark._build_params())
+
+
+def _calibrate(run_n) -> int:
+    """The smallest power of two of runs that takes PROFILE_BATCH_SECONDS (at least one run)."""
+    number = 1
+    while number < 2**30:
+        start = time.perf_counter()
+        run_n(number)
+        if time.perf_counter() - start >= PROFILE_BATCH_SECONDS:
+            break
+        number *= 2
+    return number
+
+
+def _loop(batch, seconds: float) -> int:
+    """Run `batch` until `seconds` have passed; every sample of a profiled job is inside this frame."""
+    batches = 0
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        batch()
+        batches += 1
+    return batches
+
+
+def _marked(name: str):
+    """_loop under another name: the profiler shows the code object's name (co_qualname on 3.11+)."""
+    names = {"co_name": name}
+    if hasattr(_loop.__code__, "co_qualname"):
+        names["co_qualname"] = name
+    return type(_loop)(_loop.__code__.replace(**names), _loop.__globals__, name)
+
+
+def _profile_one(benchmark, index: int, cache, seconds: float, marker: str) -> dict:
+    benchmark.set_param_idx(index)
+    benchmark.set_cache(cache)
+    if benchmark.do_setup():
+        return {"skipped": True}
+    try:
+        with contextlib.ExitStack() as stack:
+            run_n = _runner(benchmark, stack)
+            number = _calibrate(run_n)
+            start = time.perf_counter()
+            batches = _marked(marker)(functools.partial(run_n, number), seconds)
+            elapsed = time.perf_counter() - start
+    finally:
+        benchmark.do_teardown()
+    return {"marker": marker, "seconds": elapsed, "batches": batches, "number": number}
+
+
+def profile(suite: Path, jobs: list[list], out: Path, seconds: float, cache_dir: Path | None) -> None:
+    benchmarks = _discover(suite)
+    _allow_tracer(os.getppid())
+    caches: dict = {}
+    with open(out, "a", buffering=1) as f:
+        f.write(json.dumps({"ready": os.getpid()}) + "\n")
+        if sys.stdin.readline().strip() != "go":
+            return  # the parent gave up before a profiler attached
+        for position, (name, index) in enumerate(jobs):
+            f.write(json.dumps({"start": [name, index]}) + "\n")
+            benchmark = benchmarks.get(name)
+            try:
+                if benchmark is None:
+                    raise LookupError(f"{name}: no such benchmark in {suite}")
+                if benchmark.setup_cache_key not in caches:
+                    caches[benchmark.setup_cache_key] = _load_cache(benchmark, cache_dir)
+                result = _profile_one(benchmark, index, caches[benchmark.setup_cache_key], seconds,
+                                      PROFILE_MARKER.format(position))
+            except Exception as e:  # one benchmark's failure is its own; the process goes on
+                tail = traceback.format_exc().strip().splitlines()[-6:]
+                result = {"error": f"{type(e).__name__}: {e}", "traceback": "\n".join(tail)}
+            f.write(json.dumps({"job": [name, index], **result}) + "\n")
+            f.flush()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m torchbench_core.asv_worker")
-    parser.add_argument("mode", choices=["list", "run", "counts"])
+    parser.add_argument("mode", choices=["list", "run", "counts", "profile"])
     parser.add_argument("suite", type=Path)
     parser.add_argument("--jobs", type=Path)
     parser.add_argument("--out", type=Path)
     parser.add_argument("--cache-dir", type=Path)
+    parser.add_argument("--seconds", type=float, default=1.0, help="profile: how long each job runs")
     args = parser.parse_args(argv)
     if args.mode == "list":
         json.dump(list_benchmarks(args.suite), sys.stdout)
@@ -158,6 +287,8 @@ def main(argv: list[str] | None = None) -> int:
     jobs = json.loads(args.jobs.read_text())
     if args.mode == "run":
         run(args.suite, jobs, args.out, args.cache_dir)
+    elif args.mode == "profile":
+        profile(args.suite, jobs, args.out, args.seconds, args.cache_dir)
     else:
         counts(args.suite, jobs, args.out)
     return 0

@@ -1,0 +1,485 @@
+"""`torchbench profile`: where a benchmark spends its time, at each commit, as flame graphs.
+
+A timing says that a benchmark got slower; a profile says where. For each
+commit of the range, installed into the asv environment beside the others
+(Workspace.site), each selected benchmark case runs in a loop while py-spy
+samples it with native frames, so torch's C++ dispatch shows under the
+Python call. Kept per commit, benchmark and case, outside the site
+(flamegraph.py: OUT/profiles/<sha>/<benchmark>/<index>.svg|.collapsed|.json);
+the publisher compares two commits' profiles as a differential flame graph.
+
+How one commit is recorded, and why:
+
+  * One benchmark process per commit (torchbench_core.asv_worker profile)
+    runs the cases in turn, each for --seconds in a loop frame renamed per
+    case; one py-spy recording of that process is split by those frames into
+    one profile per case. A process and a py-spy attach per case would cost
+    about 3 s more per case (interpreter and torch start-up, py-spy reading
+    libtorch's symbols) for the same samples.
+  * py-spy attaches (--pid) once the process has imported the suite and
+    waits: sampling torch's import with native stacks takes seconds and
+    would swamp the benchmark.
+  * One recording, in py-spy's raw format (collapsed stacks); the SVG is drawn
+    from those same stacks (flamegraph.render_svg). py-spy writes one format
+    per recording, so an SVG of its own would need a second recording: twice
+    the time, and an SVG of other samples than the .collapsed file beside it.
+
+Exit status: 0 every case recorded (or already there); 2 something failed (a
+commit that does not build, a benchmark that raises, py-spy missing or
+failing), with the report printed first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import itertools
+import json
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from torchbench_core.storage import atomic_write_text
+
+from . import commits, example, lock
+from .asv_driver import harness_env
+from .errors import EXIT_FAILURE, EXIT_OK, UserError, last_line
+from .flamegraph import location, parse_collapsed, render_svg
+from .workspace import open_workspace
+
+__all__ = ["Case", "CommitReport", "add_arguments", "list_suite", "main", "profile_cases", "select_cases"]
+
+DEFAULT_LAST = 6
+DEFAULT_SECONDS = 1.0
+# py-spy's default is 100 Hz; at 1 s a case that gives ~100 samples, thin for a flame graph.
+# 200 Hz is still light for py-spy attached by --pid (no child to reap, so no "No child process"
+# error, which shows up at high rates when py-spy runs the program itself).
+DEFAULT_RATE = 200
+OVERHEAD_LABEL = "__torch_function__"
+WORKER = ["-m", "torchbench_core.asv_worker"]
+MARKER_NAME = "torchbench_profile"  # the loop frame's name in the stored stacks (asv_worker renames it per case)
+READY_TIMEOUT = 600.0  # importing a suite (and torch)
+ATTACH_TIMEOUT = 60.0  # py-spy reading the process's symbols
+CASE_TIMEOUT = 600.0  # a case's setup (setup_cache included) and teardown, on top of --seconds
+NO_PYSPY = ("py-spy is not installed (no `py-spy` on PATH), so no profile can be recorded; "
+            "install it with `pip install py-spy` (it ships the binary) and make sure it is on PATH")
+PTRACE_HINT = ("py-spy needs to ptrace the benchmark process: run as root, or allow it "
+               "(sysctl kernel.yama.ptrace_scope=1 or 0; in a container, --cap-add SYS_PTRACE)")
+
+
+@dataclass(frozen=True)
+class Case:
+    """One parameter combination of one benchmark (asv's parameter index), params as asv's repr strings."""
+
+    benchmark: str
+    index: int
+    params: dict[str, str] = field(default_factory=dict, compare=False)
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.benchmark, self.index)
+
+    @property
+    def title(self) -> str:
+        shown = ", ".join(_plain(v) for v in self.params.values())
+        return f"{self.benchmark} [{self.index}]" + (f" ({shown})" if shown else "")
+
+
+@dataclass
+class CommitReport:
+    commit: commits.Commit
+    recorded: int = 0
+    existing: int = 0
+    skipped: int = 0
+    failures: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def _plain(value: str) -> str:
+    """asv keeps parameters as repr strings ("'Tensor'"); show the value ("Tensor")."""
+    try:
+        return str(ast.literal_eval(value))
+    except (ValueError, SyntaxError):
+        return value
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("range", nargs="?", metavar="RANGE",
+                        help="git range A..B (first-parent commits of B not in A), or one revision")
+    parser.add_argument("--repo", type=Path,
+                        help="git repository (default: the embedded example library, made under OUT)")
+    parser.add_argument("--last", type=int, default=None, metavar="N",
+                        help=f"the last N first-parent commits of HEAD (default {DEFAULT_LAST})")
+    parser.add_argument("--hashfile", type=Path, metavar="F", help="profile the commits listed in F, one per line")
+    parser.add_argument("--benchmarks", type=Path, metavar="DIR",
+                        help="asv suite folder (default: REPO/benchmarks if it exists, else this project's)")
+    parser.add_argument("--out", type=Path, default=Path(".torchbench"),
+                        help="output folder; profiles go to OUT/profiles (default ./.torchbench)")
+    parser.add_argument("--env-dir", type=Path, metavar="DIR",
+                        help="where asv's environments live (default OUT/env); share it between output folders")
+    parser.add_argument("-b", "--bench", action="append", default=[], metavar="REGEX",
+                        help="profile every parameter combination of the benchmarks whose name matches REGEX "
+                             f"(repeatable; default: the TimerSuite cases labelled {OVERHEAD_LABEL}...)")
+    parser.add_argument("--seconds", type=float, default=DEFAULT_SECONDS, metavar="S",
+                        help=f"how long each case runs under the profiler (default {DEFAULT_SECONDS:g})")
+    parser.add_argument("--rate", type=int, default=DEFAULT_RATE, metavar="HZ",
+                        help=f"py-spy's samples per second (default {DEFAULT_RATE})")
+    parser.add_argument("--rerun", action="store_true",
+                        help="record again the cases that already have a profile (default: skip them)")
+
+
+def list_suite(python: Path, suite: Path, env: dict[str, str]) -> list[dict]:
+    """The suite's benchmarks as the installed commit sees them (asv_worker list)."""
+    proc = subprocess.run([str(python), *WORKER, "list", str(suite)], capture_output=True, text=True, env=env,
+                          timeout=READY_TIMEOUT)
+    if proc.returncode != 0:
+        raise RuntimeError(f"discovering the benchmarks in {suite} failed: {last_line(proc.stderr)}")
+    return json.loads(proc.stdout)
+
+
+def select_cases(listing: list[dict], patterns: list[str]) -> list[Case]:
+    """With patterns: every parameter combination of the benchmarks whose name matches one. Without:
+    the TimerSuite cases whose task-spec label contains "__torch_function__" (the overhead suite)."""
+    cases = []
+    for b in listing:
+        if patterns and not any(re.search(p, b["name"]) for p in patterns):
+            continue
+        if not patterns and not b.get("timer_suite"):
+            continue
+        for index, combo in enumerate(itertools.product(*b["params"]) if b["params"] else [()]):
+            params = dict(zip(b["param_names"], combo))
+            if not patterns and OVERHEAD_LABEL not in params.get("label", ""):
+                continue
+            cases.append(Case(b["name"], index, params))
+    return cases
+
+
+def case_stacks(stacks: dict[str, int], marker: str) -> dict[str, int]:
+    """The stacks that pass through the case's loop frame, from that frame down (renamed MARKER_NAME,
+    so two cases' or two commits' profiles share their root). The frames above it are the worker's."""
+    out: dict[str, int] = {}
+    for stack, count in stacks.items():
+        frames = stack.split(";")
+        for i, frame in enumerate(frames):
+            if frame.split(" (", 1)[0] == marker:
+                key = ";".join([MARKER_NAME + frame[len(marker):], *frames[i + 1:]])
+                out[key] = out.get(key, 0) + count
+                break
+    return out
+
+
+# -- one process, one recording ------------------------------------------------------------------
+
+@dataclass
+class _Recording:
+    command: list[str]
+    returncode: int | None = None
+    output: list[str] = field(default_factory=list)
+    stacks: dict[str, int] | None = None  # None: py-spy wrote nothing usable
+
+    def failure(self) -> str:
+        text = "".join(self.output)
+        why = f"py-spy failed (exit status {self.returncode}): {last_line(text)}"
+        if "Permission denied" in text or "Operation not permitted" in text:
+            why += f". {PTRACE_HINT}"
+        return why
+
+    def counts(self) -> tuple[int | None, int | None]:
+        match = re.search(r"Samples: (\d+) Errors: (\d+)", "".join(self.output))
+        return (int(match.group(1)), int(match.group(2))) if match else (None, None)
+
+
+def _drain(stream, lines: list[str], attached: threading.Event) -> None:
+    for line in stream:
+        lines.append(line)
+        if "Sampling process" in line:
+            attached.set()
+
+
+def _wait_ready(worker: subprocess.Popen, results: Path, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if results.exists() and '"ready"' in results.read_text():
+            return True
+        if worker.poll() is not None:
+            return False
+        time.sleep(0.02)
+    return False
+
+
+def _stop(proc: subprocess.Popen | None, sig: int = signal.SIGKILL) -> None:
+    if proc is not None and proc.poll() is None:
+        proc.send_signal(sig)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _finish_recording(spy: subprocess.Popen, reader: threading.Thread, recording: _Recording, raw: Path) -> None:
+    """py-spy stops when the process it samples is gone; SIGINT (its Ctrl-C) makes it write what it has."""
+    try:
+        spy.wait(timeout=ATTACH_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        _stop(spy, signal.SIGINT)
+    reader.join(timeout=10)
+    recording.returncode = spy.returncode
+    wrote = any("Wrote raw flamegraph data" in line for line in recording.output)
+    # Known py-spy issue (py-spy#759): "No child process (os error 10)", exit 1, after the file was
+    # written. Whatever the exit status, a file py-spy said it wrote, and that parses whole, is good.
+    if raw.exists() and (spy.returncode == 0 or wrote):
+        try:
+            recording.stacks = parse_collapsed(raw.read_text(encoding="utf-8", errors="replace"), "py-spy output")
+        except ValueError:
+            recording.stacks = None
+
+
+def _record_batch(python: Path, suite: Path, env: dict[str, str], cases: list[Case], *, pyspy: str,
+                  seconds: float, rate: int, work: Path) -> tuple[dict[tuple[str, int], dict], _Recording | None,
+                                                                  str | None]:
+    """Run `cases` in one benchmark process under one py-spy recording.
+
+    Returns the worker's result per case it reached, the recording, and why the batch as a whole
+    failed (no process, no attach) or None. A process that dies leaves the cases after it unreached.
+    """
+    for name in ("results.jsonl", "profile.collapsed"):
+        (work / name).unlink(missing_ok=True)
+    jobs, results, raw = work / "jobs.json", work / "results.jsonl", work / "profile.collapsed"
+    jobs.write_text(json.dumps([list(c.key) for c in cases]))
+    (work / "setup-cache").mkdir(exist_ok=True)
+    worker = spy = None
+    recording = None
+    with open(work / "worker.log", "w") as log:
+        try:
+            worker = subprocess.Popen([str(python), *WORKER, "profile", str(suite), "--jobs", str(jobs), "--out",
+                                       str(results), "--seconds", str(seconds), "--cache-dir",
+                                       str(work / "setup-cache")],
+                                      stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, env=env, text=True)
+            if not _wait_ready(worker, results, READY_TIMEOUT):
+                _stop(worker)
+                return {}, None, (f"the benchmark process did not start (exit status {worker.returncode}): "
+                                  f"{last_line((work / 'worker.log').read_text())}")
+            recording = _Recording([pyspy, "record", "--pid", str(worker.pid), "--native", "--rate", str(rate),
+                                    "--format", "raw", "--output", str(raw)])
+            spy = subprocess.Popen(recording.command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                   errors="replace")
+            attached = threading.Event()
+            reader = threading.Thread(target=_drain, args=(spy.stdout, recording.output, attached), daemon=True)
+            reader.start()
+            deadline = time.monotonic() + ATTACH_TIMEOUT
+            while not attached.wait(0.05) and spy.poll() is None and time.monotonic() < deadline:
+                pass
+            if not attached.is_set():
+                _stop(spy)
+                reader.join(timeout=10)
+                recording.returncode = spy.returncode
+                return {}, recording, recording.failure()
+            try:
+                worker.stdin.write("go\n")
+                worker.stdin.close()
+            except BrokenPipeError:
+                pass
+            try:
+                worker.wait(timeout=READY_TIMEOUT + len(cases) * (seconds + CASE_TIMEOUT))
+            except subprocess.TimeoutExpired:
+                _stop(worker)
+            _finish_recording(spy, reader, recording, raw)
+        finally:
+            _stop(worker)
+            _stop(spy, signal.SIGINT)
+    outcomes: dict[tuple[str, int], dict] = {}
+    started = None
+    for line in results.read_text().splitlines() if results.exists() else []:
+        record = json.loads(line)
+        if "start" in record:
+            started = tuple(record["start"])
+        elif "job" in record:
+            outcomes[tuple(record.pop("job"))] = record
+            started = None
+    if started is not None:  # the process died inside this case
+        outcomes[started] = {"error": f"the benchmark process died (exit status {worker.returncode}): "
+                                      f"{last_line((work / 'worker.log').read_text())}"}
+    return outcomes, recording, None
+
+
+def _save(out: Path, commit: commits.Commit, case: Case, stacks: dict[str, int], result: dict,
+          recording: _Recording, rate: int, python: Path, pyspy_version: str) -> int:
+    """Write the case's .collapsed, .svg and, last (it marks the profile whole), .json."""
+    p = location(out, commit.sha, case.benchmark, case.index)
+    samples = sum(stacks.values())
+    atomic_write_text(p.collapsed, "".join(f"{s} {n}\n" for s, n in sorted(stacks.items())))
+    atomic_write_text(p.svg, render_svg(
+        stacks, title=case.title,
+        subtitle=f"{commit.short} {commit.subject[:60]} · {samples} samples at {rate} Hz in {result['seconds']:.1f} s"
+                 " · py-spy --native"))
+    total, errors = recording.counts()
+    meta = {
+        "commit": commit.sha, "subject": commit.subject, "benchmark": case.benchmark, "index": case.index,
+        "params": case.params, "title": case.title, "duration": result["seconds"], "samples": samples,
+        "rate": rate, "native": True, "py_spy_command": recording.command, "py_spy_version": pyspy_version,
+        "py_spy_samples_in_recording": total, "py_spy_errors_in_recording": errors,
+        "runs_per_batch": result["number"], "batches": result["batches"], "python": str(python),
+        "recorded_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "how": "one py-spy recording of a process that ran its commit's cases in turn; these are the stacks "
+               f"inside this case's loop frame, from it ({MARKER_NAME}) down",
+    }
+    atomic_write_text(p.meta, json.dumps(meta, indent=1) + "\n")
+    return samples
+
+
+def _pyspy_version(pyspy: str) -> str:
+    proc = subprocess.run([pyspy, "--version"], capture_output=True, text=True)
+    return proc.stdout.strip() or "unknown"
+
+
+def profile_cases(python: Path, suite: Path, env: dict[str, str], commit: commits.Commit, cases: list[Case],
+                  out: Path, *, pyspy: str, seconds: float = DEFAULT_SECONDS, rate: int = DEFAULT_RATE,
+                  rerun: bool = False, report: CommitReport | None = None) -> CommitReport:
+    """Record `cases` of `commit` (importable by `python` with `env`) into OUT/profiles."""
+    report = report or CommitReport(commit)
+    start = time.monotonic()
+    todo = [c for c in cases if rerun or not location(out, commit.sha, c.benchmark, c.index).meta.exists()]
+    report.existing += len(cases) - len(todo)
+    version = _pyspy_version(pyspy) if todo else ""
+
+    def fail(case: Case, why: str) -> None:
+        message = f"{commit.short} {case.title}: {why}"
+        report.failures.append(message)
+        print(f"torchbench profile: {message}", file=sys.stderr, flush=True)
+
+    with tempfile.TemporaryDirectory(prefix="torchbench-profile-") as tmp:
+        while todo:
+            outcomes, recording, batch_failure = _record_batch(python, suite, env, todo, pyspy=pyspy,
+                                                               seconds=seconds, rate=rate, work=Path(tmp))
+            reached = [c for c in todo if c.key in outcomes]
+            if batch_failure or not reached:
+                for case in todo:
+                    fail(case, batch_failure or "the benchmark process ended before it reached this case")
+                break
+            for case in reached:
+                result = outcomes[case.key]
+                if result.get("skipped"):
+                    report.skipped += 1
+                elif "error" in result:
+                    fail(case, f"the benchmark failed: {result['error']}")
+                elif recording is None or recording.stacks is None:
+                    fail(case, recording.failure() if recording else "no recording")
+                else:
+                    stacks = case_stacks(recording.stacks, result["marker"])
+                    if not stacks:
+                        fail(case, f"py-spy took no sample inside the benchmark ({last_line(''.join(recording.output))})")
+                        continue
+                    samples = _save(out, commit, case, stacks, result, recording, rate, python, version)
+                    report.recorded += 1
+                    print(f"   {case.title}: {samples} samples", flush=True)
+            todo = [c for c in todo if c.key not in outcomes]
+    report.seconds += time.monotonic() - start
+    return report
+
+
+# -- the command ---------------------------------------------------------------------------------
+
+def _select(args, repo) -> list[commits.Commit]:
+    if sum(x is not None for x in (args.range, args.last, args.hashfile)) > 1:
+        raise UserError("give one of RANGE, --last and --hashfile")
+    return commits.select(repo, range_=args.range, last=args.last if args.last is not None else DEFAULT_LAST,
+                          hashfile=args.hashfile)
+
+
+def _profile_commit(ws, python: Path, commit: commits.Commit, args) -> CommitReport:
+    """Build (or reuse) the commit's installation, pick its cases, record them; the others go on if it fails."""
+    report = CommitReport(commit)
+    start = time.monotonic()
+
+    def fail(why: str) -> CommitReport:
+        report.failures.append(f"{commit.short} {why}")
+        print(f"torchbench profile: {commit.short} {why}", file=sys.stderr, flush=True)
+        report.seconds = time.monotonic() - start
+        return report
+
+    site, why = ws.site(commit, python)
+    if why:
+        return fail(f"does not build: {why}")
+    env = dict(harness_env(), PYTHONPATH=str(site))
+    try:
+        cases = select_cases(list_suite(python, ws.bench_dir, env), args.bench)
+    except (RuntimeError, subprocess.TimeoutExpired, json.JSONDecodeError) as e:
+        return fail(f"({commit.subject[:40]}): {e}")
+    if not cases:
+        wanted = " or ".join(args.bench) if args.bench else f"TimerSuite cases labelled {OVERHEAD_LABEL}"
+        return fail(f"({commit.subject[:40]}): no benchmark in {ws.bench_dir} matches {wanted}")
+    print(f"== {commit.short} ({commit.subject[:50]}): {len(cases)} case(s), {args.seconds:g} s each "
+          f"at {args.rate} Hz", flush=True)
+    profile_cases(python, ws.bench_dir, env, commit, cases, ws.out, pyspy=args.pyspy, seconds=args.seconds,
+                  rate=args.rate, rerun=args.rerun, report=report)
+    report.seconds = time.monotonic() - start
+    return report
+
+
+def render_report(reports: list[CommitReport], out: Path, notes: list[str]) -> str:
+    lines = ["", f"== profiles in {out / 'profiles'}",
+             f"  {'commit':8}  {'recorded':>8}  {'existing':>8}  {'skipped':>7}  {'failed':>6}  {'seconds':>7}"]
+    for r in reports:
+        lines.append(f"  {r.commit.short:8}  {r.recorded:8}  {r.existing:8}  {r.skipped:7}  {len(r.failures):6}  "
+                     f"{r.seconds:7.1f}  {r.commit.subject[:40]}")
+    failures = [f for r in reports for f in r.failures]
+    if failures or notes:
+        lines.append("problems:" if failures else "notes:")
+        lines += [f"  - {f}" for f in failures + notes]
+    return "\n".join(lines)
+
+
+def main(args: argparse.Namespace) -> int:
+    args.pyspy = shutil.which("py-spy")
+    if args.pyspy is None:
+        print(f"torchbench: error: {NO_PYSPY}", file=sys.stderr)
+        return EXIT_FAILURE
+    if not args.seconds > 0:
+        raise UserError(f"--seconds must be positive, got {args.seconds}")
+    if not args.rate > 0:
+        raise UserError(f"--rate must be positive, got {args.rate}")
+    out = args.out.resolve()
+    env_dir = (args.env_dir or out / "env").resolve()
+    with lock.exclusive(out) as out_fd, lock.exclusive(env_dir, "environment folder") as env_fd:
+        repo_path = args.repo.resolve() if args.repo else example.default_subject(out)
+        repo = commits.open_repo(repo_path)
+        selected = _select(args, repo)
+        ws = open_workspace(out=out, env_dir=env_dir, repo_path=repo_path, repo=repo,
+                            project_sha=selected[-1].sha, benchmarks=args.benchmarks, fds=(out_fd, env_fd))
+        print(f"== profiling {repo_path}: {len(selected)} commit(s), {selected[0].short}..{selected[-1].short}; "
+              f"suites in {ws.bench_dir}; output in {out / 'profiles'}", flush=True)
+        reports: list[CommitReport] = []
+        notes: list[str] = []
+        try:
+            python = ws.pythons()[0]
+            for commit in selected:
+                reports.append(_profile_commit(ws, python, commit, args))
+        except KeyboardInterrupt:
+            notes.append("interrupted: the profiles written so far are kept; run again to go on")
+        print(render_report(reports, out, notes))
+    failed = notes or any(r.failures for r in reports) or len(reports) < len(selected)
+    return EXIT_FAILURE if failed else EXIT_OK
+
+
+def _cli(argv: list[str] | None = None) -> int:
+    """`python -m torchbench.profile`, the same as `torchbench profile`."""
+    parser = argparse.ArgumentParser(prog="torchbench profile", description=__doc__.splitlines()[0])
+    add_arguments(parser)
+    try:
+        return main(parser.parse_args(argv))
+    except UserError as e:
+        print(f"torchbench: error: {e}", file=sys.stderr)
+        return EXIT_FAILURE
+
+
+if __name__ == "__main__":
+    sys.exit(_cli())
