@@ -128,3 +128,25 @@ def test_the_minimum_detectable_effect_shrinks_with_more_processes_and_grows_wit
 def test_bad_input():
     with pytest.raises(ValueError):
         stats.compare([], [1.0])
+
+
+def test_a_cells_interval_is_scipys_order_statistic_interval_of_the_median():
+    from scipy import stats as scipy_stats
+
+    rng = np.random.default_rng(3)
+    for n in (2, 5, 8, 9, 17, 60, 401):
+        x = rng.lognormal(size=n)
+        got = stats.interval(x)
+        want = scipy_stats.quantile_test(np.sort(x), q=np.median(x), p=0.5).confidence_interval(confidence_level=0.99)
+        assert got.median == np.median(x) and got.n == n
+        np.testing.assert_equal([got.low, got.high], [want.low, want.high])
+    assert math.isnan(stats.interval([1.0]).low)
+
+
+def test_cells_differ_only_with_disjoint_intervals_and_a_ratio_beyond_the_floor():
+    base = stats.Interval(1.0, 0.98, 1.02, 20)
+    assert stats.cells_differ(base, stats.Interval(1.2, 1.18, 1.22, 20)) == 1
+    assert stats.cells_differ(base, stats.Interval(0.8, 0.78, 0.82, 20)) == -1
+    assert stats.cells_differ(base, stats.Interval(1.03, 1.025, 1.035, 20)) == 0  # disjoint, below the floor
+    assert stats.cells_differ(base, stats.Interval(1.2, 1.0, 1.4, 20)) == 0  # overlapping
+    assert stats.cells_differ(base, stats.Interval(1.2, math.nan, math.nan, 1)) == 0  # no interval

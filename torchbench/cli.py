@@ -2,7 +2,8 @@
 
     torchbench run      measure a history (asv environments per commit, or a torch build)
     torchbench alert    did a change (base -> head) make a benchmark slower? (exit 1 if so)
-    torchbench publish  the static site of the results
+    torchbench publish  the static site of the results: Compare tables, series, flame graphs
+    torchbench profile  flame graphs of each commit's benchmark cases (py-spy), kept for differential views
 
 Exit status (errors.py): 0 everything measured, 1 a regression (alert), 2 a
 failure; the report is printed in every case.
@@ -16,6 +17,7 @@ from pathlib import Path
 
 from . import lock
 from .alert import command as alert_mod
+from . import profile as profile_mod
 from . import publish as publish_mod
 from . import run as run_mod
 from .asv_driver import Asv, Timings
@@ -51,6 +53,13 @@ def build_parser() -> argparse.ArgumentParser:
                                   "printed in every case).")
     alert_mod.add_arguments(alert)
     alert.set_defaults(func=alert_mod.main)
+    prof = sub.add_parser("profile", help="flame graphs (py-spy, native frames) of benchmark cases at each commit",
+                          description=profile_mod.__doc__.split("\n\n")[0],
+                          epilog="Exit status: 0 every case recorded (or already there); 2 a commit did not "
+                                 "build, a case failed, or py-spy is missing or failed (the report is printed "
+                                 "in every case).")
+    profile_mod.add_arguments(prof)
+    prof.set_defaults(func=profile_mod.main)
     pub = sub.add_parser("publish", help="publish the static site of an output folder")
     pub.add_argument("--out", type=Path, default=Path(".torchbench"),
                      help="output folder of `torchbench run` (default ./.torchbench)")

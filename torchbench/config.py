@@ -26,10 +26,11 @@ import git
 from .errors import UserError
 from torchbench_core.storage import atomic_write_text
 
-__all__ = ["ROOT", "PLUGIN", "Project", "base_config", "benchmark_dir", "derive", "read_project"]
+__all__ = ["ROOT", "PLUGIN", "PUBLISHER", "Project", "base_config", "benchmark_dir", "derive", "read_project"]
 
 ROOT = Path(__file__).resolve().parents[1]
 PLUGIN = ".torchbench.asv_plugin"  # the leading dot: asv ignores plugin names without it
+PUBLISHER = ".torchbench.publisher"  # our pages, in `torchbench publish` and a plain `asv publish` alike
 # PEP 517's fallback for a project without [build-system]
 LEGACY_BUILD_REQUIRES = ["setuptools>=40.8.0", "wheel"]
 # Never installed as a project dependency: the environment's torch is the pinned one.
@@ -107,7 +108,7 @@ def derive(*, repo: Path, project: Project, out: Path, env_dir: Path, benchmark_
         env_dir=str(env_dir),
         results_dir=str(out / "results"),
         html_dir=str(out / "html"),
-        plugins=[PLUGIN],
+        plugins=[PLUGIN, PUBLISHER],
     )
     path = out / "asv.conf.json"
     atomic_write_text(path, json.dumps(conf, indent=2) + "\n")

@@ -4,21 +4,23 @@ A timing says that a benchmark got slower; a profile says where. For each
 commit of the range, installed into the asv environment beside the others
 (Workspace.site), each selected benchmark case runs in a loop while py-spy
 samples it with native frames, so torch's C++ dispatch shows under the
-Python call. Kept per commit, benchmark and case, outside the site
+Python call. Kept per commit, benchmark and case, outside the published site
 (flamegraph.py: OUT/profiles/<sha>/<benchmark>/<index>.svg|.collapsed|.json);
 the publisher compares two commits' profiles as a differential flame graph.
 
 How one commit is recorded, and why:
 
   * One benchmark process per commit (torchbench_core.asv_worker profile)
-    runs the cases in turn, each for --seconds in a loop frame renamed per
-    case; one py-spy recording of that process is split by those frames into
-    one profile per case. A process and a py-spy attach per case would cost
-    about 3 s more per case (interpreter and torch start-up, py-spy reading
-    libtorch's symbols) for the same samples.
+    imports and lists the suite, is given the cases to record, and runs them
+    in turn, each for --seconds in a loop frame renamed per case; one py-spy
+    recording of that process is split by those frames into one profile per
+    case. A process (and a py-spy attach) per case, or a separate process to
+    list the suite, would each cost 2-3 s more (interpreter and torch
+    start-up, py-spy reading libtorch's symbols) for the same samples.
   * py-spy attaches (--pid) once the process has imported the suite and
     waits: sampling torch's import with native stacks takes seconds and
-    would swamp the benchmark.
+    would swamp the benchmark. Nothing is attached when every case already
+    has a profile.
   * One recording, in py-spy's raw format (collapsed stacks); the SVG is drawn
     from those same stacks (flamegraph.render_svg). py-spy writes one format
     per recording, so an SVG of its own would need a second recording: twice
@@ -46,6 +48,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Callable
 
 from torchbench_core.storage import atomic_write_text
 
@@ -71,8 +74,9 @@ ATTACH_TIMEOUT = 60.0  # py-spy reading the process's symbols
 CASE_TIMEOUT = 600.0  # a case's setup (setup_cache included) and teardown, on top of --seconds
 NO_PYSPY = ("py-spy is not installed (no `py-spy` on PATH), so no profile can be recorded; "
             "install it with `pip install py-spy` (it ships the binary) and make sure it is on PATH")
-PTRACE_HINT = ("py-spy needs to ptrace the benchmark process: run as root, or allow it "
-               "(sysctl kernel.yama.ptrace_scope=1 or 0; in a container, --cap-add SYS_PTRACE)")
+PTRACE_HINT = ("py-spy needs to ptrace the benchmark process: run as root or with CAP_SYS_PTRACE (in a container: "
+               "--cap-add SYS_PTRACE), or set kernel.yama.ptrace_scope to 1 or 0 (the benchmark process admits "
+               "py-spy under 1)")
 
 
 @dataclass(frozen=True)
@@ -197,24 +201,6 @@ class _Recording:
         return (int(match.group(1)), int(match.group(2))) if match else (None, None)
 
 
-def _drain(stream, lines: list[str], attached: threading.Event) -> None:
-    for line in stream:
-        lines.append(line)
-        if "Sampling process" in line:
-            attached.set()
-
-
-def _wait_ready(worker: subprocess.Popen, results: Path, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if results.exists() and '"ready"' in results.read_text():
-            return True
-        if worker.poll() is not None:
-            return False
-        time.sleep(0.02)
-    return False
-
-
 def _stop(proc: subprocess.Popen | None, sig: int = signal.SIGKILL) -> None:
     if proc is not None and proc.poll() is None:
         proc.send_signal(sig)
@@ -225,13 +211,111 @@ def _stop(proc: subprocess.Popen | None, sig: int = signal.SIGKILL) -> None:
             proc.wait()
 
 
-def _finish_recording(spy: subprocess.Popen, reader: threading.Thread, recording: _Recording, raw: Path) -> None:
-    """py-spy stops when the process it samples is gone; SIGINT (its Ctrl-C) makes it write what it has."""
+class _Worker:
+    """One benchmark process (asv_worker profile): it imports the suite, lists it, and waits for its jobs."""
+
+    def __init__(self, python: Path, suite: Path, env: dict[str, str], seconds: float, work: Path) -> None:
+        self.results, self.log_path = work / "results.jsonl", work / "worker.log"
+        self.results.unlink(missing_ok=True)
+        (work / "setup-cache").mkdir(exist_ok=True)
+        self._log = open(self.log_path, "w")
+        self.proc = subprocess.Popen(
+            [str(python), *WORKER, "profile", str(suite), "--out", str(self.results), "--seconds", str(seconds),
+             "--cache-dir", str(work / "setup-cache")],
+            stdin=subprocess.PIPE, stdout=self._log, stderr=subprocess.STDOUT, env=env, text=True)
+
+    def wait_ready(self, timeout: float) -> list[dict] | None:
+        """The suite's listing once the process has imported it; None if it died or took too long."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.results.exists():
+                for line in self.results.read_text().split("\n")[:-1]:  # whole lines only
+                    if line.startswith('{"ready"'):
+                        return json.loads(line)["benchmarks"]
+            if self.proc.poll() is not None:
+                return None
+            time.sleep(0.02)
+        _stop(self.proc)
+        return None
+
+    def send(self, jobs: list[Case]) -> None:
+        try:
+            self.proc.stdin.write(json.dumps([list(c.key) for c in jobs]) + "\n" if jobs else "\n")
+            self.proc.stdin.close()
+        except (BrokenPipeError, OSError):
+            pass  # it died: its exit status and log say why
+
+    def why(self) -> str:
+        return f"(exit status {self.proc.returncode}): {last_line(self.log_path.read_text())}"
+
+    def outcomes(self) -> dict[tuple[str, int], dict]:
+        """Its result per job reached; a job it started and never finished failed with the process."""
+        outcomes, started = {}, None
+        for line in self.results.read_text().split("\n")[:-1] if self.results.exists() else []:
+            record = json.loads(line)
+            if "start" in record:
+                started = tuple(record["start"])
+            elif "job" in record:
+                outcomes[tuple(record.pop("job"))] = record
+                started = None
+        if started is not None:
+            outcomes[started] = {"error": f"the benchmark process died {self.why()}"}
+        return outcomes
+
+    def close(self) -> None:
+        if self.proc.poll() is None and not self.proc.stdin.closed:
+            self.send([])
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            _stop(self.proc)
+        self._log.close()
+
+
+def _drain(stream, lines: list[str], attached: threading.Event) -> None:
+    for line in stream:
+        lines.append(line)
+        if "Sampling process" in line:
+            attached.set()
+
+
+def _record(worker: _Worker, cases: list[Case], *, pyspy: str, seconds: float, rate: int,
+            raw: Path) -> tuple[dict[tuple[str, int], dict], _Recording, str | None]:
+    """Attach py-spy to the waiting worker, give it `cases`, record until it exits.
+
+    Returns the worker's outcomes, the recording, and why nothing could be recorded (or None).
+    """
+    raw.unlink(missing_ok=True)
+    recording = _Recording([pyspy, "record", "--pid", str(worker.proc.pid), "--native", "--rate", str(rate),
+                            "--format", "raw", "--output", str(raw)])
+    spy = subprocess.Popen(recording.command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                           errors="replace")
     try:
-        spy.wait(timeout=ATTACH_TIMEOUT)
-    except subprocess.TimeoutExpired:
+        attached = threading.Event()
+        reader = threading.Thread(target=_drain, args=(spy.stdout, recording.output, attached), daemon=True)
+        reader.start()
+        deadline = time.monotonic() + ATTACH_TIMEOUT
+        while not attached.wait(0.05) and spy.poll() is None and time.monotonic() < deadline:
+            pass
+        if not attached.is_set():
+            _stop(spy)
+            reader.join(timeout=10)
+            recording.returncode = spy.returncode
+            return {}, recording, recording.failure()
+        worker.send(cases)
+        try:
+            worker.proc.wait(timeout=len(cases) * (seconds + CASE_TIMEOUT))
+        except subprocess.TimeoutExpired:
+            _stop(worker.proc)
+        # py-spy stops by itself once the process is gone (reaped above); else SIGINT, its Ctrl-C,
+        # makes it write what it has
+        try:
+            spy.wait(timeout=ATTACH_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            _stop(spy, signal.SIGINT)
+        reader.join(timeout=10)
+    finally:
         _stop(spy, signal.SIGINT)
-    reader.join(timeout=10)
     recording.returncode = spy.returncode
     wrote = any("Wrote raw flamegraph data" in line for line in recording.output)
     # Known py-spy issue (py-spy#759): "No child process (os error 10)", exit 1, after the file was
@@ -241,74 +325,7 @@ def _finish_recording(spy: subprocess.Popen, reader: threading.Thread, recording
             recording.stacks = parse_collapsed(raw.read_text(encoding="utf-8", errors="replace"), "py-spy output")
         except ValueError:
             recording.stacks = None
-
-
-def _record_batch(python: Path, suite: Path, env: dict[str, str], cases: list[Case], *, pyspy: str,
-                  seconds: float, rate: int, work: Path) -> tuple[dict[tuple[str, int], dict], _Recording | None,
-                                                                  str | None]:
-    """Run `cases` in one benchmark process under one py-spy recording.
-
-    Returns the worker's result per case it reached, the recording, and why the batch as a whole
-    failed (no process, no attach) or None. A process that dies leaves the cases after it unreached.
-    """
-    for name in ("results.jsonl", "profile.collapsed"):
-        (work / name).unlink(missing_ok=True)
-    jobs, results, raw = work / "jobs.json", work / "results.jsonl", work / "profile.collapsed"
-    jobs.write_text(json.dumps([list(c.key) for c in cases]))
-    (work / "setup-cache").mkdir(exist_ok=True)
-    worker = spy = None
-    recording = None
-    with open(work / "worker.log", "w") as log:
-        try:
-            worker = subprocess.Popen([str(python), *WORKER, "profile", str(suite), "--jobs", str(jobs), "--out",
-                                       str(results), "--seconds", str(seconds), "--cache-dir",
-                                       str(work / "setup-cache")],
-                                      stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, env=env, text=True)
-            if not _wait_ready(worker, results, READY_TIMEOUT):
-                _stop(worker)
-                return {}, None, (f"the benchmark process did not start (exit status {worker.returncode}): "
-                                  f"{last_line((work / 'worker.log').read_text())}")
-            recording = _Recording([pyspy, "record", "--pid", str(worker.pid), "--native", "--rate", str(rate),
-                                    "--format", "raw", "--output", str(raw)])
-            spy = subprocess.Popen(recording.command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                   errors="replace")
-            attached = threading.Event()
-            reader = threading.Thread(target=_drain, args=(spy.stdout, recording.output, attached), daemon=True)
-            reader.start()
-            deadline = time.monotonic() + ATTACH_TIMEOUT
-            while not attached.wait(0.05) and spy.poll() is None and time.monotonic() < deadline:
-                pass
-            if not attached.is_set():
-                _stop(spy)
-                reader.join(timeout=10)
-                recording.returncode = spy.returncode
-                return {}, recording, recording.failure()
-            try:
-                worker.stdin.write("go\n")
-                worker.stdin.close()
-            except BrokenPipeError:
-                pass
-            try:
-                worker.wait(timeout=READY_TIMEOUT + len(cases) * (seconds + CASE_TIMEOUT))
-            except subprocess.TimeoutExpired:
-                _stop(worker)
-            _finish_recording(spy, reader, recording, raw)
-        finally:
-            _stop(worker)
-            _stop(spy, signal.SIGINT)
-    outcomes: dict[tuple[str, int], dict] = {}
-    started = None
-    for line in results.read_text().splitlines() if results.exists() else []:
-        record = json.loads(line)
-        if "start" in record:
-            started = tuple(record["start"])
-        elif "job" in record:
-            outcomes[tuple(record.pop("job"))] = record
-            started = None
-    if started is not None:  # the process died inside this case
-        outcomes[started] = {"error": f"the benchmark process died (exit status {worker.returncode}): "
-                                      f"{last_line((work / 'worker.log').read_text())}"}
-    return outcomes, recording, None
+    return worker.outcomes(), recording, None
 
 
 def _save(out: Path, commit: commits.Commit, case: Case, stacks: dict[str, int], result: dict,
@@ -336,52 +353,84 @@ def _save(out: Path, commit: commits.Commit, case: Case, stacks: dict[str, int],
     return samples
 
 
+def _keep(out: Path, commit: commits.Commit, case: Case, result: dict, recording: _Recording, rate: int,
+          python: Path, pyspy_version: str, report: CommitReport) -> str | None:
+    """Store one case's profile from the worker's result and the recording; or say why there is none."""
+    if result.get("skipped"):
+        report.skipped += 1
+        return None
+    if "error" in result:
+        return f"the benchmark failed: {result['error']}"
+    if recording.stacks is None:
+        return recording.failure()
+    stacks = case_stacks(recording.stacks, result["marker"])
+    if not stacks:
+        return f"py-spy took no sample inside the benchmark ({last_line(''.join(recording.output))})"
+    samples = _save(out, commit, case, stacks, result, recording, rate, python, pyspy_version)
+    report.recorded += 1
+    print(f"   {case.title}: {samples} samples", flush=True)
+    return None
+
+
 def _pyspy_version(pyspy: str) -> str:
     proc = subprocess.run([pyspy, "--version"], capture_output=True, text=True)
     return proc.stdout.strip() or "unknown"
 
 
-def profile_cases(python: Path, suite: Path, env: dict[str, str], commit: commits.Commit, cases: list[Case],
-                  out: Path, *, pyspy: str, seconds: float = DEFAULT_SECONDS, rate: int = DEFAULT_RATE,
-                  rerun: bool = False, report: CommitReport | None = None) -> CommitReport:
-    """Record `cases` of `commit` (importable by `python` with `env`) into OUT/profiles."""
+def profile_cases(python: Path, suite: Path, env: dict[str, str], commit: commits.Commit, out: Path, *,
+                  pyspy: str, patterns: list[str] = (), only: Callable[[Case], bool] | None = None,
+                  seconds: float = DEFAULT_SECONDS, rate: int = DEFAULT_RATE, rerun: bool = False,
+                  report: CommitReport | None = None) -> CommitReport:
+    """Record the selected cases (select_cases(listing, patterns), then `only`) of `commit`, importable by
+    `python` with `env`, into OUT/profiles; the cases already there are skipped unless `rerun`."""
     report = report or CommitReport(commit)
     start = time.monotonic()
-    todo = [c for c in cases if rerun or not location(out, commit.sha, c.benchmark, c.index).meta.exists()]
-    report.existing += len(cases) - len(todo)
-    version = _pyspy_version(pyspy) if todo else ""
+    todo: list[Case] | None = None  # unknown until the first process has listed the suite
 
-    def fail(case: Case, why: str) -> None:
-        message = f"{commit.short} {case.title}: {why}"
+    def fail(case: Case | None, why: str) -> None:
+        message = f"{commit.short} {case.title if case else f'({commit.subject[:40]})'}: {why}"
         report.failures.append(message)
         print(f"torchbench profile: {message}", file=sys.stderr, flush=True)
 
     with tempfile.TemporaryDirectory(prefix="torchbench-profile-") as tmp:
-        while todo:
-            outcomes, recording, batch_failure = _record_batch(python, suite, env, todo, pyspy=pyspy,
-                                                               seconds=seconds, rate=rate, work=Path(tmp))
+        while todo is None or todo:
+            worker = _Worker(python, suite, env, seconds, Path(tmp))
+            try:
+                listing = worker.wait_ready(READY_TIMEOUT)
+                if listing is None:
+                    why = f"the benchmark process did not start {worker.why()}"
+                    for case in todo or [None]:
+                        fail(case, why)
+                    break
+                if todo is None:
+                    cases = [c for c in select_cases(listing, list(patterns)) if only is None or only(c)]
+                    if not cases:
+                        wanted = " or ".join(patterns) if patterns else f"TimerSuite cases labelled {OVERHEAD_LABEL}"
+                        fail(None, f"no benchmark in {suite} matches {wanted}")
+                        break
+                    todo = [c for c in cases
+                            if rerun or not location(out, commit.sha, c.benchmark, c.index).meta.exists()]
+                    report.existing += len(cases) - len(todo)
+                    print(f"== {commit.short} ({commit.subject[:50]}): {len(cases)} case(s)"
+                          + (f", {len(cases) - len(todo)} already recorded" if len(todo) < len(cases) else "")
+                          + (f"; {seconds:g} s each at {rate} Hz" if todo else ""), flush=True)
+                    if not todo:
+                        break
+                    version = _pyspy_version(pyspy)
+                outcomes, recording, failure = _record(worker, todo, pyspy=pyspy, seconds=seconds, rate=rate,
+                                                       raw=Path(tmp) / "profile.collapsed")
+            finally:
+                worker.close()
             reached = [c for c in todo if c.key in outcomes]
-            if batch_failure or not reached:
+            if failure or not reached:
                 for case in todo:
-                    fail(case, batch_failure or "the benchmark process ended before it reached this case")
+                    fail(case, failure or f"the benchmark process ended before this case {worker.why()}")
                 break
             for case in reached:
-                result = outcomes[case.key]
-                if result.get("skipped"):
-                    report.skipped += 1
-                elif "error" in result:
-                    fail(case, f"the benchmark failed: {result['error']}")
-                elif recording is None or recording.stacks is None:
-                    fail(case, recording.failure() if recording else "no recording")
-                else:
-                    stacks = case_stacks(recording.stacks, result["marker"])
-                    if not stacks:
-                        fail(case, f"py-spy took no sample inside the benchmark ({last_line(''.join(recording.output))})")
-                        continue
-                    samples = _save(out, commit, case, stacks, result, recording, rate, python, version)
-                    report.recorded += 1
-                    print(f"   {case.title}: {samples} samples", flush=True)
-            todo = [c for c in todo if c.key not in outcomes]
+                why = _keep(out, commit, case, outcomes[case.key], recording, rate, python, version, report)
+                if why:
+                    fail(case, why)
+            todo = [c for c in todo if c.key not in outcomes]  # a process died: the rest in a new one
     report.seconds += time.monotonic() - start
     return report
 
@@ -396,31 +445,17 @@ def _select(args, repo) -> list[commits.Commit]:
 
 
 def _profile_commit(ws, python: Path, commit: commits.Commit, args) -> CommitReport:
-    """Build (or reuse) the commit's installation, pick its cases, record them; the others go on if it fails."""
+    """Build (or reuse) the commit's installation and record its cases; a failure here is the commit's own."""
     report = CommitReport(commit)
     start = time.monotonic()
-
-    def fail(why: str) -> CommitReport:
-        report.failures.append(f"{commit.short} {why}")
-        print(f"torchbench profile: {commit.short} {why}", file=sys.stderr, flush=True)
-        report.seconds = time.monotonic() - start
-        return report
-
     site, why = ws.site(commit, python)
     if why:
-        return fail(f"does not build: {why}")
-    env = dict(harness_env(), PYTHONPATH=str(site))
-    try:
-        cases = select_cases(list_suite(python, ws.bench_dir, env), args.bench)
-    except (RuntimeError, subprocess.TimeoutExpired, json.JSONDecodeError) as e:
-        return fail(f"({commit.subject[:40]}): {e}")
-    if not cases:
-        wanted = " or ".join(args.bench) if args.bench else f"TimerSuite cases labelled {OVERHEAD_LABEL}"
-        return fail(f"({commit.subject[:40]}): no benchmark in {ws.bench_dir} matches {wanted}")
-    print(f"== {commit.short} ({commit.subject[:50]}): {len(cases)} case(s), {args.seconds:g} s each "
-          f"at {args.rate} Hz", flush=True)
-    profile_cases(python, ws.bench_dir, env, commit, cases, ws.out, pyspy=args.pyspy, seconds=args.seconds,
-                  rate=args.rate, rerun=args.rerun, report=report)
+        report.failures.append(f"{commit.short} does not build: {why}")
+        print(f"torchbench profile: {report.failures[-1]}", file=sys.stderr, flush=True)
+    else:
+        profile_cases(python, ws.bench_dir, dict(harness_env(), PYTHONPATH=str(site)), commit, ws.out,
+                      pyspy=args.pyspy, patterns=args.bench, seconds=args.seconds, rate=args.rate,
+                      rerun=args.rerun, report=report)
     report.seconds = time.monotonic() - start
     return report
 

@@ -98,3 +98,9 @@ def localize(html_dir: Path, cache: Path) -> list[str]:
 
     index.write_text(_TAG.sub(rewrite, index.read_text()))
     return remaining
+
+
+def remote_urls(html_dir: Path) -> list[str]:
+    """The scripts and stylesheets asv's index.html still loads from outside the site."""
+    index = html_dir / "index.html"
+    return [m.group(2) for m in _TAG.finditer(index.read_text())] if index.exists() else []

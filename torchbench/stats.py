@@ -31,13 +31,15 @@ same verdict.
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import asdict, dataclass
 from typing import Sequence
 
 import numpy as np
 
-__all__ = ["Comparison", "compare", "classify", "fdr", "process_summary", "REGRESSED", "IMPROVED", "UNCHANGED",
+__all__ = ["Comparison", "compare", "classify", "fdr", "process_summary", "Interval", "interval", "cells_differ",
+           "PAGE_FLOOR", "PAGE_CONFIDENCE", "REGRESSED", "IMPROVED", "UNCHANGED",
            "INCONCLUSIVE"]
 
 REGRESSED, IMPROVED, UNCHANGED, INCONCLUSIVE = "regressed", "improved", "unchanged", "inconclusive"
@@ -96,6 +98,64 @@ def compare(base: Sequence[float], head: Sequence[float], *, confidence: float =
     mde = math.expm1((stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(power)) * float(boot.standard_error))
     return Comparison(math.exp(shift), math.exp(float(low)), math.exp(float(high)), p, mde, len(b), len(h),
                       confidence)
+
+
+# The published pages colour a cell against its baseline cell. A history has one
+# process per commit, so a cell's interval is that process's (its blocks'): it
+# says how precisely that process measured, not how much a fresh process would
+# move (up to 2x on a shared machine). The pages say so; `torchbench alert` is
+# the verdict that accounts for processes.
+PAGE_CONFIDENCE = 0.99
+PAGE_FLOOR = 0.05  # a coloured cell differs from its baseline by at least this much
+
+
+@dataclass(frozen=True)
+class Interval:
+    median: float
+    low: float  # nan where too few samples for the confidence level
+    high: float
+    n: int  # samples (blocks)
+
+
+@functools.lru_cache(maxsize=None)
+def _median_ci_ranks(n: int, confidence: float) -> tuple[int | None, int | None]:
+    """Which order statistics bound the median's interval for n samples (None: too few).
+
+    scipy's quantile_test interval is a pair of order statistics whose ranks
+    depend on n alone, so it is asked once per n, on the ranks themselves; a
+    site of 400,000 cells then costs a sort per cell, not a scipy call.
+    """
+    from scipy import stats
+
+    ci = stats.quantile_test(np.arange(n, dtype=float), q=(n - 1) / 2, p=0.5).confidence_interval(
+        confidence_level=confidence)
+    return (None if math.isnan(ci.low) else int(ci.low)), (None if math.isnan(ci.high) else int(ci.high))
+
+
+def interval(samples: Sequence[float], confidence: float = PAGE_CONFIDENCE) -> Interval:
+    """A cell's median and its distribution-free confidence interval (order statistics, scipy's quantile_test)."""
+    x = np.sort(np.asarray(samples, dtype=float))
+    median = float(np.median(x))
+    low, high = _median_ci_ranks(len(x), confidence) if len(x) >= 2 else (None, None)
+    return Interval(median, math.nan if low is None else float(x[low]), math.nan if high is None else float(x[high]),
+                    len(x))
+
+
+def cells_differ(base: Interval, head: Interval, floor: float = PAGE_FLOOR) -> int:
+    """+1 head slower, -1 head faster, 0 no shown difference: the intervals are disjoint and
+    the ratio of medians clears the floor. Cells without an interval never differ.
+
+    The page's script applies the same rule to the intervals computed here
+    (html_templates/static/compare.js, `differ`); tests check both agree.
+    """
+    if any(math.isnan(v) for v in (base.low, base.high, head.low, head.high)) or base.median <= 0:
+        return 0
+    ratio = head.median / base.median
+    if head.low > base.high and ratio >= 1 + floor:
+        return 1
+    if head.high < base.low and ratio <= 1 / (1 + floor):
+        return -1
+    return 0
 
 
 def fdr(p_values: Sequence[float], q: float) -> list[bool]:

@@ -10,7 +10,7 @@ runner runs one (setup_cache result loaded, setup, run, teardown).
     python -m torchbench_core.asv_worker list  SUITE_DIR
     python -m torchbench_core.asv_worker run   SUITE_DIR --jobs JOBS.json --out OUT.jsonl [--cache-dir DIR]
     python -m torchbench_core.asv_worker counts SUITE_DIR --jobs JOBS.json --out OUT.json
-    python -m torchbench_core.asv_worker profile SUITE_DIR --jobs JOBS.json --out OUT.jsonl --seconds S
+    python -m torchbench_core.asv_worker profile SUITE_DIR --out OUT.jsonl --seconds S [--cache-dir DIR]
 
 `run` appends one JSON line per job as it goes ({"start": job} before it, the
 result after), so a benchmark that kills the process is known by its start
@@ -23,17 +23,20 @@ TimerSuite cases, all in one valgrind process: {job key: [counts per run, ...]}.
 
 `profile` is the subject of `torchbench profile`: a sampling profiler (py-spy)
 attaches to this process from outside. The worker discovers the suite, writes
-{"ready": pid}, and waits for a line "go" on stdin, so that the profiler
-attaches after the imports (sampling torch's import with native stacks is
-slow and would swamp the benchmark). Then, for each job in turn, it sets the
-benchmark up and runs it over and over for S seconds: a TimerSuite case's
-timed statement in Timer's own loop (setup once, blocks of ~10 ms, as when
-measured), any other benchmark's function called in a loop. That loop runs in
-a frame renamed per job (`torchbench_profile_<position>`, in the result as
-"marker"), so one recording of the whole process splits exactly into one
-profile per job, without samples of setup, teardown or waiting. Results are
-JSON lines as in `run`: {"start": job}, then {"job", "marker", "seconds",
-"batches", "number"}, {"skipped": true} or {"error": ...}.
+{"ready": pid, "benchmarks": the listing of `list`}, and waits for one line on
+stdin: the jobs, as JSON (an empty line: none). So the parent picks the jobs
+without a second process importing the suite, and attaches the profiler
+after the imports (sampling torch's import with native stacks is slow and
+would swamp the benchmark), before it sends the line. Then, for each job in
+turn, the worker sets the benchmark up and runs it over and over for S
+seconds: a TimerSuite case's timed statement in Timer's own loop (setup once,
+blocks of ~10 ms, as when measured), any other benchmark's function called in
+a loop. That loop runs in a frame renamed per job
+(`torchbench_profile_<position>`, in the result as "marker"), so one
+recording of the whole process splits exactly into one profile per job,
+without samples of setup, teardown or waiting. Results are JSON lines as in
+`run`: {"start": job}, then {"job", "marker", "seconds", "batches",
+"number"}, {"skipped": true} or {"error": ...}.
 """
 
 from __future__ import annotations
@@ -75,8 +78,12 @@ def _timer_suite(benchmark):
 
 def list_benchmarks(suite: Path) -> list[dict]:
     """Name, type, unit and parameters (as asv keeps them: repr strings) of every benchmark."""
+    return _listing(_discover(suite))
+
+
+def _listing(benchmarks: dict) -> list[dict]:
     out = []
-    for name, b in sorted(_discover(suite).items()):
+    for name, b in sorted(benchmarks.items()):
         out.append({"name": name, "type": b.type, "unit": getattr(b, "unit", None),
                     "params": [list(p) for p in b.params], "param_names": list(b.param_names),
                     "setup_cache": b.setup_cache_key is not None,
@@ -247,14 +254,14 @@ def _profile_one(benchmark, index: int, cache, seconds: float, marker: str) -> d
     return {"marker": marker, "seconds": elapsed, "batches": batches, "number": number}
 
 
-def profile(suite: Path, jobs: list[list], out: Path, seconds: float, cache_dir: Path | None) -> None:
+def profile(suite: Path, out: Path, seconds: float, cache_dir: Path | None) -> None:
     benchmarks = _discover(suite)
     _allow_tracer(os.getppid())
     caches: dict = {}
     with open(out, "a", buffering=1) as f:
-        f.write(json.dumps({"ready": os.getpid()}) + "\n")
-        if sys.stdin.readline().strip() != "go":
-            return  # the parent gave up before a profiler attached
+        f.write(json.dumps({"ready": os.getpid(), "benchmarks": _listing(benchmarks)}) + "\n")
+        line = sys.stdin.readline()
+        jobs = json.loads(line) if line.strip() else []  # nothing: the parent has nothing to profile
         for position, (name, index) in enumerate(jobs):
             f.write(json.dumps({"start": [name, index]}) + "\n")
             benchmark = benchmarks.get(name)
@@ -284,11 +291,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.mode == "list":
         json.dump(list_benchmarks(args.suite), sys.stdout)
         return 0
+    if args.mode == "profile":
+        profile(args.suite, args.out, args.seconds, args.cache_dir)
+        return 0
     jobs = json.loads(args.jobs.read_text())
     if args.mode == "run":
         run(args.suite, jobs, args.out, args.cache_dir)
-    elif args.mode == "profile":
-        profile(args.suite, jobs, args.out, args.seconds, args.cache_dir)
     else:
         counts(args.suite, jobs, args.out)
     return 0

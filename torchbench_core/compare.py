@@ -5,16 +5,23 @@ per description; rows blocked by thread count and prefixed with "(env)" when a
 table holds more than one env. Beyond torch: `env=None` mixes with named envs
 (torch 2.13 raises TypeError), sub-nanosecond times get "ps", and
 `relative_to(env)` shows every cell as a ratio to a baseline env (A/B tables).
+
+`tables()` gives the same layout as data (TableView), for renderers other
+than text: the tracker's HTML pages lay out their tables with it, so a page
+and the printed table cannot disagree.
 """
 
 from __future__ import annotations
 
 import enum
 import math
+from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from .measurement import Measurement
 from .units import ordered_unique, select_unit, trim_sigfig, unit_to_english
+
+__all__ = ["CellView", "Colorize", "Compare", "RowView", "TableView"]
 
 BEST = "\033[92m"
 GOOD = "\033[34m"
@@ -57,6 +64,30 @@ def _color(segment: str, value: float, best: float, absolute_slack: float) -> st
     if value >= best * 2:
         return BAD + segment + TERMINATE * 2
     return segment
+
+
+@dataclass(frozen=True)
+class CellView:
+    text: str  # as the text table prints it, without padding
+    value: float  # in the table's unit (or a ratio, for relative tables)
+    measurement: Measurement
+
+
+@dataclass(frozen=True)
+class RowView:
+    num_threads: int
+    env: str | None
+    name: str  # sub_label, or the statement
+    cells: tuple[CellView | None, ...]  # one per column
+
+
+@dataclass(frozen=True)
+class TableView:
+    label: str | None
+    columns: tuple[str | None, ...]  # descriptions
+    rows: tuple[RowView, ...]  # in the text table's order: blocked by num_threads, then env
+    unit: str  # "" for relative tables
+    footer: str
 
 
 class _Column:
@@ -175,6 +206,23 @@ class _Table:
             best.append(min(column) if column else None)
         return best
 
+    def footer(self) -> str:
+        if self.relative:
+            return "Values are ratios of medians to the baseline env's (lower is faster)."
+        if self.count_unit:
+            return f"Values are {self.count_unit} per run (median)."
+        return f"Times are in {unit_to_english(self.unit)}s ({self.unit})."
+
+    def view(self) -> TableView:
+        rows = []
+        for (threads, env, name), values, grid_row in zip(self.row_keys, self.values, self.grid):
+            cells = tuple(
+                None if v is None or m is None else CellView(col.format(v, m).strip(), v, m)
+                for col, v, m in zip(self.columns, values, grid_row)
+            )
+            rows.append(RowView(threads, env, name, cells))
+        return TableView(self.label, tuple(self.column_keys), tuple(rows), self.unit, self.footer())
+
     def render(self) -> str:
         header = [""] + ["" if k is None else str(k) for k in self.column_keys]
         rows = [
@@ -203,12 +251,7 @@ class _Table:
             lines.append("  |  ".join(cells))
 
         title = f"[{(' ' + (self.label or '') + ' ').center(total_width - 2, '-')}]"
-        if self.relative:
-            footer = "Values are ratios of medians to the baseline env's (lower is faster)."
-        elif self.count_unit:
-            footer = f"Values are {self.count_unit} per run (median)."
-        else:
-            footer = f"Times are in {unit_to_english(self.unit)}s ({self.unit})."
+        footer = self.footer()
         legend = ""
         if self.highlight and any(m.has_warnings for m in self.results):
             legend = _WARNING_LEGEND + "\n"
@@ -267,7 +310,14 @@ class Compare:
     def print(self) -> None:
         print(str(self))
 
+    def tables(self) -> list[TableView]:
+        """The tables as data, one per label, laid out as `print` lays them out."""
+        return [table.view() for table in self._tables()]
+
     def _render(self) -> list[str]:
+        return [table.render() for table in self._tables()]
+
+    def _tables(self) -> list[_Table]:
         by_label: dict[str | None, list[Measurement]] = {}
         for m in Measurement.merge(self._results):
             by_label.setdefault(m.label, []).append(m)
@@ -280,6 +330,6 @@ class Compare:
                 self._baseline_env,
                 self._relative,
                 self._count_unit,
-            ).render()
+            )
             for group in by_label.values()
         ]

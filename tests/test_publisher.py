@@ -1,0 +1,270 @@
+"""The publisher on real asv results, checked in headless Chromium.
+
+A throwaway library with two commits (the second's message is an XSS
+payload) and a suite with __torch_function__ cases (one named with an XSS
+payload) is measured by `torchbench run` in a virtualenv, by plain `asv run`
+in an existing environment (a second env) and under a second machine name
+(its own results folder, merged as a team fanning runs over CI runners has
+it). A malformed results file sits among them. Plain `asv publish` must then
+produce our pages, and every page must work opened from disk.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+import git
+import pytest
+from bs4 import BeautifulSoup
+
+from torchbench import pages, results, stats
+from torchbench_core import Compare, Measurement, TaskSpec
+
+import browser
+
+pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[1]
+XSS_CASE = '<img src=x onerror="document.title=\'pwned\'">'
+XSS_SUBJECT = '<script>document.title="pwned"</script> tune'
+LABEL = "__torch_function__ overhead"
+
+PYPROJECT = """\
+[build-system]
+requires = ["flit_core>=3.4,<4"]
+build-backend = "flit_core.buildapi"
+
+[project]
+name = "publib"
+version = "0.1"
+description = "a throwaway library for the publisher tests"
+"""
+SUITE = f'''\
+import torch
+
+from torchbench_core.asv_suite import TimerSpec, TimerSuite
+
+
+class SubTensor(torch.Tensor):
+    pass
+
+
+class SubWithTorchFunction(torch.Tensor):
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        return super().__torch_function__(func, types, args, kwargs or {{}})
+
+
+MAKERS = {{"Tensor": torch.tensor, "SubTensor": SubTensor, "SubWithTorchFunction": SubWithTorchFunction,
+          {XSS_CASE!r}: torch.tensor}}
+
+
+class Overhead(TimerSuite):
+    min_run_time = 0.05
+    timers = [TimerSpec("torch.add(t1, t2)", setup="t1, t2 = make([1.0]), make([2.0])", globals={{"make": make}},
+                        label={LABEL!r}, sub_label=name, description="torch.add(t1, t2)")
+              for name, make in MAKERS.items()]
+'''
+
+
+def check(proc):
+    assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
+    return proc
+
+
+@pytest.fixture(scope="module")
+def site(env_dir, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("publisher")
+    path = tmp / "publib"
+    (path / "publib").mkdir(parents=True)
+    (path / "benchmarks").mkdir()
+    repo = git.Repo.init(path, initial_branch="main")
+    with repo.config_writer() as cw:
+        cw.set_value("user", "name", "t").set_value("user", "email", "t@example.com")
+    (path / "pyproject.toml").write_text(PYPROJECT)
+    (path / "benchmarks" / "__init__.py").write_text("")
+    (path / "benchmarks" / "bench_overhead.py").write_text(SUITE)
+    shas = []
+    for version, message in ((1, "first"), (2, XSS_SUBJECT)):
+        (path / "publib" / "__init__.py").write_text(f'"""publib"""\nVERSION = {version}\n')
+        repo.index.add(["pyproject.toml", "publib/__init__.py", "benchmarks/__init__.py",
+                        "benchmarks/bench_overhead.py"])
+        shas.append(repo.index.commit(message).hexsha)
+
+    out = tmp / "out"
+    tb = [sys.executable, "-m", "torchbench"]
+    check(subprocess.run([*tb, "run", "--repo", path, "--last", "2", "--out", out, "--env-dir", env_dir,
+                          "--no-publish"], capture_output=True, text=True, cwd=ROOT, timeout=1800))
+    conf = out / "asv.conf.json"
+    asv = [sys.executable, "-m", "asv"]
+    existing = ["--environment", f"existing:{sys.executable}", "--record-samples"]
+    home = tmp / "home"  # the second machine's ~/.asv-machine.json, away from the user's
+    home.mkdir()
+    other = dict(os.environ, HOME=str(home))
+    check(subprocess.run([*asv, "machine", "--yes", "--machine", "other"], capture_output=True, text=True, env=other))
+    for sha in shas:
+        check(subprocess.run([*asv, "run", "--config", conf, *existing, "--set-commit-hash", sha],
+                             capture_output=True, text=True))
+        check(subprocess.run([*asv, "run", "--config", conf, *existing, "--set-commit-hash", sha, "--machine",
+                              "other"], capture_output=True, text=True, env=other))
+    machine = next(p.name for p in (out / "results").iterdir() if p.is_dir() and p.name != "other")
+    broken = out / "results" / machine / "0badc0de-broken.json"
+    broken.write_text("{ this is not json")
+
+    published = check(subprocess.run([*tb, "publish", "--out", out], capture_output=True, text=True, cwd=ROOT))
+    assert (out / "html" / "torchbench" / "index.html").exists()
+    # A plain `asv publish` (the plugin loaded from the config) gives the pages the tests look at.
+    (out / "html" / "torchbench" / "index.html").unlink()
+    plain = check(subprocess.run([*asv, "publish", "--config", conf], capture_output=True, text=True))
+    return {"out": out, "html": out / "html", "shas": shas, "machine": machine, "broken": broken,
+            "published": published, "plain": plain, "profile_dir": tmp / "chrome"}
+
+
+def compare_page(site) -> Path:
+    (page,) = (site["html"] / "torchbench" / "compare").glob("*.html")
+    return page
+
+
+def embedded(dom: str) -> dict:
+    soup = BeautifulSoup(dom, "html.parser")
+    return json.loads(soup.find("script", id="compare-data").string)
+
+
+def measurements(site, env_ids) -> list[Measurement]:
+    found = results.load(site["out"] / "results")
+    out = []
+    for row in found.rows:
+        env = pages.env_id_of(row)
+        if row.status == "ok" and env in env_ids:
+            spec = row.task_spec()
+            out.append(Measurement(row.number, [s * row.number for s in row.samples],
+                                   TaskSpec(stmt=spec.stmt, setup="pass", label=spec.label, sub_label=spec.sub_label,
+                                            description=spec.description, env=env, num_threads=spec.num_threads)))
+    return out
+
+
+def text_cells(compare: Compare) -> dict[tuple[str, str], list[str]]:
+    """(env, row name) -> cell texts, parsed from the printed table."""
+    cells, env, in_block = {}, None, False
+    for line in str(compare).splitlines():
+        in_block = in_block or "threads: " in line  # the column header comes before the first block
+        parts = [p.strip() for p in line.split("  |  ")]
+        if not in_block or len(parts) < 2 or not line.startswith("  "):
+            continue
+        head = parts[0]
+        if head.startswith("("):
+            env, _, name = head[1:].partition(")")
+            head = name.strip()
+        cells[(env, head)] = parts[1:]
+    return cells
+
+
+def dom_cells(dom: str) -> dict[tuple[str, str], list[str]]:
+    soup = BeautifulSoup(dom, "html.parser")
+    out = {}
+    for tr in soup.find("table", id="table").find_all("tr", class_="row"):
+        th = tr.find("th")
+        th.find("span", class_="env").extract()
+        out[(tr["data-env"], th.get_text().strip())] = [td.get_text().strip() for td in tr.find_all("td")]
+    return out
+
+
+def dom_directions(dom: str) -> dict[tuple[str, str], list[int]]:
+    soup = BeautifulSoup(dom, "html.parser")
+    out = {}
+    for tr in soup.find("table", id="table").find_all("tr", class_="row"):
+        th = tr.find("th")
+        th.find("span", class_="env").extract()
+        out[(tr["data-env"], th.get_text().strip())] = [
+            1 if "slower" in td["class"] else -1 if "faster" in td["class"] else 0 for td in tr.find_all("td")]
+    return out
+
+
+def test_plain_asv_publish_loads_our_publisher_and_names_the_malformed_file(site):
+    for proc in (site["published"], site["plain"]):
+        assert "Generating output for TorchbenchPages" in proc.stdout
+        assert str(site["broken"]) in proc.stderr
+    index = (site["html"] / "torchbench" / "index.html").read_text()
+    assert "0badc0de-broken.json" in index and "skipped" in index
+    assert 'id="nav-li-torchbench"' in (site["html"] / "index.html").read_text()
+
+
+def test_every_page_works_from_disk_with_no_console_error_and_every_link_resolving(site):
+    pages_dir = site["html"] / "torchbench"
+    html_pages = sorted(pages_dir.rglob("*.html"))
+    assert {p.parent.name for p in html_pages} >= {"torchbench", "compare", "series"}
+    for page in html_pages:
+        loaded = browser.load(page.as_uri(), site["profile_dir"])
+        assert not loaded.errors, (page, loaded.console)
+        soup = BeautifulSoup(loaded.dom, "html.parser")
+        links = [a.get("href") for a in soup.find_all(["a", "link"])] + [s.get("src") for s in soup.find_all("script")]
+        for link in filter(None, links):
+            url = urlparse(link)
+            if url.scheme in ("http", "https") or not url.path:
+                continue
+            target = (page.parent / unquote(url.path)).resolve()
+            assert target.exists(), (page, link)
+
+
+def test_default_compare_table_equals_torchbench_core_compare_over_the_same_measurements(site):
+    page = compare_page(site)
+    loaded = browser.load(page.as_uri(), site["profile_dir"])
+    data = embedded(loaded.dom)
+    # Two machines, two environments on the first: every env is a (machine, environment, commit).
+    assert {e["machine"] for e in data["envs"]} == {site["machine"], "other"}
+    assert len({(e["machine"], e["env"]) for e in data["envs"]}) == 3
+    assert {e["commit"] for e in data["envs"]} == set(site["shas"])
+    expected = text_cells(Compare(measurements(site, set(data["default"]))))
+    assert dom_cells(loaded.dom) == expected
+    assert len(expected) == len(data["default"]) * 4
+
+
+def test_a_view_by_url_relative_to_any_baseline_equals_compare_relative_to_and_colours_by_stats(site):
+    page = compare_page(site)
+    data = embedded(page.read_text())
+    envs = [e["id"] for e in data["envs"]]
+    base = next(e["id"] for e in data["envs"] if e["machine"] == "other" and e["commit"] == site["shas"][0])
+    view = f"#view:envs={','.join(envs)};base={base};rel=1"
+    loaded = browser.load(page.as_uri() + view, site["profile_dir"])
+    assert not loaded.errors, loaded.console
+    ms = measurements(site, set(envs))
+    compare = Compare(ms)
+    compare.relative_to(base)
+    assert dom_cells(loaded.dom) == text_cells(compare)
+    assert "ratios of medians" in BeautifulSoup(loaded.dom, "html.parser").find(id="footer").get_text()
+
+    # The colours are stats.cells_differ's, against the chosen baseline.
+    by_key = {(m.env, m.as_row_name): stats.interval([t / m.number_per_run for t in m.raw_times]) for m in ms}
+    for (env, name), directions in dom_directions(loaded.dom).items():
+        want = 0 if env == base else stats.cells_differ(by_key[(base, name)], by_key[(env, name)])
+        assert directions == [want], (env, name)
+
+
+def test_payloads_in_names_and_commit_messages_are_shown_as_text_never_run(site):
+    for page in sorted((site["html"] / "torchbench").rglob("*.html")):
+        source = page.read_text()
+        assert "<img src=x" not in source and "<script>document" not in source, page
+        loaded = browser.load(page.as_uri(), site["profile_dir"])
+        soup = BeautifulSoup(loaded.dom, "html.parser")
+        assert "pwned" not in soup.title.get_text(), page
+        assert not soup.find("img"), page
+    compare = BeautifulSoup(browser.load(compare_page(site).as_uri(), site["profile_dir"]).dom, "html.parser")
+    assert XSS_CASE in compare.get_text() and XSS_SUBJECT in compare.get_text()
+
+
+def test_the_overhead_series_plots_every_case_against_plain_tensor(site):
+    (page,) = (site["html"] / "torchbench" / "series").glob("*.html")
+    soup = BeautifulSoup(browser.load(page.as_uri(), site["profile_dir"]).dom, "html.parser")
+    captions = [f.get_text() for f in soup.find_all("figcaption")]
+    assert "torch.add(t1, t2) (1 thread)" in captions
+    assert "overhead over Tensor: torch.add(t1, t2) (1 thread)" in captions
+    time_chart, overhead_chart = soup.find_all("svg")[:2]
+    cases = lambda svg: sorted(g["data-case"] for g in svg.find_all("g", class_="line"))  # noqa: E731
+    # A line per case and (machine, environment): three of them, each over the two commits.
+    assert cases(time_chart) == sorted(["Tensor", "SubTensor", "SubWithTorchFunction", XSS_CASE] * 3)
+    assert cases(overhead_chart) == sorted(["SubTensor", "SubWithTorchFunction", XSS_CASE] * 3)
+    for g in overhead_chart.find_all("g", class_="line"):
+        assert len(g.find_all("circle")) == 2
+    browser.screenshot(page.as_uri(), site["out"] / "series.png", site["profile_dir"])

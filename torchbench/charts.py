@@ -1,0 +1,115 @@
+"""Line charts with confidence bands, laid out here and drawn as inline SVG by html_templates/chart.svg.j2.
+
+Inline SVG rendered when the page is published needs no charting script, no
+CDN and no data loaded over XHR, so the page works opened from disk. What a
+charting library would add (zoom, pan) is not worth a script for a few
+hundred points; the geometry (scales, ticks, paths) is all this module does.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["Chart", "Line", "Mark", "chart", "colors_for"]
+
+WIDTH, HEIGHT = 720, 260
+LEFT, RIGHT, TOP, BOTTOM = 64, 16, 12, 40
+PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"]
+
+
+@dataclass(frozen=True)
+class Mark:
+    x: float  # position in the history (index of the commit)
+    y: float
+    low: float  # band; nan where unknown
+    high: float
+    href: str | None  # what clicking the point opens (a flame graph)
+    title: str  # tooltip
+
+
+@dataclass
+class Line:
+    name: str  # legend
+    marks: list[Mark]
+    case: str = ""  # what the colour follows (defaults to the name)
+    dash: str = ""  # SVG stroke-dasharray: tells apart lines of one case (machines, environments)
+    color: str = ""
+    path: str = ""
+    band: str = ""
+    points: list[tuple[float, float, Mark]] = field(default_factory=list)
+
+
+@dataclass
+class Chart:
+    title: str
+    y_label: str
+    width: int
+    height: int
+    lines: list[Line]
+    y_ticks: list[tuple[float, str]]  # (pixel y, label)
+    x_ticks: list[tuple[float, str]]
+    plot: tuple[float, float, float, float]  # x0, y0, x1, y1
+
+
+def colors_for(names) -> dict[str, str]:
+    return {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(dict.fromkeys(names))}
+
+
+def _ticks(low: float, high: float, count: int = 5) -> list[float]:
+    if not math.isfinite(low) or not math.isfinite(high):
+        return []
+    if high == low:
+        high, low = high + 1, low - 1
+    step = 10 ** math.floor(math.log10((high - low) / count))
+    for factor in (1, 2, 5, 10):
+        if (high - low) / (step * factor) <= count:
+            step *= factor
+            break
+    return [float(v) for v in np.arange(math.ceil(low / step) * step, high + step / 2, step)]
+
+
+def _fmt(v: float) -> str:
+    return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.3g}"
+
+
+def chart(title: str, y_label: str, lines: list[Line], x_labels: dict[float, str],
+          colors: dict[str, str] | None = None) -> Chart:
+    """Scales every line into one plot; bands are drawn where both bounds are known. `colors`
+    (name -> colour, see `colors_for`) keeps a case the same colour in every chart of a page."""
+    # The scale follows the medians: a wide band (few samples) is clipped at the plot's edge
+    # rather than squashing every line into a corner.
+    values = [m.y for line in lines for m in line.marks if math.isfinite(m.y)]
+    xs = [m.x for line in lines for m in line.marks]
+    y_min, y_max = (min(values), max(values)) if values else (0.0, 1.0)
+    if y_min > 0 and y_min < 0.5 * y_max:
+        y_min = 0.0  # from zero, when that does not squash the data
+    pad = (y_max - y_min) * 0.15 or abs(y_max) * 0.15 or 1.0
+    y_min, y_max = y_min - pad, y_max + pad
+    x_min, x_max = (min(xs), max(xs)) if xs else (0.0, 1.0)
+    if x_max == x_min:
+        x_min, x_max = x_min - 1, x_max + 1
+    x0, y0, x1, y1 = LEFT, TOP, WIDTH - RIGHT, HEIGHT - BOTTOM
+
+    def px(x: float) -> float:
+        return round(x0 + (x - x_min) / (x_max - x_min) * (x1 - x0), 1)
+
+    def py(y: float) -> float:
+        return round(y1 - (y - y_min) / (y_max - y_min) * (y1 - y0), 1)
+
+    for i, line in enumerate(lines):
+        line.case = line.case or line.name
+        line.color = (colors or {}).get(line.case) or PALETTE[i % len(PALETTE)]
+        line.points = [(px(m.x), py(m.y), m) for m in line.marks]
+        line.path = " ".join(f"{'M' if j == 0 else 'L'}{x},{y}" for j, (x, y, _) in enumerate(line.points))
+        banded = [m for m in line.marks if math.isfinite(m.low) and math.isfinite(m.high)]
+        if len(banded) >= 2:
+            upper = [f"{px(m.x)},{py(m.high)}" for m in banded]
+            lower = [f"{px(m.x)},{py(m.low)}" for m in reversed(banded)]
+            line.band = "M" + " L".join(upper + lower) + " Z"
+    y_ticks = [(py(v), _fmt(v)) for v in _ticks(y_min, y_max)]
+    step = max(1, math.ceil(len(x_labels) / 8))
+    x_ticks = [(px(x), label) for i, (x, label) in enumerate(sorted(x_labels.items())) if i % step == 0]
+    return Chart(title, y_label, WIDTH, HEIGHT, lines, y_ticks, x_ticks, (x0, y0, x1, y1))

@@ -1,0 +1,251 @@
+"""The published pages' content, as data: Compare tables across commits and envs, and series.
+
+    results (ResultSet) -> ComparePage per label, SeriesPage per label -> publisher (HTML)
+
+An *env* is one commit measured in one asv environment on one machine: the
+unit a Compare table groups its rows by. Its id (machine.envhash.commit8) is
+the same in every publish, so links to a table row stay valid as the history
+grows. The tables are laid out by torchbench_core.Compare itself
+(`Compare.tables()`), so a page and the printed table cannot disagree; the
+statistics come from stats.py, as for the alerts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from dataclasses import dataclass, field
+
+from torchbench_core import Compare, Measurement, TaskSpec
+from torchbench_core.compare import TableView
+from torchbench_core.units import _UNITS, select_unit, unit_to_english
+
+from . import stats
+from .results import ResultSet, Row
+
+__all__ = ["ComparePage", "EnvInfo", "Point", "Series", "SeriesPage", "build", "env_id_of", "slug", "DEFAULT_COMMITS"]
+
+DEFAULT_COMMITS = 5  # the Compare pages open on the last five commits
+COUNT_UNIT = "instructions"
+OVERHEAD_BASELINE = "Tensor"  # the sub_label the overhead of the other cases is measured against
+
+
+def slug(text: str) -> str:
+    """A file/anchor-safe name that stays the same across publishes (readable part + short hash)."""
+    readable = re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower()[:40] or "x"
+    return f"{readable}-{hashlib.sha1(text.encode()).hexdigest()[:6]}"
+
+
+@dataclass(frozen=True)
+class EnvInfo:
+    id: str
+    machine: str
+    env_name: str
+    commit: str
+    position: int  # order in the history (asv's revisions; by date where a commit is not on the branch)
+    subject: str
+
+    @property
+    def short(self) -> str:
+        return self.commit[:8]
+
+    @property
+    def env_short(self) -> str:
+        """The environment's name, cut short for a row tag (the full name is in the tag's tooltip)."""
+        return self.env_name if len(self.env_name) <= 24 else self.env_name[:23] + "…"
+
+    @property
+    def group(self) -> str:
+        """Envs of one group (a machine and an asv environment) are compared with each other."""
+        return f"{self.machine}.{self.id.split('.')[1]}"
+
+
+@dataclass
+class CellData:
+    interval: stats.Interval
+    measurement: Measurement
+    benchmark: str
+    index: int
+
+
+@dataclass
+class ComparePage:
+    label: str
+    slug: str
+    unit_kind: str  # "time" or COUNT_UNIT
+    envs: list[EnvInfo]  # every env with data for this label, in history order
+    cells: dict[tuple[str, int, str, str | None], CellData]  # (env id, threads, row name, column) -> cell
+    columns: list[str | None]
+    default_envs: list[str] = field(default_factory=list)
+
+    def table(self, env_ids: list[str]) -> TableView:
+        """The Compare table of these envs (rows in history order), as torchbench_core lays it out."""
+        chosen = set(env_ids)
+        compare = Compare(c.measurement for (env, *_), c in self.cells.items() if env in chosen)
+        if self.unit_kind == COUNT_UNIT:
+            compare.as_counts(COUNT_UNIT)
+        view = compare.tables()[0]
+        order = {e.id: e.position for e in self.envs}
+        rows = sorted(view.rows, key=lambda r: (r.num_threads, order[r.env]))
+        return TableView(view.label, view.columns, tuple(rows), view.unit, view.footer)
+
+    def baselines(self, env_ids: list[str]) -> dict[str, str]:
+        """Per env group, the oldest chosen env: what the other cells are coloured against."""
+        out: dict[str, str] = {}
+        for env in sorted((e for e in self.envs if e.id in set(env_ids)), key=lambda e: e.position):
+            out.setdefault(env.group, env.id)
+        return out
+
+    def differ(self, env_id: str, threads: int, name: str, column, baselines: dict[str, str]) -> int:
+        env = self.env(env_id)
+        base = baselines.get(env.group)
+        if base is None or base == env_id:
+            return 0
+        a, b = self.cells.get((base, threads, name, column)), self.cells.get((env_id, threads, name, column))
+        return 0 if a is None or b is None else stats.cells_differ(a.interval, b.interval)
+
+    def tag(self, env: EnvInfo) -> str:
+        """How a row names its env: the commit, plus the machine and environment where the page has several."""
+        parts = [env.short]
+        if len({e.machine for e in self.envs}) > 1:
+            parts.append(env.machine)
+        if len({e.env_name for e in self.envs}) > 1:
+            parts.append(env.env_short)
+        return " ".join(parts)
+
+    def env(self, env_id: str) -> EnvInfo:
+        return next(e for e in self.envs if e.id == env_id)
+
+    def data(self) -> dict:
+        """What the page's script needs to re-lay the table for other commits and baselines."""
+        scale_unit, scale = (COUNT_UNIT, 1.0) if self.unit_kind == COUNT_UNIT else select_unit(
+            min(c.interval.median for c in self.cells.values()))
+        cells: dict[str, dict[str, list]] = {}
+        for (env, threads, name, column), c in self.cells.items():
+            key = f"{threads}|{name}|{'' if column is None else column}"
+            i = c.interval
+            cells.setdefault(env, {})[key] = [i.median, None if math.isnan(i.low) else i.low,
+                                              None if math.isnan(i.high) else i.high]
+        # Compare's row order: by thread count, then as the results came (a site of 2000
+        # commits would pay for a whole Compare per page to learn just this).
+        rows = sorted(dict.fromkeys((k[1], k[2]) for k in self.cells), key=lambda r: r[0])
+        return {"label": self.label, "unit": scale_unit, "scale": scale, "counts": self.unit_kind == COUNT_UNIT,
+                "units": {str(k): [name, s, unit_to_english(name)] for k, (name, s) in _UNITS.items()},
+                "rows": [[t, name, slug(name)] for t, name in rows],
+                "columns": ["" if c is None else c for c in self.columns], "floor": stats.PAGE_FLOOR,
+                "envs": [{"id": e.id, "group": e.group, "machine": e.machine, "env": e.env_name,
+                          "tag": self.tag(e),
+                          "commit": e.commit, "short": e.short, "subject": e.subject, "pos": e.position}
+                         for e in self.envs],
+                "default": self.default_envs, "cells": cells}
+
+
+@dataclass(frozen=True)
+class Point:
+    env: EnvInfo
+    interval: stats.Interval
+    benchmark: str
+    index: int
+
+
+@dataclass
+class Series:
+    name: str  # the row (sub_label)
+    column: str | None  # the description
+    threads: int
+    group: str  # EnvInfo.group: a history is drawn per machine and environment
+    group_label: str  # machine · environment, for the legend where a page has several groups
+    points: list[Point]
+    overhead: list[tuple[EnvInfo, float, float, float]] | None = None  # (env, ns, low ns, high ns) vs baseline
+
+
+@dataclass
+class SeriesPage:
+    label: str
+    slug: str
+    unit_kind: str
+    series: list[Series]
+    overhead_baseline: str | None  # sub_label the overhead is measured against, when the label has it
+
+
+def env_id_of(row: Row) -> str:
+    """The id of the env a row belongs to: machine.envhash.commit8, the same in every publish."""
+    return f"{row.machine}.{hashlib.sha1(row.env_name.encode()).hexdigest()[:6]}.{row.commit[:8]}"
+
+
+def _positions(rows: list[Row], revisions: dict[str, int]) -> dict[str, int]:
+    """History order: asv's revision numbers; commits off the branch after them, by date."""
+    top = max(revisions.values(), default=-1)
+    dates = {}
+    for r in rows:
+        dates[r.commit] = min(dates.get(r.commit, math.inf), r.date or 0)
+    off = sorted((c for c in dates if c not in revisions), key=lambda c: (dates[c], c))
+    return {**{c: revisions[c] for c in dates if c in revisions}, **{c: top + 1 + i for i, c in enumerate(off)}}
+
+
+def build(found: ResultSet, revisions: dict[str, int], subjects: dict[str, str],
+          default_commits: int = DEFAULT_COMMITS) -> tuple[list[ComparePage], list[SeriesPage]]:
+    """Compare and series pages for every label with measured results."""
+    ok = [r for r in found.rows if r.status == "ok" and (r.samples or r.value is not None)]
+    positions = _positions(ok, revisions)
+    envs: dict[str, EnvInfo] = {}
+    by_label: dict[str, dict[tuple, CellData]] = {}
+    kinds: dict[str, str] = {}
+    for row in ok:
+        env_id = env_id_of(row)
+        envs.setdefault(env_id, EnvInfo(env_id, row.machine, row.env_name, row.commit, positions[row.commit],
+                                        subjects.get(row.commit, "")))
+        spec = row.task_spec()
+        samples = row.samples or (row.value,)
+        m = Measurement(row.number or 1, [s * (row.number or 1) for s in samples],
+                        TaskSpec(stmt=spec.stmt, setup="pass", label=spec.label, sub_label=spec.sub_label,
+                                 description=spec.description, env=env_id, num_threads=spec.num_threads))
+        key = (env_id, spec.num_threads, m.as_row_name, spec.description)
+        by_label.setdefault(spec.label, {})[key] = CellData(stats.interval(samples), m, row.benchmark, row.index)
+        kinds.setdefault(spec.label, COUNT_UNIT if row.unit == COUNT_UNIT else "time")
+
+    compare_pages, series_pages = [], []
+    for label in sorted(by_label):
+        cells = by_label[label]
+        label_envs = sorted({envs[k[0]] for k in cells}, key=lambda e: (e.position, e.id))
+        columns = list(dict.fromkeys(k[3] for k in sorted(cells, key=lambda k: (envs[k[0]].position, k[1]))))
+        page = ComparePage(label, slug(label), kinds[label], label_envs, cells, columns)
+        last = sorted({e.position for e in label_envs})[-default_commits:]
+        page.default_envs = [e.id for e in label_envs if e.position in last]
+        compare_pages.append(page)
+        series_pages.append(_series_page(page))
+    return compare_pages, series_pages
+
+
+def _series_page(page: ComparePage) -> SeriesPage:
+    order = {e.id: e for e in page.envs}
+    keys = sorted({(k[1], k[2], k[3], order[k[0]].group) for k in page.cells},
+                  key=lambda k: (k[0], str(k[2]), k[1], k[3]))
+    series = []
+    for threads, name, column, group in keys:
+        points = sorted((Point(order[env], c.interval, c.benchmark, c.index)
+                         for (env, t, n, col), c in page.cells.items()
+                         if (t, n, col, order[env].group) == (threads, name, column, group)),
+                        key=lambda p: (p.env.position, p.env.id))
+        first = points[0].env
+        series.append(Series(name, column, threads, group, f"{first.machine} · {first.env_name}", points))
+    names = {s.name for s in series}
+    baseline = OVERHEAD_BASELINE if OVERHEAD_BASELINE in names and len(names) > 1 and page.unit_kind == "time" else None
+    if baseline:
+        for s in series:
+            match = [b for b in series if (b.name, b.column, b.threads, b.group) ==
+                     (baseline, s.column, s.threads, s.group)]
+            if not match:
+                continue
+            base = {p.env.id: p.interval for p in match[0].points}
+            s.overhead = [(p.env, *_difference_ns(p.interval, base[p.env.id])) for p in s.points
+                          if p.env.id in base]
+    return SeriesPage(page.label, page.slug, page.unit_kind, series, baseline)
+
+
+def _difference_ns(case: stats.Interval, base: stats.Interval) -> tuple[float, float, float]:
+    """case - baseline in ns, with a conservative band: the extremes of the two intervals."""
+    low = case.low - base.high if not (math.isnan(case.low) or math.isnan(base.high)) else math.nan
+    high = case.high - base.low if not (math.isnan(case.high) or math.isnan(base.low)) else math.nan
+    return (case.median - base.median) * 1e9, low * 1e9, high * 1e9

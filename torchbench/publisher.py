@@ -1,0 +1,298 @@
+"""asv publisher plugin: torchbench's pages inside every asv site (plugins: [".torchbench.publisher"]).
+
+asv runs every imported OutputPublisher subclass after it has emptied
+html_dir and copied its own www/ there, so `torchbench publish` and a plain
+`asv publish` both produce:
+
+    html/torchbench/index.html              every label, with its Compare and series pages
+    html/torchbench/compare/<label>.html    Compare-style table across commits and envs
+    html/torchbench/series/<label>.html     the label's cases over the history; the
+                                            __torch_function__ overhead against plain Tensor
+    html/torchbench/profiles/...            flame graphs (recorded by `torchbench profile`
+                                            outside html_dir, copied in on every publish) and
+                                            differential flame graphs between adjacent commits
+
+Every page is rendered by jinja2 (autoescape on) from html_templates/, carries
+its data inline and draws its charts as inline SVG, so it works opened from
+disk. asv's nav bar gets one link to our index, and asv's own page is pointed
+at local copies of its CDN scripts (site_assets) when npm can fetch them.
+Results are read through results.py (asv's own Results API); a malformed
+file is named in a warning on our index page and skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import sys
+from pathlib import Path
+
+import jinja2
+from asv.publishing import OutputPublisher
+from torchbench_core.units import select_unit
+
+from . import charts, flamegraph, pages, results, site_assets, stats
+from .config import ROOT
+
+__all__ = ["TorchbenchPages", "render_site"]
+
+SITE = "torchbench"  # our folder inside html_dir
+NAV_ITEM = f'<li id="nav-li-torchbench"><a href="{SITE}/index.html">Compare tables &amp; flame graphs</a></li>'
+
+
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(ROOT / "html_templates"), autoescape=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters["tojson_script"] = _json_for_script
+    return env
+
+
+def _json_for_script(data) -> str:
+    """JSON safe inside <script>: no `</script>` or `<!--` can close or confuse the element."""
+    text = json.dumps(data, separators=(",", ":"), allow_nan=False)
+    return jinja2.utils.markupsafe.Markup(text.replace("<", "\\u003c").replace(">", "\\u003e")
+                                          .replace("&", "\\u0026"))
+
+
+def _subjects(repo_path: str | None, shas: set[str]) -> dict[str, str]:
+    """Commit subjects for the pages (gitpython); none where the repository cannot be read."""
+    if not repo_path:
+        return {}
+    try:
+        import git
+
+        repo = git.Repo(repo_path)
+        out = {}
+        for sha in shas:
+            try:
+                out[sha] = repo.commit(sha).summary
+            except (ValueError, git.BadName):
+                continue
+        return out
+    except (git.exc.GitError, OSError):
+        return {}
+
+
+def _cell_class(direction: int) -> str:
+    return {1: "slower", -1: "faster"}.get(direction, "")
+
+
+def _compare_context(page: pages.ComparePage, profiles: dict) -> dict:
+    chosen = page.default_envs
+    baselines = page.baselines(chosen)
+    view = page.table(chosen)
+    envs = {e.id: e for e in page.envs}
+    blocks: list[dict] = []
+    for row in view.rows:
+        if not blocks or blocks[-1]["threads"] != row.num_threads:
+            blocks.append({"threads": row.num_threads, "rows": []})
+        env = envs[row.env]
+        cells = []
+        for column, cell in zip(view.columns, row.cells):
+            if cell is None:
+                cells.append(None)
+                continue
+            data = page.cells[(row.env, row.num_threads, row.name, column)]
+            i = data.interval
+            cells.append({
+                "text": cell.text, "direction": _cell_class(page.differ(row.env, row.num_threads, row.name, column,
+                                                                          baselines)),
+                "ci": _ci_text(i, page.unit_kind),
+                "baseline": baselines.get(env.group) == row.env,
+                "profile": profiles.get((env.commit, data.benchmark, data.index)),
+            })
+        blocks[-1]["rows"].append({"id": row_anchor(env, row.num_threads, row.name), "env": env, "name": row.name,
+                                   "cells": cells, "first_of_env": not blocks[-1]["rows"]
+                                   or blocks[-1]["rows"][-1]["env"].id != env.id})
+    data = page.data()
+    for (env_id, threads, name, column), c in page.cells.items():
+        key = f"{threads}|{name}|{'' if column is None else column}"
+        data["cells"][env_id][key] += [profiles.get((envs[env_id].commit, c.benchmark, c.index)),
+                                       _ci_text(c.interval, page.unit_kind)]
+    return {"page": page, "view": view, "blocks": blocks, "data": data, "floor": stats.PAGE_FLOOR,
+            "confidence": stats.PAGE_CONFIDENCE, "chosen": chosen}
+
+
+def _ci_text(i: stats.Interval, kind: str) -> str:
+    if math.isnan(i.low):
+        return f"{i.n} sample(s): too few for an interval"
+    if kind == pages.COUNT_UNIT:
+        return f"{stats.PAGE_CONFIDENCE:.0%} CI {i.low:.6g} to {i.high:.6g} ({i.n} samples)"
+    name, scale = select_unit(i.median)
+    return f"{stats.PAGE_CONFIDENCE:.0%} CI {i.low / scale:.4g} to {i.high / scale:.4g} {name} ({i.n} samples)"
+
+
+def row_anchor(env: pages.EnvInfo, threads: int, name: str) -> str:
+    """The id of a table row: stable across publishes (the alert comment links to it)."""
+    return f"r-{env.id}-{threads}-{pages.slug(name)}".replace(".", "-")
+
+
+DASHES = ["", "6 3", "2 3", "8 3 2 3"]  # one per (machine, environment) on a page
+
+
+def _series_context(page: pages.SeriesPage, profiles: dict, diffs: dict) -> dict:
+    groups: dict[tuple, list[pages.Series]] = {}
+    for s in page.series:
+        groups.setdefault((s.threads, s.column), []).append(s)
+    x_labels = {p.env.position: p.env.short for s in page.series for p in s.points}
+    colors = charts.colors_for(s.name for s in page.series)
+    env_groups = list(dict.fromkeys(s.group for s in page.series))
+    dash = {g: DASHES[i % len(DASHES)] for i, g in enumerate(env_groups)}
+
+    def legend(s: pages.Series) -> str:
+        return s.name if len(env_groups) == 1 else f"{s.name} [{s.group_label}]"
+
+    panels = []
+    for (threads, column), members in groups.items():
+        unit_name, scale = (pages.COUNT_UNIT, 1.0) if page.unit_kind == pages.COUNT_UNIT else select_unit(
+            min(p.interval.median for s in members for p in s.points))
+        lines = []
+        for s in members:
+            marks = [charts.Mark(p.env.position, p.interval.median / scale, p.interval.low / scale,
+                                 p.interval.high / scale, profiles.get((p.env.commit, p.benchmark, p.index)),
+                                 f"{legend(s)} @ {p.env.short} {p.env.subject}: {p.interval.median / scale:.4g} "
+                                 f"{unit_name}") for p in s.points]
+            lines.append(charts.Line(legend(s), marks, case=s.name, dash=dash[s.group]))
+        title = f"{column} ({threads} thread{'s' if threads != 1 else ''})" if column else f"{threads} threads"
+        time_chart = charts.chart(title, unit_name, lines, x_labels, colors)
+        overhead_chart = None
+        if page.overhead_baseline:
+            o_lines = []
+            for s in members:
+                if s.name == page.overhead_baseline or not s.overhead:
+                    continue
+                points = {p.env.id: p for p in s.points}
+                marks = [charts.Mark(env.position, ns, low, high,
+                                     profiles.get((env.commit, points[env.id].benchmark, points[env.id].index)),
+                                     f"{legend(s)} @ {env.short}: {ns:.0f} ns over {page.overhead_baseline}")
+                         for env, ns, low, high in s.overhead]
+                o_lines.append(charts.Line(legend(s), marks, case=s.name, dash=dash[s.group]))
+            overhead_chart = charts.chart(f"overhead over {page.overhead_baseline}: {title}", "ns", o_lines,
+                                          x_labels, colors)
+        flame_rows = []
+        for s in members:
+            row = {"name": legend(s), "at": {}}
+            previous = None
+            for p in s.points:
+                key = (p.env.commit, p.benchmark, p.index)
+                row["at"][p.env.position] = {"env": p.env, "profile": profiles.get(key),
+                                             "diff": diffs.get((previous, key)) if previous else None}
+                previous = key
+            flame_rows.append(row)
+        panels.append({"time": time_chart, "overhead": overhead_chart, "flames": flame_rows,
+                       "commits": sorted({p.env.position: p.env for s in members for p in s.points}.values(),
+                                         key=lambda e: e.position)})
+    return {"page": page, "panels": panels}
+
+
+def _copy_profiles(out_dir: Path, site: Path, warnings: list[str]) -> tuple[dict, dict]:
+    """Copy the recorded flame graphs in and write the differential ones between adjacent commits of a case.
+
+    Returns {(sha, benchmark, index): href from site/} and {(base key, head key): href}."""
+    found = flamegraph.available(out_dir)
+    if not found:
+        return {}, {}
+    links = {}
+    for key, profile in found.items():
+        rel = Path("profiles") / key[0] / key[1] / f"{key[2]}.svg"
+        (site / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(profile.svg, site / rel)
+        links[key] = rel.as_posix()
+    try:
+        assets = flamegraph.vendor_assets(site, out_dir / "site-assets")
+    except (RuntimeError, OSError) as e:
+        warnings.append(f"differential flame graphs not written: {e}")
+        return links, {}
+    return links, {"assets": assets, "found": found}
+
+
+def render_site(conf, revisions: dict[str, int]) -> list[str]:
+    """Write our pages into conf.html_dir; returns the warnings shown on the index page."""
+    html_dir = Path(conf.html_dir)
+    out_dir = Path(conf.results_dir).resolve().parent
+    found = results.load(Path(conf.results_dir))
+    warnings = list(found.warnings)
+    subjects = _subjects(getattr(conf, "repo", None), {r.commit for r in found.rows})
+    compare_pages, series_pages = pages.build(found, revisions, subjects)
+    site = html_dir / SITE
+    site.mkdir(parents=True, exist_ok=True)
+    for static in (ROOT / "html_templates" / "static").iterdir():
+        shutil.copyfile(static, site / static.name)
+    profiles, flame = _copy_profiles(out_dir, site, warnings)
+    diffs = _write_diffs(site, series_pages, flame) if flame.get("found") else {}
+
+    env = _environment()
+    (site / "compare").mkdir(exist_ok=True)
+    (site / "series").mkdir(exist_ok=True)
+    for page in compare_pages:
+        text = env.get_template("compare.html.j2").render(
+            **_compare_context(page, {k: f"../{v}" for k, v in profiles.items()}), root="../")
+        (site / "compare" / f"{page.slug}.html").write_text(text)
+    for page in series_pages:
+        text = env.get_template("series.html.j2").render(
+            **_series_context(page, {k: f"../{v}" for k, v in profiles.items()},
+                              {k: f"../{v}" for k, v in diffs.items()}), root="../")
+        (site / "series" / f"{page.slug}.html").write_text(text)
+    index = env.get_template("index.html.j2").render(
+        compare_pages=compare_pages, series_pages=series_pages, warnings=warnings, root="",
+        profiles=len(profiles), project=getattr(conf, "project", ""))
+    (site / "index.html").write_text(index)
+    _add_nav_link(html_dir / "index.html")
+    return warnings
+
+
+def _write_diffs(site: Path, series_pages: list[pages.SeriesPage], flame: dict) -> dict:
+    """A differential flame graph for each case between each pair of adjacent commits with profiles."""
+    found, diffs = flame["found"], {}
+    for page in series_pages:
+        for s in page.series:
+            keys = [(p.env.commit, p.benchmark, p.index) for p in s.points]
+            for base, head in zip(keys, keys[1:]):
+                if base not in found or head not in found or (base, head) in diffs:
+                    continue
+                rel = Path("profiles") / "diff" / f"{base[0][:8]}-{head[0][:8]}" / head[1] / f"{head[2]}.html"
+                dest = site / rel
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                depth = len(rel.parts) - 1
+                flamegraph.write_differential_page(
+                    found[base], found[head], dest, "../" * depth + flame["assets"],
+                    f"{s.name} · {s.column or ''}: {base[0][:8]} → {head[0][:8]}")
+                diffs[(base, head)] = rel.as_posix()
+    return diffs
+
+
+def _add_nav_link(index: Path) -> None:
+    """asv's nav bar is hard-coded in www/index.html: add one item after its last page link."""
+    if not index.exists():
+        return
+    text = index.read_text()
+    if "nav-li-torchbench" in text:
+        return
+    anchor = '<li id="nav-li-regressions">'
+    at = text.find(anchor)
+    if at < 0:
+        return
+    end = text.find("</li>", at) + len("</li>")
+    index.write_text(text[:end] + "\n\t" + NAV_ITEM + text[end:])
+
+
+class TorchbenchPages(OutputPublisher):
+    name = "torchbench"
+    button_label = "Compare tables"
+    description = "Compare-style tables across commits and envs, series and flame graphs"
+    order = 10  # after asv's own (0-3)
+
+    @classmethod
+    def publish(cls, conf, repo, benchmarks, graphs, revisions):
+        warnings = render_site(conf, revisions)
+        for warning in warnings:
+            print(f"torchbench: warning: {warning}", file=sys.stderr)
+        html_dir = Path(conf.html_dir)
+        try:
+            remaining = site_assets.localize(html_dir, Path(conf.results_dir).resolve().parent / "site-assets")
+        except (RuntimeError, OSError) as e:
+            print(f"torchbench: note: asv's page keeps its CDN links ({e})", file=sys.stderr)
+        else:
+            for url in remaining:
+                print(f"torchbench: note: asv's page still loads {url} from the internet", file=sys.stderr)
