@@ -88,7 +88,7 @@ def write_commit(results_dir: Path, sha: str, i: int, benches: dict[str, dict], 
         samples = [list(rng.lognormal(np.log(2e-6 * (1 + k)), 0.05, SAMPLES)) for k in range(len(CASES))]
         res.add_result(b, BenchmarkResult(result=[float(np.median(s)) for s in samples], samples=samples,
                                           number=[1000] * len(CASES), errcode=0, stderr="", profile=None),
-                       started_at=datetime.datetime.now(), duration=1.0, record_samples=True)
+                       started_at=datetime.datetime.now(datetime.timezone.utc), duration=1.0, record_samples=True)
     res.save(str(results_dir))
 
 

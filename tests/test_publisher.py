@@ -260,7 +260,7 @@ def test_the_overhead_series_plots_every_case_against_plain_tensor(site):
     captions = [f.get_text() for f in soup.find_all("figcaption")]
     assert "torch.add(t1, t2) (1 thread)" in captions
     assert "overhead over Tensor: torch.add(t1, t2) (1 thread)" in captions
-    time_chart, overhead_chart = soup.find_all("svg")[:2]
+    time_chart, overhead_chart = soup.find_all("svg", attrs={"role": "img"})[:2]
     cases = lambda svg: sorted(g["data-case"] for g in svg.find_all("g", class_="line"))  # noqa: E731
     # A line per case and (machine, environment): three of them, each over the two commits.
     assert cases(time_chart) == sorted(["Tensor", "SubTensor", "SubWithTorchFunction", XSS_CASE] * 3)

@@ -12,6 +12,7 @@ statistics come from stats.py, as for the alerts.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import re
@@ -55,7 +56,7 @@ class EnvInfo:
         """The environment's name, cut short for a row tag (the full name is in the tag's tooltip)."""
         return self.env_name if len(self.env_name) <= 24 else self.env_name[:23] + "…"
 
-    @property
+    @functools.cached_property
     def group(self) -> str:
         """Envs of one group (a machine and an asv environment) are compared with each other."""
         return f"{self.machine}.{self.id.split('.')[1]}"
@@ -64,9 +65,16 @@ class EnvInfo:
 @dataclass
 class CellData:
     interval: stats.Interval
-    measurement: Measurement
+    row: Row
+    spec: TaskSpec  # the row's task spec, its env the page's env id
     benchmark: str
     index: int
+
+    @property
+    def measurement(self) -> Measurement:
+        """Made when a table needs it: a site of 2000 commits shows 5 by default."""
+        number = self.row.number or 1
+        return Measurement(number, [s * number for s in self.row.samples or (self.row.value,)], self.spec)
 
 
 @dataclass
@@ -107,12 +115,17 @@ class ComparePage:
 
     def tag(self, env: EnvInfo) -> str:
         """How a row names its env: the commit, plus the machine and environment where the page has several."""
+        many_machines, many_envs = self._many
         parts = [env.short]
-        if len({e.machine for e in self.envs}) > 1:
+        if many_machines:
             parts.append(env.machine)
-        if len({e.env_name for e in self.envs}) > 1:
+        if many_envs:
             parts.append(env.env_short)
         return " ".join(parts)
+
+    @functools.cached_property
+    def _many(self) -> tuple[bool, bool]:
+        return len({e.machine for e in self.envs}) > 1, len({e.env_name for e in self.envs}) > 1
 
     def env(self, env_id: str) -> EnvInfo:
         return next(e for e in self.envs if e.id == env_id)
@@ -171,7 +184,12 @@ class SeriesPage:
 
 def env_id_of(row: Row) -> str:
     """The id of the env a row belongs to: machine.envhash.commit8, the same in every publish."""
-    return f"{row.machine}.{hashlib.sha1(row.env_name.encode()).hexdigest()[:6]}.{row.commit[:8]}"
+    return f"{row.machine}.{_env_hash(row.env_name)}.{row.commit[:8]}"
+
+
+@functools.lru_cache(maxsize=1024)
+def _env_hash(env_name: str) -> str:
+    return hashlib.sha1(env_name.encode()).hexdigest()[:6]
 
 
 def _positions(rows: list[Row], revisions: dict[str, int]) -> dict[str, int]:
@@ -197,12 +215,11 @@ def build(found: ResultSet, revisions: dict[str, int], subjects: dict[str, str],
         envs.setdefault(env_id, EnvInfo(env_id, row.machine, row.env_name, row.commit, positions[row.commit],
                                         subjects.get(row.commit, "")))
         spec = row.task_spec()
-        samples = row.samples or (row.value,)
-        m = Measurement(row.number or 1, [s * (row.number or 1) for s in samples],
-                        TaskSpec(stmt=spec.stmt, setup="pass", label=spec.label, sub_label=spec.sub_label,
-                                 description=spec.description, env=env_id, num_threads=spec.num_threads))
-        key = (env_id, spec.num_threads, m.as_row_name, spec.description)
-        by_label.setdefault(spec.label, {})[key] = CellData(stats.interval(samples), m, row.benchmark, row.index)
+        spec = TaskSpec(stmt=spec.stmt, setup="pass", label=spec.label, sub_label=spec.sub_label,
+                        description=spec.description, env=env_id, num_threads=spec.num_threads)
+        key = (env_id, spec.num_threads, spec.sub_label or spec.stmt, spec.description)
+        by_label.setdefault(spec.label, {})[key] = CellData(stats.interval(row.samples or (row.value,)), row, spec,
+                                                            row.benchmark, row.index)
         kinds.setdefault(spec.label, COUNT_UNIT if row.unit == COUNT_UNIT else "time")
 
     compare_pages, series_pages = [], []

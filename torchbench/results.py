@@ -14,6 +14,7 @@ label = benchmark name, sub_label = the parameter values.
 from __future__ import annotations
 
 import ast
+import functools
 import itertools
 import json
 import math
@@ -28,6 +29,7 @@ from .asv_plugin import OUTCOME_SCHEMA
 __all__ = ["Outcome", "ResultSet", "Row", "load", "load_paths", "param_value"]
 
 
+@functools.lru_cache(maxsize=65536)  # a history repeats the same few parameter values in every file
 def param_value(text):
     """asv keeps parameter values as repr strings; the value itself where it is a literal."""
     try:

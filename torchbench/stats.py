@@ -135,7 +135,8 @@ def _median_ci_ranks(n: int, confidence: float) -> tuple[int | None, int | None]
 def interval(samples: Sequence[float], confidence: float = PAGE_CONFIDENCE) -> Interval:
     """A cell's median and its distribution-free confidence interval (order statistics, scipy's quantile_test)."""
     x = np.sort(np.asarray(samples, dtype=float))
-    median = float(np.median(x))
+    n = len(x)
+    median = float((x[(n - 1) // 2] + x[n // 2]) / 2)  # np.median's value, on the sorted samples
     low, high = _median_ci_ranks(len(x), confidence) if len(x) >= 2 else (None, None)
     return Interval(median, math.nan if low is None else float(x[low]), math.nan if high is None else float(x[high]),
                     len(x))
