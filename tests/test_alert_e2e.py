@@ -71,7 +71,8 @@ def test_the_regressing_commit_exits_1_with_the_right_rows_labelled_compute(exam
     path, shas = example_repo
     report = tmp_path / "report.json"
     proc = alert("--repo", path, "--base", shas[1], "--head", shas[2], "--max-rounds", 14, "--json", report,
-                 "--markdown", tmp_path / "comment.md", out=tmp_path / "out", env_dir=env_dir)
+                 "--markdown", tmp_path / "comment.md", "--site-url", "https://bench.example.org/pr-1",
+                 out=tmp_path / "out", env_dir=env_dir)
     assert proc.returncode == 1, explain(proc)
     doc = json.loads(report.read_text())
     verdicts = {row["title"]: row for row in doc["rows"]}
@@ -85,6 +86,21 @@ def test_the_regressing_commit_exits_1_with_the_right_rows_labelled_compute(exam
     comment = (tmp_path / "comment.md").read_text()
     assert comment.startswith("<!-- torchbench-alert -->") and "❌ 2 regression(s)" in comment
     assert comment in proc.stdout  # the report is printed too
+
+    # Each regression links its Compare row and its flame graphs, and every link is in the site.
+    site = tmp_path / "out" / "alert" / f"{shas[1][:8]}..{shas[2][:8]}" / "site"
+    assert set(doc["links"]) == {r["name"] for r in doc["rows"] if r["status"] == "regressed"}
+    for links in doc["links"].values():
+        assert set(links) == {"table", "base", "head", "diff"} and all(links.values()), links
+        for url in links.values():
+            assert url.startswith("https://bench.example.org/pr-1/") and url in comment
+            page, _, anchor = url.removeprefix("https://bench.example.org/pr-1/").partition("#")
+            assert (site / page).is_file(), url
+            if anchor:
+                assert f'id="{anchor}"' in (site / page).read_text()
+    (diff_page,) = {(site / links["diff"].removeprefix("https://bench.example.org/pr-1/"))
+                    for links in doc["links"].values() if "track_time/4" in links["diff"]}
+    assert "_pytree" in diff_page.read_text()  # the regression's new frames are in the differential view
 
 
 def test_a_docs_only_commit_exits_0(example_repo, env_dir, tmp_path):

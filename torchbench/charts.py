@@ -8,15 +8,17 @@ hundred points; the geometry (scales, ticks, paths) is all this module does.
 
 from __future__ import annotations
 
+import html
 import math
 from dataclasses import dataclass, field
 
 import numpy as np
+from markupsafe import Markup
 
 __all__ = ["Chart", "Line", "Mark", "chart", "colors_for"]
 
 WIDTH, HEIGHT = 720, 260
-LEFT, RIGHT, TOP, BOTTOM = 64, 16, 12, 40
+LEFT, RIGHT, TOP, BOTTOM = 64, 40, 24, 40
 PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"]
 
 
@@ -40,6 +42,7 @@ class Line:
     path: str = ""
     band: str = ""
     points: list[tuple[float, float, Mark]] = field(default_factory=list)
+    points_svg: Markup = Markup("")
 
 
 @dataclass
@@ -52,6 +55,18 @@ class Chart:
     y_ticks: list[tuple[float, str]]  # (pixel y, label)
     x_ticks: list[tuple[float, str]]
     plot: tuple[float, float, float, float]  # x0, y0, x1, y1
+
+
+def _points_svg(points: list[tuple[float, float, Mark]], color: str) -> Markup:
+    """The points as SVG, made here rather than in a template loop: a history of 2000 commits has
+    tens of thousands of points, and jinja2 escaping each attribute costs seconds. Coordinates are
+    numbers; the tooltip and link are escaped."""
+    parts = []
+    fill = html.escape(color)
+    for x, y, m in points:
+        circle = f'<circle cx="{x}" cy="{y}" r="3.5" fill="{fill}"><title>{html.escape(m.title)}</title></circle>'
+        parts.append(f'<a href="{html.escape(m.href)}">{circle}</a>' if m.href else circle)
+    return Markup("\n".join(parts))  # noqa: S704 (every text above is escaped)
 
 
 def colors_for(names) -> dict[str, str]:
@@ -99,15 +114,23 @@ def chart(title: str, y_label: str, lines: list[Line], x_labels: dict[float, str
     def py(y: float) -> float:
         return round(y1 - (y - y_min) / (y_max - y_min) * (y1 - y0), 1)
 
+    def scale(values, low, high, p0, p1):  # numpy: a long history has thousands of points a line
+        return np.round(p0 + (np.asarray(values, dtype=float) - low) / (high - low) * (p1 - p0), 1).tolist()
+
     for i, line in enumerate(lines):
         line.case = line.case or line.name
         line.color = (colors or {}).get(line.case) or PALETTE[i % len(PALETTE)]
-        line.points = [(px(m.x), py(m.y), m) for m in line.marks]
-        line.path = " ".join(f"{'M' if j == 0 else 'L'}{x},{y}" for j, (x, y, _) in enumerate(line.points))
-        banded = [m for m in line.marks if math.isfinite(m.low) and math.isfinite(m.high)]
+        xs = scale([m.x for m in line.marks], x_min, x_max, x0, x1)
+        ys = scale([m.y for m in line.marks], y_min, y_max, y1, y0)
+        line.points = list(zip(xs, ys, line.marks))
+        line.points_svg = _points_svg(line.points, line.color)
+        line.path = "M" + " L".join(f"{x},{y}" for x, y in zip(xs, ys)) if xs else ""
+        banded = [(x, m) for x, m in zip(xs, line.marks) if math.isfinite(m.low) and math.isfinite(m.high)]
         if len(banded) >= 2:
-            upper = [f"{px(m.x)},{py(m.high)}" for m in banded]
-            lower = [f"{px(m.x)},{py(m.low)}" for m in reversed(banded)]
+            highs = scale([m.high for _, m in banded], y_min, y_max, y1, y0)
+            lows = scale([m.low for _, m in banded], y_min, y_max, y1, y0)
+            upper = [f"{x},{y}" for (x, _), y in zip(banded, highs)]
+            lower = [f"{x},{y}" for (x, _), y in zip(reversed(banded), reversed(lows))]
             line.band = "M" + " L".join(upper + lower) + " Z"
     y_ticks = [(py(v), _fmt(v)) for v in _ticks(y_min, y_max)]
     step = max(1, math.ceil(len(x_labels) / 8))

@@ -17,13 +17,16 @@ import hashlib
 import math
 import re
 from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+import numpy as np
 
 from torchbench_core import Compare, Measurement, TaskSpec
 from torchbench_core.compare import TableView
 from torchbench_core.units import _UNITS, select_unit, unit_to_english
 
 from . import stats
-from .results import ResultSet, Row
+from .results import Row
 
 __all__ = ["ComparePage", "EnvInfo", "Point", "Series", "SeriesPage", "build", "env_id_of", "slug", "DEFAULT_COMMITS"]
 
@@ -62,19 +65,25 @@ class EnvInfo:
         return f"{self.machine}.{self.id.split('.')[1]}"
 
 
-@dataclass
+@dataclass(slots=True)
 class CellData:
+    """One case on one env: small, since a site of 2000 commits x 200 cases holds 400,000 of them."""
+
     interval: stats.Interval
-    row: Row
-    spec: TaskSpec  # the row's task spec, its env the page's env id
+    samples: np.ndarray | None  # per-call times (or counts); kept only for commits a table opens on
+    number: int
     benchmark: str
     index: int
 
-    @property
-    def measurement(self) -> Measurement:
+    def measurement(self, label: str, key: tuple[str, int, str, str | None]) -> Measurement:
         """Made when a table needs it: a site of 2000 commits shows 5 by default."""
-        number = self.row.number or 1
-        return Measurement(number, [s * number for s in self.row.samples or (self.row.value,)], self.spec)
+        env, threads, name, column = key
+        spec = TaskSpec(stmt=self.benchmark, setup="pass", label=label, sub_label=name, description=column,
+                        env=env, num_threads=threads)
+        # Without its samples (an old commit, chosen in a table) a cell is its median, which is all
+        # a Compare cell shows.
+        samples = self.samples if self.samples is not None else (self.interval.median,)
+        return Measurement(self.number, [float(s) * self.number for s in samples], spec)
 
 
 @dataclass
@@ -90,7 +99,7 @@ class ComparePage:
     def table(self, env_ids: list[str]) -> TableView:
         """The Compare table of these envs (rows in history order), as torchbench_core lays it out."""
         chosen = set(env_ids)
-        compare = Compare(c.measurement for (env, *_), c in self.cells.items() if env in chosen)
+        compare = Compare(c.measurement(self.label, key) for key, c in self.cells.items() if key[0] in chosen)
         if self.unit_kind == COUNT_UNIT:
             compare.as_counts(COUNT_UNIT)
         view = compare.tables()[0]
@@ -192,35 +201,43 @@ def _env_hash(env_name: str) -> str:
     return hashlib.sha1(env_name.encode()).hexdigest()[:6]
 
 
-def _positions(rows: list[Row], revisions: dict[str, int]) -> dict[str, int]:
+def _positions(dates: dict[str, float], revisions: dict[str, int]) -> dict[str, int]:
     """History order: asv's revision numbers; commits off the branch after them, by date."""
     top = max(revisions.values(), default=-1)
-    dates = {}
-    for r in rows:
-        dates[r.commit] = min(dates.get(r.commit, math.inf), r.date or 0)
     off = sorted((c for c in dates if c not in revisions), key=lambda c: (dates[c], c))
     return {**{c: revisions[c] for c in dates if c in revisions}, **{c: top + 1 + i for i, c in enumerate(off)}}
 
 
-def build(found: ResultSet, revisions: dict[str, int], subjects: dict[str, str],
+def build(rows: Iterable[Row], revisions: dict[str, int],
+          subjects: dict[str, str] | Callable[[set[str]], dict[str, str]],
           default_commits: int = DEFAULT_COMMITS) -> tuple[list[ComparePage], list[SeriesPage]]:
-    """Compare and series pages for every label with measured results."""
-    ok = [r for r in found.rows if r.status == "ok" and (r.samples or r.value is not None)]
-    positions = _positions(ok, revisions)
-    envs: dict[str, EnvInfo] = {}
+    """Compare and series pages for every label with measured results (rows are read once, as they come).
+
+    subjects: commit subjects by sha, or a function giving them for the commits found."""
+    env_rows: dict[str, Row] = {}
+    dates: dict[str, float] = {}
     by_label: dict[str, dict[tuple, CellData]] = {}
     kinds: dict[str, str] = {}
-    for row in ok:
+    # The default tables show the last commits: the branch's newest, and any commit off it (those
+    # come after the branch). Only their cells keep their samples; the rest keep their interval.
+    recent = set(sorted(revisions, key=revisions.get)[-default_commits:])
+    for row in rows:
+        if row.status != "ok" or not (row.samples or row.value is not None):
+            continue
         env_id = env_id_of(row)
-        envs.setdefault(env_id, EnvInfo(env_id, row.machine, row.env_name, row.commit, positions[row.commit],
-                                        subjects.get(row.commit, "")))
-        spec = row.task_spec()
-        spec = TaskSpec(stmt=spec.stmt, setup="pass", label=spec.label, sub_label=spec.sub_label,
-                        description=spec.description, env=env_id, num_threads=spec.num_threads)
-        key = (env_id, spec.num_threads, spec.sub_label or spec.stmt, spec.description)
-        by_label.setdefault(spec.label, {})[key] = CellData(stats.interval(row.samples or (row.value,)), row, spec,
-                                                            row.benchmark, row.index)
-        kinds.setdefault(spec.label, COUNT_UNIT if row.unit == COUNT_UNIT else "time")
+        env_rows.setdefault(env_id, row)
+        dates[row.commit] = min(dates.get(row.commit, math.inf), row.date or 0)
+        label, name, description, threads = row.placement()
+        samples = np.asarray(row.samples or (row.value,), dtype=float)
+        keep = row.commit in recent or row.commit not in revisions
+        by_label.setdefault(label, {})[(env_id, threads, name, description)] = CellData(
+            stats.interval(samples), samples if keep else None, row.number or 1, row.benchmark, row.index)
+        kinds.setdefault(label, COUNT_UNIT if row.unit == COUNT_UNIT else "time")
+    positions = _positions(dates, revisions)
+    if callable(subjects):
+        subjects = subjects(set(dates))
+    envs = {env_id: EnvInfo(env_id, r.machine, r.env_name, r.commit, positions[r.commit], subjects.get(r.commit, ""))
+            for env_id, r in env_rows.items()}
 
     compare_pages, series_pages = [], []
     for label in sorted(by_label):
@@ -237,25 +254,25 @@ def build(found: ResultSet, revisions: dict[str, int], subjects: dict[str, str],
 
 def _series_page(page: ComparePage) -> SeriesPage:
     order = {e.id: e for e in page.envs}
-    keys = sorted({(k[1], k[2], k[3], order[k[0]].group) for k in page.cells},
-                  key=lambda k: (k[0], str(k[2]), k[1], k[3]))
+    by_key: dict[tuple, list[Point]] = {}
+    for (env, threads, name, column), c in page.cells.items():
+        by_key.setdefault((threads, name, column, order[env].group), []).append(
+            Point(order[env], c.interval, c.benchmark, c.index))
     series = []
-    for threads, name, column, group in keys:
-        points = sorted((Point(order[env], c.interval, c.benchmark, c.index)
-                         for (env, t, n, col), c in page.cells.items()
-                         if (t, n, col, order[env].group) == (threads, name, column, group)),
-                        key=lambda p: (p.env.position, p.env.id))
+    for key in sorted(by_key, key=lambda k: (k[0], str(k[2]), k[1], k[3])):
+        threads, name, column, group = key
+        points = sorted(by_key[key], key=lambda p: (p.env.position, p.env.id))
         first = points[0].env
         series.append(Series(name, column, threads, group, f"{first.machine} · {first.env_name}", points))
     names = {s.name for s in series}
     baseline = OVERHEAD_BASELINE if OVERHEAD_BASELINE in names and len(names) > 1 and page.unit_kind == "time" else None
     if baseline:
+        baselines = {(b.column, b.threads, b.group): b for b in series if b.name == baseline}
         for s in series:
-            match = [b for b in series if (b.name, b.column, b.threads, b.group) ==
-                     (baseline, s.column, s.threads, s.group)]
-            if not match:
+            match = baselines.get((s.column, s.threads, s.group))
+            if match is None:
                 continue
-            base = {p.env.id: p.interval for p in match[0].points}
+            base = {p.env.id: p.interval for p in match.points}
             s.overhead = [(p.env, *_difference_ns(p.interval, base[p.env.id])) for p in s.points
                           if p.env.id in base]
     return SeriesPage(page.label, page.slug, page.unit_kind, series, baseline)

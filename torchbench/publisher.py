@@ -35,7 +35,7 @@ from torchbench_core.units import select_unit
 from . import charts, flamegraph, pages, results, site_assets, stats
 from .config import ROOT
 
-__all__ = ["TorchbenchPages", "render_site"]
+__all__ = ["TorchbenchPages", "render_pages", "render_site", "row_anchor"]
 
 SITE = "torchbench"  # our folder inside html_dir
 NAV_ITEM = f'<li id="nav-li-torchbench"><a href="{SITE}/index.html">Compare tables &amp; flame graphs</a></li>'
@@ -180,17 +180,18 @@ def _series_context(page: pages.SeriesPage, profiles: dict, diffs: dict) -> dict
                                              "diff": diffs.get((previous, key)) if previous else None}
                 previous = key
             flame_rows.append(row)
+        # flame-graph columns only for the commits that have one (a long history has few)
+        profiled = {p.env.position: p.env for s in members for p in s.points
+                    if (p.env.commit, p.benchmark, p.index) in profiles}
         panels.append({"time": time_chart, "overhead": overhead_chart, "flames": flame_rows,
-                       "commits": sorted({p.env.position: p.env for s in members for p in s.points}.values(),
-                                         key=lambda e: e.position)})
+                       "commits": sorted(profiled.values(), key=lambda e: e.position)})
     return {"page": page, "panels": panels}
 
 
-def _copy_profiles(out_dir: Path, site: Path, warnings: list[str]) -> tuple[dict, dict]:
-    """Copy the recorded flame graphs in and write the differential ones between adjacent commits of a case.
-
-    Returns {(sha, benchmark, index): href from site/} and {(base key, head key): href}."""
-    found = flamegraph.available(out_dir)
+def _copy_profiles(out_dir: Path, site: Path, warnings: list[str], commits: set[str] | None) -> tuple[dict, dict]:
+    """Copy the recorded flame graphs in (those of `commits`, when given) and vendor the differential
+    view's scripts. Returns {(sha, benchmark, index): path from site/} and what _write_diffs needs."""
+    found = {k: v for k, v in flamegraph.available(out_dir).items() if commits is None or k[0] in commits}
     if not found:
         return {}, {}
     links = {}
@@ -208,38 +209,45 @@ def _copy_profiles(out_dir: Path, site: Path, warnings: list[str]) -> tuple[dict
 
 
 def render_site(conf, revisions: dict[str, int]) -> list[str]:
-    """Write our pages into conf.html_dir; returns the warnings shown on the index page."""
+    """Write our pages into conf.html_dir (asv's site); returns the warnings shown on the index page."""
     html_dir = Path(conf.html_dir)
-    out_dir = Path(conf.results_dir).resolve().parent
-    found = results.load(Path(conf.results_dir))
-    warnings = list(found.warnings)
-    subjects = _subjects(getattr(conf, "repo", None), {r.commit for r in found.rows})
-    compare_pages, series_pages = pages.build(found, revisions, subjects)
-    site = html_dir / SITE
+    warnings: list[str] = []
+    render_pages(results.iter_rows(Path(conf.results_dir), warnings), html_dir / SITE,
+                 out_dir=Path(conf.results_dir).resolve().parent, revisions=revisions,
+                 subjects=lambda shas: _subjects(getattr(conf, "repo", None), shas),
+                 project=getattr(conf, "project", ""), warnings=warnings)
+    _add_nav_link(html_dir / "index.html")
+    return warnings
+
+
+def render_pages(rows, site: Path, *, out_dir: Path, revisions: dict[str, int], subjects, project: str,
+                 warnings: list[str] | None = None, commits: set[str] | None = None):
+    """Our pages for `rows` in `site`, with the flame graphs under OUT/profiles (of `commits` only, when
+    given) copied in. Returns (compare pages, series pages)."""
+    warnings = warnings if warnings is not None else []
+    compare_pages, series_pages = pages.build(rows, revisions, subjects)
     site.mkdir(parents=True, exist_ok=True)
     for static in (ROOT / "html_templates" / "static").iterdir():
         shutil.copyfile(static, site / static.name)
-    profiles, flame = _copy_profiles(out_dir, site, warnings)
+    profiles, flame = _copy_profiles(out_dir, site, warnings, commits)
     diffs = _write_diffs(site, series_pages, flame) if flame.get("found") else {}
 
     env = _environment()
     (site / "compare").mkdir(exist_ok=True)
     (site / "series").mkdir(exist_ok=True)
+    up = {k: f"../{v}" for k, v in profiles.items()}
     for page in compare_pages:
-        text = env.get_template("compare.html.j2").render(
-            **_compare_context(page, {k: f"../{v}" for k, v in profiles.items()}), root="../")
+        text = env.get_template("compare.html.j2").render(**_compare_context(page, up), root="../")
         (site / "compare" / f"{page.slug}.html").write_text(text)
     for page in series_pages:
         text = env.get_template("series.html.j2").render(
-            **_series_context(page, {k: f"../{v}" for k, v in profiles.items()},
-                              {k: f"../{v}" for k, v in diffs.items()}), root="../")
+            **_series_context(page, up, {k: f"../{v}" for k, v in diffs.items()}), root="../")
         (site / "series" / f"{page.slug}.html").write_text(text)
     index = env.get_template("index.html.j2").render(
         compare_pages=compare_pages, series_pages=series_pages, warnings=warnings, root="",
-        profiles=len(profiles), project=getattr(conf, "project", ""))
+        profiles=len(profiles), project=project)
     (site / "index.html").write_text(index)
-    _add_nav_link(html_dir / "index.html")
-    return warnings
+    return compare_pages, series_pages
 
 
 def _write_diffs(site: Path, series_pages: list[pages.SeriesPage], flame: dict) -> dict:

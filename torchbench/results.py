@@ -20,13 +20,14 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterator
 
 from torchbench_core import Measurement, TaskSpec
 from torchbench_core.asv_suite import TASK_SPEC_PARAMS
 
 from .asv_plugin import OUTCOME_SCHEMA
 
-__all__ = ["Outcome", "ResultSet", "Row", "load", "load_paths", "param_value"]
+__all__ = ["Outcome", "ResultSet", "Row", "iter_rows", "load", "load_paths", "param_value"]
 
 
 @functools.lru_cache(maxsize=65536)  # a history repeats the same few parameter values in every file
@@ -74,15 +75,18 @@ class Row:
             return self.benchmark
         return f"{self.benchmark}({', '.join(repr(v) for _, v in self.params)})"
 
-    def task_spec(self) -> TaskSpec:
+    def placement(self) -> tuple[str, str, str | None, int]:
+        """(label, sub_label, description, num_threads): where Compare puts the row."""
         params = dict(self.params)
         if set(TASK_SPEC_PARAMS) <= params.keys():
-            return TaskSpec(stmt=self.benchmark, setup="pass", label=str(params["label"]),
-                            sub_label=str(params["sub_label"]), description=str(params["description"]),
-                            env=self.env, num_threads=int(params["num_threads"]))
-        sub_label = ", ".join(f"{k}={v!r}" for k, v in self.params) or self.benchmark
-        return TaskSpec(stmt=self.benchmark, setup="pass", label=self.benchmark, sub_label=sub_label,
-                        env=self.env)
+            return (str(params["label"]), str(params["sub_label"]), str(params["description"]),
+                    int(params["num_threads"]))
+        return self.benchmark, ", ".join(f"{k}={v!r}" for k, v in self.params) or self.benchmark, None, 1
+
+    def task_spec(self) -> TaskSpec:
+        label, sub_label, description, threads = self.placement()
+        return TaskSpec(stmt=self.benchmark, setup="pass", label=label, sub_label=sub_label,
+                        description=description, env=self.env, num_threads=threads)
 
     def measurement(self) -> Measurement | None:
         """The row as a Measurement (raw samples when asv recorded them); None unless status is ok."""
@@ -168,17 +172,35 @@ def _load_outcome(path: Path, warnings: list[str]) -> Outcome | None:
         return None
 
 
-def _load_file(out: ResultSet, path: Path, commits: set[str] | None) -> None:
+def _read(path: Path, benchmarks: dict[str, dict], warnings: list[str]):
+    """(asv Results, rows) of one file; None, with a warning naming it, when it cannot be read."""
     from asv import util
     from asv.results import Results
 
-    machine = path.parent.name
     try:
         results = Results.load(str(path))
-        rows = _rows(results, machine, out.benchmarks)
+        return results, _rows(results, path.parent.name, benchmarks)
     except (util.UserError, ValueError, KeyError, TypeError, IndexError, AttributeError, OSError) as e:
-        out.warnings.append(f"{path}: skipped, not a readable asv results file ({type(e).__name__}: {e})")
+        warnings.append(f"{path}: skipped, not a readable asv results file ({type(e).__name__}: {e})")
+        return None
+
+
+def iter_rows(results_dir: Path, warnings: list[str]) -> Iterator[Row]:
+    """Every row of every readable result file, a file at a time (a site of 2000 commits need not hold
+    all of them as rows at once); unreadable files are named in `warnings`."""
+    benchmarks = _load_benchmarks(results_dir, warnings)
+    for path in _result_files(results_dir) if results_dir.is_dir() else []:
+        read = _read(path, benchmarks, warnings)
+        if read is not None:
+            yield from read[1]
+
+
+def _load_file(out: ResultSet, path: Path, commits: set[str] | None) -> None:
+    machine = path.parent.name
+    read = _read(path, out.benchmarks, out.warnings)
+    if read is None:
         return
+    results, rows = read
     if commits is not None and results.commit_hash not in commits:
         return
     out.rows.extend(rows)

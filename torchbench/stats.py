@@ -109,7 +109,7 @@ PAGE_CONFIDENCE = 0.99
 PAGE_FLOOR = 0.05  # a coloured cell differs from its baseline by at least this much
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Interval:
     median: float
     low: float  # nan where too few samples for the confidence level

@@ -118,6 +118,28 @@
       : "Times are in " + unit[2] + "s (" + unit[0] + ").";
   }
 
+  // The choices are built here from the data (newest first): a history of 2000 commits would
+  // otherwise be 2000 server-rendered rows on every page.
+  function buildControls() {
+    var list = document.getElementById("env-list");
+    var select = document.getElementById("baseline");
+    data.envs.slice().reverse().forEach(function (e) {
+      var label = document.createElement("label");
+      var box = document.createElement("input");
+      box.type = "checkbox"; box.name = "env"; box.value = e.id;
+      box.checked = data["default"].indexOf(e.id) >= 0;
+      var code = document.createElement("code"); code.textContent = e.short;
+      var where = document.createElement("span"); where.className = "envname";
+      where.textContent = e.machine + " \u00b7 " + e.env;
+      label.appendChild(box); label.appendChild(document.createTextNode(" "));
+      label.appendChild(code); label.appendChild(document.createTextNode(" " + e.subject + " "));
+      label.appendChild(where); list.appendChild(label);
+      var option = document.createElement("option");
+      option.value = e.id; option.textContent = e.short + " " + e.machine + " \u00b7 " + e.env;
+      select.appendChild(option);
+    });
+  }
+
   function readControls() {
     var envs = [];
     document.querySelectorAll("input[name=env]").forEach(function (b) { if (b.checked) { envs.push(b.value); } });
@@ -154,6 +176,7 @@
     document.getElementById("permalink").href = toHash(state);
   }
 
+  buildControls();
   document.getElementById("controls").addEventListener("change", update);
   var initial = fromHash(window.location.hash);
   if (initial) { applyToControls(initial); render(initial); }

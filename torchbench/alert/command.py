@@ -25,6 +25,7 @@ from .. import commits, example, lock, results
 from ..workspace import open_workspace
 from ..errors import UserError
 from . import decide, measure
+from . import site as alert_site
 from .report import AlertReport
 
 __all__ = ["add_arguments", "main"]
@@ -52,6 +53,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--base-results", type=Path, nargs="+", metavar="PATH",
                         help="decide from these asv result files or folders instead of measuring")
     parser.add_argument("--head-results", type=Path, nargs="+", metavar="PATH")
+    parser.add_argument("--site-url", metavar="URL",
+                        help="where OUT/alert/BASE..HEAD/site will be served: the comment then links to its "
+                             "Compare rows and flame graphs (default: it names the files)")
+    parser.add_argument("--no-profile", action="store_true", help="no flame graphs of the regressions (py-spy)")
     parser.add_argument("--markdown", type=Path, metavar="FILE", help="also write the comment here")
     parser.add_argument("--json", type=Path, metavar="FILE", help="also write the JSON report here")
 
@@ -80,7 +85,8 @@ def _jobs(listing: dict[str, list[dict]], patterns: list[str], evidence: measure
 
 
 def _measure(args, out: Path, fds: tuple[int, ...], base: commits.Commit, head: commits.Commit,
-             repo, repo_path: Path, report_problems: list[str]) -> measure.Evidence:
+             repo, repo_path: Path, report_problems: list[str], where: dict) -> measure.Evidence:
+    """Measure both sides; `where` gets what the site needs to profile them (python, suite, sides, work)."""
     evidence = measure.Evidence()
     ws = open_workspace(out=out, env_dir=(args.env_dir or out / "env").resolve(), repo_path=repo_path, repo=repo,
                         project_sha=head.sha, benchmarks=args.benchmarks, fds=fds)
@@ -96,6 +102,7 @@ def _measure(args, out: Path, fds: tuple[int, ...], base: commits.Commit, head: 
         sides[name] = measure.Side(name, commit.sha, site)
     if len(sides) < 2:
         return evidence
+    where.update(python=python, suite=bench_dir, sides=sides, work=work)
     listing = {}
     for name, side in sides.items():
         try:
@@ -126,6 +133,20 @@ def _measure(args, out: Path, fds: tuple[int, ...], base: commits.Commit, head: 
                            on_round=progress)
     atomic_write_text(work / "evidence.json", json.dumps(evidence.to_dict()))
     return evidence
+
+
+def _site(args, evidence, rows, base, head, out: Path, where: dict) -> dict:
+    """The evidence site (OUT/alert/BASE..HEAD/site) and each regression's links; a failure to write it
+    is a note, never a lost verdict."""
+    if "work" not in where:
+        return {}
+    try:
+        return alert_site.build_site(evidence, rows, base, head, out=out, work=where["work"],
+                                     python=None if args.no_profile else where["python"], suite=where["suite"],
+                                     sides=where["sides"], site_url=args.site_url, notes=evidence.notes)
+    except (OSError, RuntimeError, ValueError) as e:
+        evidence.notes.append(f"the evidence site was not written: {type(e).__name__}: {e}")
+        return {}
 
 
 def _cache_dir(work: Path) -> Path:
@@ -159,6 +180,7 @@ def _from_results(paths: list[Path], side: str, evidence: measure.Evidence) -> s
 def main(args: argparse.Namespace) -> int:
     policy = _policy(args)
     problems: list[str] = []
+    where: dict = {}
     if args.base_results or args.head_results:
         if not (args.base_results and args.head_results):
             raise UserError("give both --base-results and --head-results")
@@ -166,6 +188,7 @@ def main(args: argparse.Namespace) -> int:
         base_sha = _from_results(args.base_results, "base", evidence)
         head_sha = _from_results(args.head_results, "head", evidence)
         base, head = commits.Commit(base_sha, ""), commits.Commit(head_sha, "")
+        rows, links = decide.decide(evidence, policy), {}
     else:
         if not (args.base and args.head):
             raise UserError("give --base and --head (or --base-results and --head-results)")
@@ -176,11 +199,13 @@ def main(args: argparse.Namespace) -> int:
             repo = commits.open_repo(repo_path)
             base, head = commits.resolve(repo, args.base), commits.resolve(repo, args.head)
             try:
-                evidence = _measure(args, out, (out_fd, env_fd), base, head, repo, repo_path, problems)
+                evidence = _measure(args, out, (out_fd, env_fd), base, head, repo, repo_path, problems, where)
+                rows = decide.decide(evidence, policy)
+                links = _site(args, evidence, rows, base, head, out, where)
             except KeyboardInterrupt:
                 raise UserError("interrupted before a verdict") from None
-    rows = decide.decide(evidence, policy)
-    report = AlertReport(base, head, rows, policy, evidence.rounds, evidence.notes, problems)
+    report = AlertReport(base, head, rows, policy, evidence.rounds, evidence.notes, problems,
+                         {name: link.__dict__ for name, link in links.items()}, args.site_url)
     text = report.markdown()
     print("\n" + text)
     if args.markdown:

@@ -55,6 +55,7 @@ class Row:
     counts_delta: float | None = None  # head / base - 1
     error: str = ""
     stopped: str = ""  # why it stopped early, if it did
+    index: int = 0  # the parameter combination's position in asv's order
 
     @property
     def title(self) -> str:
@@ -89,7 +90,7 @@ def decide(evidence: Evidence, policy: Policy) -> list[Row]:
     rows, compared = [], []
     for job, info in sorted(evidence.jobs.items()):
         row = Row(info["name"], job[0], info["params"], "", unit=info.get("unit"),
-                  stopped=evidence.decided.get(job, ""))
+                  stopped=evidence.decided.get(job, ""), index=job[1])
         base, head = evidence.values["base"].get(job, []), evidence.values["head"].get(job, [])
         err = evidence.errors["head"].get(job) or evidence.errors["base"].get(job)
         if err:

@@ -67,14 +67,15 @@ class Evidence:
                 "skipped": sorted(f"{n}|{i}" for n, i in self.skipped), "decided": keyed(self.decided)}
 
 
-def _env(side: Side) -> dict[str, str]:
+def side_env(side: Side) -> dict[str, str]:
+    """The environment of a process that imports this side's installation."""
     return dict(harness_env(), PYTHONPATH=str(side.site))
 
 
 def list_benchmarks(python: Path, suite: Path, side: Side) -> list[dict]:
     """The suite's benchmarks as this side's code sees them (a suite may not import on the other)."""
     proc = subprocess.run([str(python), *WORKER, "list", str(suite)], capture_output=True, text=True,
-                          env=_env(side), timeout=600)
+                          env=side_env(side), timeout=600)
     if proc.returncode != 0:
         raise RuntimeError(f"discovering {suite} with the {side.name} commit failed: "
                            f"{last_line(proc.stderr)}")
@@ -90,7 +91,7 @@ def _one_process(python: Path, suite: Path, side: Side, jobs: list[tuple[str, in
         try:
             proc = subprocess.run([str(python), *WORKER, "run", str(suite), "--jobs", str(jobs_file), "--out",
                                    str(out), "--cache-dir", str(cache_dir)], capture_output=True, text=True,
-                                  env=_env(side), timeout=timeout)
+                                  env=side_env(side), timeout=timeout)
             died = None if proc.returncode == 0 else (
                 f"the process died (exit status {proc.returncode}): "
                 f"{last_line(proc.stderr)}")
@@ -169,7 +170,7 @@ def collect_counts(python: Path, suite: Path, side: Side, jobs: list[tuple[str, 
         jobs_file, out = Path(tmp) / "jobs.json", Path(tmp) / "counts.json"
         jobs_file.write_text(json.dumps([list(j) for j in jobs]))
         proc = subprocess.run([str(python), *WORKER, "counts", str(suite), "--jobs", str(jobs_file), "--out",
-                               str(out)], capture_output=True, text=True, env=_env(side), timeout=3600)
+                               str(out)], capture_output=True, text=True, env=side_env(side), timeout=3600)
         if proc.returncode != 0 or not out.exists():
             evidence.notes.append(f"instruction counts for {side.name} failed: "
                                   f"{last_line(proc.stderr)}")

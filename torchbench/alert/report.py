@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import urllib.parse
 from dataclasses import dataclass, field
 
 import jinja2
@@ -58,6 +59,10 @@ class AlertReport:
     rounds: int
     notes: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # builds that failed, tool failures
+    # per regressed row name: its Compare row and flame graphs (alert/site.py), as URLs when the
+    # site is served (site_url), else as paths inside the site folder
+    links: dict[str, dict] = field(default_factory=dict)
+    site_url: str | None = None
 
     def counts(self) -> dict[str, int]:
         out = {status: 0 for status in ORDER}
@@ -94,10 +99,21 @@ class AlertReport:
             "mde_text": f"{c.mde:.1%}" if c else "—",
         }
 
+    def _evidence(self) -> list[dict]:
+        """Per regression: where to look (Compare row, base/head/differential flame graphs)."""
+        out = []
+        for r in self.rows:
+            links = self.links.get(r.name)
+            if r.status == stats.REGRESSED and links:
+                out.append({"name": r.title, **{k: links.get(k) for k in ("table", "base", "head", "diff")}})
+        return out
+
     def markdown(self) -> str:
         env = jinja2.Environment(loader=jinja2.FileSystemLoader(ROOT / "html_templates"), autoescape=True,
                                  undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
         env.filters["md"] = md
+        env.filters["urlpath"] = lambda url: Markup(urllib.parse.quote(url, safe=":/#?=&%-._~"))
+        env.filters["codepath"] = lambda path: Markup(str(path).replace("`", "'"))  # code spans show < > as is
         cells = [self._cells(r) for r in self.rows]
         by = {s: [c for c in cells if c["status"] == s] for s in ORDER}
         text = env.get_template("alert_comment.md.j2").render(
@@ -106,7 +122,7 @@ class AlertReport:
             compared=sum(1 for r in self.rows if r.comparison is not None),
             changed=by[stats.REGRESSED] + by[stats.IMPROVED], failed=by[FAILED],
             inconclusive=by[stats.INCONCLUSIVE], mde_rows=[c for c in cells if c["mde_text"] != "—"],
-            notes=self.notes + self.problems)
+            notes=self.notes + self.problems, evidence=self._evidence(), site_url=self.site_url)
         return re.sub(r"\n{3,}", "\n\n", text)
 
     def to_dict(self) -> dict:
@@ -114,7 +130,8 @@ class AlertReport:
                 "base": {"sha": self.base.sha, "subject": self.base.subject},
                 "head": {"sha": self.head.sha, "subject": self.head.subject},
                 "policy": self.policy.__dict__, "rounds": self.rounds, "counts": self.counts(),
-                "rows": [r.to_dict() for r in self.rows], "notes": self.notes, "problems": self.problems}
+                "rows": [r.to_dict() for r in self.rows], "notes": self.notes, "problems": self.problems,
+                "links": self.links, "site_url": self.site_url}
 
     @classmethod
     def from_dict(cls, doc: dict) -> "AlertReport":
@@ -129,7 +146,8 @@ class AlertReport:
                 c = stats.Comparison(**{k: math.inf if v is None else v for k, v in c.items()})
             rows.append(Row(**r, comparison=c))
         return cls(Commit(doc["base"]["sha"], doc["base"]["subject"]), Commit(doc["head"]["sha"], doc["head"]["subject"]),
-                   rows, Policy(**doc["policy"]), doc["rounds"], doc["notes"], doc["problems"])
+                   rows, Policy(**doc["policy"]), doc["rounds"], doc["notes"], doc["problems"],
+                   doc.get("links", {}), doc.get("site_url"))
 
     def json(self) -> str:
         return json.dumps(_finite(self.to_dict()), indent=1, allow_nan=False)
