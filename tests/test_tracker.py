@@ -187,7 +187,7 @@ def test_the_derived_config_points_asv_at_repo_and_output_and_loads_the_plugin(t
     conf = json.loads(path.read_text())
     assert conf["project"] == "mylib" and conf["repo"] == str(tmp_path / "lib")
     assert conf["results_dir"] == str(tmp_path / "out" / "results") and conf["env_dir"] == str(tmp_path / "envs")
-    assert conf["plugins"] == [".torchbench.asv_plugin"]
+    assert conf["plugins"] == [".torchbench.asv_plugin", ".torchbench.publisher"]
     assert conf["matrix"]["req"]["torch"] == "2.13.0"  # pinned: never the CUDA build
     assert "--no-deps" in conf["install_command"][0] and "--no-deps" in conf["build_command"][0]
     with pytest.raises(UserError, match="no such benchmark folder"):

@@ -3,7 +3,7 @@
     results (ResultSet) -> ComparePage per label, SeriesPage per label -> publisher (HTML)
 
 An *env* is one commit measured in one asv environment on one machine: the
-unit a Compare table groups its rows by. Its id (machine.envhash.commit8) is
+unit a Compare table groups its rows by. Its id (machine.envhash.commit12) is
 the same in every publish, so links to a table row stay valid as the history
 grows. The tables are laid out by torchbench_core.Compare itself
 (`Compare.tables()`), so a page and the printed table cannot disagree; the
@@ -192,8 +192,8 @@ class SeriesPage:
 
 
 def env_id_of(row: Row) -> str:
-    """The id of the env a row belongs to: machine.envhash.commit8, the same in every publish."""
-    return f"{row.machine}.{_env_hash(row.env_name)}.{row.commit[:8]}"
+    """The id of the env a row belongs to: machine.envhash.commit12, the same in every publish."""
+    return f"{row.machine}.{_env_hash(row.env_name)}.{row.commit[:12]}"
 
 
 @functools.lru_cache(maxsize=1024)

@@ -1,0 +1,105 @@
+"""The pages' content as data (pages.py, charts.py), on result rows shaped as asv's results module gives them."""
+
+import math
+
+import numpy as np
+import pytest
+
+from torchbench import charts, pages, stats
+from torchbench.results import Row
+
+LABEL = "__torch_function__ overhead"
+
+
+def row(commit: str, case: str, median: float, *, machine="m1", env="virtualenv-py3.11", date=0, n=9):
+    samples = tuple(np.linspace(median * 0.98, median * 1.02, n))
+    params = (("label", LABEL), ("sub_label", case), ("description", "torch.add(t1, t2)"), ("num_threads", 1))
+    return Row(machine=machine, commit=commit, env_name=env, benchmark="bench.Overhead.track_time",
+               index={"Tensor": 0, "SubTensor": 1}[case], params=params, value=median, samples=samples,
+               number=1000, stats=None, unit="seconds", date=date)
+
+
+def history(commits=7):
+    shas = [f"{i:012x}".ljust(40, "a") for i in range(1, commits + 1)]
+    rows = [row(sha, case, (1e-6 if case == "Tensor" else 3e-6) * (1 + 0.01 * i))
+            for i, sha in enumerate(shas) for case in ("Tensor", "SubTensor")]
+    return shas, rows
+
+
+def test_a_page_opens_on_the_last_five_commits_in_history_order_and_keeps_only_their_samples():
+    shas, rows = history()
+    revisions = {sha: i for i, sha in enumerate(shas)}
+    (page,), (series,) = pages.build(rows, revisions, {})
+    assert [e.commit for e in page.envs] == shas
+    assert [page.env(e).commit for e in page.default_envs] == shas[-5:]
+    kept = {page.env(key[0]).commit for key, cell in page.cells.items() if cell.samples is not None}
+    assert kept == set(shas[-5:])
+    view = page.table(page.default_envs)
+    assert [page.env(r.env).commit for r in view.rows][::2] == shas[-5:]  # rows grouped by env, oldest first
+    # An old commit chosen later still shows its median, which is all a Compare cell prints.
+    old = page.table([page.envs[0].id])
+    assert old.rows[0].cells[0].measurement.median == pytest.approx(1e-6)
+
+
+def test_env_ids_are_stable_and_machines_and_environments_are_told_apart():
+    shas, rows = history(2)
+    rows += [row(shas[0], "Tensor", 2e-6, machine="m2"), row(shas[0], "Tensor", 2e-6, env="existing-py")]
+    (page,), _ = pages.build(rows, {sha: i for i, sha in enumerate(shas)}, {shas[0]: "first"})
+    ids = {e.id for e in page.envs}
+    assert len(ids) == 4 and all(i.endswith(shas[0][:12]) or i.endswith(shas[1][:12]) for i in ids)
+    (again,), _ = pages.build(rows, {sha: i for i, sha in enumerate(shas)}, {})
+    assert ids == {e.id for e in again.envs}
+    tags = {page.tag(e) for e in page.envs}
+    assert any("m2" in t for t in tags) and any("existing-py" in t for t in tags)
+    assert page.env(next(i for i in ids if i.startswith("m1"))).subject in ("first", "")
+
+
+def test_commits_off_the_branch_come_after_it_by_date():
+    shas, rows = history(3)
+    extra = [row("f" * 40, "Tensor", 1e-6, date=5), row("e" * 40, "Tensor", 1e-6, date=9)]
+    (page,), _ = pages.build(rows + extra, {sha: i for i, sha in enumerate(shas)}, {})
+    assert [e.commit for e in page.envs][-2:] == ["f" * 40, "e" * 40]
+
+
+def test_the_overhead_is_each_case_minus_tensor_on_the_same_commit_with_a_band_spanning_both_intervals():
+    shas, rows = history(2)
+    _, (series,) = pages.build(rows, {sha: i for i, sha in enumerate(shas)}, {})
+    assert series.overhead_baseline == "Tensor"
+    sub = next(s for s in series.series if s.name == "SubTensor")
+    tensor = next(s for s in series.series if s.name == "Tensor")
+    for (env, ns, low, high), p, t in zip(sub.overhead, sub.points, tensor.points):
+        assert ns == pytest.approx((p.interval.median - t.interval.median) * 1e9)
+        assert low == pytest.approx((p.interval.low - t.interval.high) * 1e9)
+        assert high == pytest.approx((p.interval.high - t.interval.low) * 1e9)
+        assert low < ns < high
+
+
+def test_a_chart_scales_lines_into_the_plot_and_drops_bands_it_cannot_draw():
+    marks = [charts.Mark(i, v, v - 1, v + 1, None, f"p{i}") for i, v in enumerate([10.0, 20.0, 30.0])]
+    partial = [charts.Mark(0, 15.0, math.nan, math.nan, "a.svg", "<b>")]
+    c = charts.chart("t", "us", [charts.Line("a", marks), charts.Line("b", partial)], {0: "c0", 1: "c1", 2: "c2"})
+    x0, y0, x1, y1 = c.plot
+    a, b = c.lines
+    xs = [x for x, _, _ in a.points]
+    ys = [y for _, y, _ in a.points]
+    assert xs[0] == x0 and xs[-1] == x1 and ys == sorted(ys, reverse=True)  # higher values drawn higher
+    assert all(y0 <= y <= y1 for y in ys)
+    assert a.band.startswith("M") and a.band.endswith("Z") and not b.band
+    assert '<a href="a.svg">' in b.points_svg and "&lt;b&gt;" in b.points_svg  # the tooltip is escaped
+    assert [label for _, label in c.x_ticks] == ["c0", "c1", "c2"]
+
+
+def test_a_cells_colour_needs_a_baseline_in_its_own_environment():
+    shas, rows = history(2)
+    rows.append(row(shas[1], "Tensor", 5e-6, machine="m2"))
+    (page,), _ = pages.build(rows, {sha: i for i, sha in enumerate(shas)}, {})
+    chosen = [e.id for e in page.envs]
+    baselines = page.baselines(chosen)
+    m2 = next(e.id for e in page.envs if e.machine == "m2")
+    assert baselines[page.env(m2).group] == m2  # m2's only env is its own baseline: nothing to colour
+    assert page.differ(m2, 1, "Tensor", "torch.add(t1, t2)", baselines) == 0
+    m1_new = next(e.id for e in page.envs if e.machine == "m1" and e.commit == shas[1])
+    base_cell = page.cells[(baselines[page.env(m1_new).group], 1, "Tensor", "torch.add(t1, t2)")]
+    expected = stats.cells_differ(base_cell.interval,
+                                  page.cells[(m1_new, 1, "Tensor", "torch.add(t1, t2)")].interval)
+    assert page.differ(m1_new, 1, "Tensor", "torch.add(t1, t2)", baselines) == expected
