@@ -92,6 +92,7 @@ def test_the_regressing_commit_exits_1_with_the_right_rows_labelled_compute(exam
     assert set(doc["links"]) == {r["name"] for r in doc["rows"] if r["status"] == "regressed"}
     for links in doc["links"].values():
         assert set(links) == {"table", "base", "head", "diff"} and all(links.values()), links
+        assert "/compare/torch-function-dispatch-" in links["table"]  # the page of the suite's own label
         for url in links.values():
             assert url.startswith("https://bench.example.org/pr-1/") and url in comment
             page, _, anchor = url.removeprefix("https://bench.example.org/pr-1/").partition("#")

@@ -161,25 +161,21 @@ def text_cells(compare: Compare) -> dict[tuple[str, str], list[str]]:
     return cells
 
 
-def dom_cells(dom: str) -> dict[tuple[str, str], list[str]]:
-    soup = BeautifulSoup(dom, "html.parser")
-    out = {}
-    for tr in soup.find("table", id="table").find_all("tr", class_="row"):
-        th = tr.find("th")
-        th.find("span", class_="env").extract()
-        out[(tr["data-env"], th.get_text().strip())] = [td.get_text().strip() for td in tr.find_all("td")]
-    return out
-
-
-def dom_directions(dom: str) -> dict[tuple[str, str], list[int]]:
+def dom_table(dom: str) -> dict[tuple[str, str], list[tuple[str, int]]]:
+    """(env, row name) -> [(cell text, colour: +1 slower, -1 faster, 0 none)] of the page's table."""
     soup = BeautifulSoup(dom, "html.parser")
     out = {}
     for tr in soup.find("table", id="table").find_all("tr", class_="row"):
         th = tr.find("th")
         th.find("span", class_="env").extract()
         out[(tr["data-env"], th.get_text().strip())] = [
-            1 if "slower" in td["class"] else -1 if "faster" in td["class"] else 0 for td in tr.find_all("td")]
+            (td.get_text().strip(), 1 if "slower" in td["class"] else -1 if "faster" in td["class"] else 0)
+            for td in tr.find_all("td")]
     return out
+
+
+def dom_cells(dom: str) -> dict[tuple[str, str], list[str]]:
+    return {key: [text for text, _ in cells] for key, cells in dom_table(dom).items()}
 
 
 def test_plain_asv_publish_loads_our_publisher_and_names_the_malformed_file(site):
@@ -237,9 +233,9 @@ def test_a_view_by_url_relative_to_any_baseline_equals_compare_relative_to_and_c
 
     # The colours are stats.cells_differ's, against the chosen baseline.
     by_key = {(m.env, m.as_row_name): stats.interval([t / m.number_per_run for t in m.raw_times]) for m in ms}
-    for (env, name), directions in dom_directions(loaded.dom).items():
+    for (env, name), cells in dom_table(loaded.dom).items():
         want = 0 if env == base else stats.cells_differ(by_key[(base, name)], by_key[(env, name)])
-        assert directions == [want], (env, name)
+        assert [direction for _, direction in cells] == [want], (env, name)
 
 
 def test_payloads_in_names_and_commit_messages_are_shown_as_text_never_run(site):

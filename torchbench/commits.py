@@ -38,6 +38,28 @@ def resolve(repo: git.Repo, rev: str) -> Commit:
     return Commit(commit.hexsha, commit.summary)
 
 
+DEFAULT_LAST = 6
+
+
+def add_selection_arguments(parser, verb: str) -> None:
+    """RANGE, --repo, --last and --hashfile: how `run` and `profile` choose their commits."""
+    parser.add_argument("range", nargs="?", metavar="RANGE",
+                        help="git range A..B (first-parent commits of B not in A), or one revision")
+    parser.add_argument("--repo", type=Path,
+                        help="git repository to track (default: the embedded example library, made under OUT)")
+    parser.add_argument("--last", type=int, default=None, metavar="N",
+                        help=f"the last N first-parent commits of HEAD (default {DEFAULT_LAST})")
+    parser.add_argument("--hashfile", type=Path, metavar="F", help=f"{verb} the commits listed in F, one per line")
+
+
+def select_from_args(repo: git.Repo, args) -> list[Commit]:
+    """The commits add_selection_arguments' options name (the last DEFAULT_LAST when none does)."""
+    if sum(x is not None for x in (args.range, args.last, args.hashfile)) > 1:
+        raise UserError("give one of RANGE, --last and --hashfile")
+    return select(repo, range_=args.range, last=args.last if args.last is not None else DEFAULT_LAST,
+                  hashfile=args.hashfile)
+
+
 def select(repo: git.Repo, *, range_: str | None = None, last: int | None = None,
            hashfile: Path | None = None) -> list[Commit]:
     """The commits to measure, oldest first (first-parent history, as asv walks it)."""

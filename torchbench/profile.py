@@ -60,7 +60,6 @@ from .workspace import open_workspace
 
 __all__ = ["Case", "CommitReport", "add_arguments", "list_suite", "main", "profile_cases", "select_cases"]
 
-DEFAULT_LAST = 6
 DEFAULT_SECONDS = 1.0
 # py-spy's default is 100 Hz; at 1 s a case that gives ~100 samples, thin for a flame graph.
 # 200 Hz is still light for py-spy attached by --pid (no child to reap, so no "No child process"
@@ -116,13 +115,7 @@ def _plain(value: str) -> str:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("range", nargs="?", metavar="RANGE",
-                        help="git range A..B (first-parent commits of B not in A), or one revision")
-    parser.add_argument("--repo", type=Path,
-                        help="git repository (default: the embedded example library, made under OUT)")
-    parser.add_argument("--last", type=int, default=None, metavar="N",
-                        help=f"the last N first-parent commits of HEAD (default {DEFAULT_LAST})")
-    parser.add_argument("--hashfile", type=Path, metavar="F", help="profile the commits listed in F, one per line")
+    commits.add_selection_arguments(parser, "profile")
     parser.add_argument("--benchmarks", type=Path, metavar="DIR",
                         help="asv suite folder (default: REPO/benchmarks if it exists, else this project's)")
     parser.add_argument("--out", type=Path, default=Path(".torchbench"),
@@ -437,13 +430,6 @@ def profile_cases(python: Path, suite: Path, env: dict[str, str], commit: commit
 
 # -- the command ---------------------------------------------------------------------------------
 
-def _select(args, repo) -> list[commits.Commit]:
-    if sum(x is not None for x in (args.range, args.last, args.hashfile)) > 1:
-        raise UserError("give one of RANGE, --last and --hashfile")
-    return commits.select(repo, range_=args.range, last=args.last if args.last is not None else DEFAULT_LAST,
-                          hashfile=args.hashfile)
-
-
 def _profile_commit(ws, python: Path, commit: commits.Commit, args) -> CommitReport:
     """Build (or reuse) the commit's installation and record its cases; a failure here is the commit's own."""
     report = CommitReport(commit)
@@ -487,7 +473,7 @@ def main(args: argparse.Namespace) -> int:
     with lock.exclusive(out) as out_fd, lock.exclusive(env_dir, "environment folder") as env_fd:
         repo_path = args.repo.resolve() if args.repo else example.default_subject(out)
         repo = commits.open_repo(repo_path)
-        selected = _select(args, repo)
+        selected = commits.select_from_args(repo, args)
         ws = open_workspace(out=out, env_dir=env_dir, repo_path=repo_path, repo=repo,
                             project_sha=selected[-1].sha, benchmarks=args.benchmarks, fds=(out_fd, env_fd))
         print(f"== profiling {repo_path}: {len(selected)} commit(s), {selected[0].short}..{selected[-1].short}; "

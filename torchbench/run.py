@@ -29,17 +29,8 @@ from .errors import UserError, last_line
 
 __all__ = ["add_arguments", "main"]
 
-DEFAULT_LAST = 6
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("range", nargs="?", metavar="RANGE",
-                        help="git range A..B (first-parent commits of B not in A), or one revision")
-    parser.add_argument("--repo", type=Path,
-                        help="git repository to track (default: the embedded example library, made under OUT)")
-    parser.add_argument("--last", type=int, default=None, metavar="N",
-                        help=f"the last N first-parent commits of HEAD (default {DEFAULT_LAST})")
-    parser.add_argument("--hashfile", type=Path, metavar="F", help="measure the commits listed in F, one per line")
+    commits.add_selection_arguments(parser, "measure")
     parser.add_argument("--benchmarks", type=Path, metavar="DIR",
                         help="asv suite folder (default: REPO/benchmarks if it exists, else this project's; "
                              "with --existing, this project's torch suites)")
@@ -84,10 +75,7 @@ def _select(args, repo) -> list[commits.Commit]:
         if args.range or args.last or args.hashfile:
             raise UserError("--existing measures one build: give --commit, not a range, --last or --hashfile")
         return [commits.resolve(repo, args.commit or _torch_git_version(args.existing))]
-    if sum(x is not None for x in (args.range, args.last, args.hashfile)) > 1:
-        raise UserError("give one of RANGE, --last and --hashfile")
-    return commits.select(repo, range_=args.range, last=args.last if args.last is not None else DEFAULT_LAST,
-                          hashfile=args.hashfile)
+    return commits.select_from_args(repo, args)
 
 
 def main(args: argparse.Namespace) -> int:

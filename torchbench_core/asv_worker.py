@@ -126,24 +126,32 @@ def _run_one(benchmark, index: int, cache) -> dict:
     return {"value": float(result)}
 
 
+def _each_job(suite: Path, benchmarks: dict, jobs: list, cache_dir: Path | None, f, measure_one) -> None:
+    """Run `jobs` in order, one JSON line before each ({"start": job}) and one after (its result), so a
+    benchmark that kills the process is known by its start line. measure_one(benchmark, index,
+    setup_cache value, position) gives the result; an exception is that job's error alone."""
+    caches: dict = {}
+    for position, (name, index) in enumerate(jobs):
+        f.write(json.dumps({"start": [name, index]}) + "\n")
+        benchmark = benchmarks.get(name)
+        try:
+            if benchmark is None:
+                raise LookupError(f"{name}: no such benchmark in {suite}")
+            if benchmark.setup_cache_key not in caches:
+                caches[benchmark.setup_cache_key] = _load_cache(benchmark, cache_dir)
+            result = measure_one(benchmark, index, caches[benchmark.setup_cache_key], position)
+        except Exception as e:  # one benchmark's failure is its own; the process goes on
+            tail = traceback.format_exc().strip().splitlines()[-6:]
+            result = {"error": f"{type(e).__name__}: {e}", "traceback": "\n".join(tail)}
+        f.write(json.dumps({"job": [name, index], **result}) + "\n")
+        f.flush()
+
+
 def run(suite: Path, jobs: list[list], out: Path, cache_dir: Path | None) -> None:
     benchmarks = _discover(suite)
-    caches: dict = {}
     with open(out, "a", buffering=1) as f:
-        for name, index in jobs:
-            f.write(json.dumps({"start": [name, index]}) + "\n")
-            benchmark = benchmarks.get(name)
-            try:
-                if benchmark is None:
-                    raise LookupError(f"{name}: no such benchmark in {suite}")
-                if benchmark.setup_cache_key not in caches:
-                    caches[benchmark.setup_cache_key] = _load_cache(benchmark, cache_dir)
-                result = _run_one(benchmark, index, caches[benchmark.setup_cache_key])
-            except Exception as e:  # one benchmark's failure is its own; the process goes on
-                tail = traceback.format_exc().strip().splitlines()[-6:]
-                result = {"error": f"{type(e).__name__}: {e}", "traceback": "\n".join(tail)}
-            f.write(json.dumps({"job": [name, index], **result}) + "\n")
-            f.flush()
+        _each_job(suite, benchmarks, jobs, cache_dir, f,
+                  lambda benchmark, index, cache, _: _run_one(benchmark, index, cache))
 
 
 def counts(suite: Path, jobs: list[list], out: Path) -> None:
@@ -257,26 +265,12 @@ def _profile_one(benchmark, index: int, cache, seconds: float, marker: str) -> d
 def profile(suite: Path, out: Path, seconds: float, cache_dir: Path | None) -> None:
     benchmarks = _discover(suite)
     _allow_tracer(os.getppid())
-    caches: dict = {}
     with open(out, "a", buffering=1) as f:
         f.write(json.dumps({"ready": os.getpid(), "benchmarks": _listing(benchmarks)}) + "\n")
         line = sys.stdin.readline()
         jobs = json.loads(line) if line.strip() else []  # nothing: the parent has nothing to profile
-        for position, (name, index) in enumerate(jobs):
-            f.write(json.dumps({"start": [name, index]}) + "\n")
-            benchmark = benchmarks.get(name)
-            try:
-                if benchmark is None:
-                    raise LookupError(f"{name}: no such benchmark in {suite}")
-                if benchmark.setup_cache_key not in caches:
-                    caches[benchmark.setup_cache_key] = _load_cache(benchmark, cache_dir)
-                result = _profile_one(benchmark, index, caches[benchmark.setup_cache_key], seconds,
-                                      PROFILE_MARKER.format(position))
-            except Exception as e:  # one benchmark's failure is its own; the process goes on
-                tail = traceback.format_exc().strip().splitlines()[-6:]
-                result = {"error": f"{type(e).__name__}: {e}", "traceback": "\n".join(tail)}
-            f.write(json.dumps({"job": [name, index], **result}) + "\n")
-            f.flush()
+        _each_job(suite, benchmarks, jobs, cache_dir, f, lambda benchmark, index, cache, position: _profile_one(
+            benchmark, index, cache, seconds, PROFILE_MARKER.format(position)))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -77,7 +77,8 @@ def _jobs(listing: dict[str, list[dict]], patterns: list[str], evidence: measure
                 job = (b["name"], index)
                 info = evidence.jobs.setdefault(job, {
                     "name": f"{b['name']}({', '.join(combo)})" if combo else b["name"],
-                    "params": list(combo), "unit": b.get("unit"), "on_base": False, "on_head": False})
+                    "params": list(combo), "param_names": list(b.get("param_names") or []), "unit": b.get("unit"),
+                    "on_base": False, "on_head": False})
                 info[f"on_{side}"] = True
                 if job not in jobs:
                     jobs.append(job)
