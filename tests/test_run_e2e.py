@@ -286,10 +286,15 @@ def test_a_killed_run_loses_nothing_and_the_next_run_goes_on(flitlib, env_dir, t
     args = ["--repo", path, "--hashfile", hashfile, "-b", "Work"]
     first = start(args, out, env_dir)
     try:
-        wait_for_results(out, 1, first)
-        # a second run on the same folders meanwhile is refused, at once
+        # a second run on the same folders meanwhile is refused, at once (the config is derived under the
+        # lock, so once it exists the lock is held); checked before the first result, so that the kill
+        # below follows that result at once and cannot come after the whole run has finished
+        deadline = time.monotonic() + 120
+        while not (out / "asv.conf.json").exists() and time.monotonic() < deadline and first.poll() is None:
+            time.sleep(0.05)
         refused = torchbench(*args, "--out", out, "--env-dir", env_dir, timeout=120)
         assert refused.returncode == 2 and "in use by another torchbench run" in refused.stderr, explain(refused)
+        wait_for_results(out, 1, first)
         os.killpg(first.pid, sig)
         output, _ = first.communicate(timeout=120)
     finally:
