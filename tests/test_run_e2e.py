@@ -252,10 +252,17 @@ def test_an_existing_torch_build_is_measured_and_filed_under_its_commit(tmp_path
 
 # -- nothing is lost ---------------------------------------------------------------------------------------
 
+def _default_sigint():
+    # A shell runs background jobs with SIGINT ignored, and children inherit that: Python then never
+    # raises KeyboardInterrupt. A user's Ctrl-C reaches a run started from a terminal, so restore it.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start(args, out, env_dir):
     return subprocess.Popen([sys.executable, "-m", "torchbench", "run", *map(str, args), "--out", str(out),
                              "--env-dir", str(env_dir), "--no-publish"], cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                            preexec_fn=_default_sigint)
 
 
 def wait_for_results(out, count, proc, timeout=600):
