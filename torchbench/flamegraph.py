@@ -41,7 +41,7 @@ from torchbench_core.storage import atomic_write_text
 from .config import ROOT
 from .site_assets import npm_package
 
-__all__ = ["ASSETS", "Profile", "available", "differential_tree", "location", "normalise", "parse_collapsed",
+__all__ = ["ASSETS", "Profile", "script_json", "available", "differential_tree", "location", "normalise", "parse_collapsed",
            "read_collapsed", "render_svg", "vendor_assets", "write_differential_page"]
 
 PROFILES = "profiles"
@@ -238,10 +238,10 @@ def render_svg(stacks: dict[str, int], *, title: str, subtitle: str = "", width:
     ])
 
 
-def _script_json(value) -> markupsafe.Markup:
+def script_json(value) -> markupsafe.Markup:
     """JSON that can sit inside <script>: no '<', '>' or '&' (so no '</script>' or '<!--' in a frame
     name can end the element); JSON.parse reads the \\u escapes back as the characters."""
-    text = json.dumps(value, separators=(",", ":"))
+    text = json.dumps(value, separators=(",", ":"), allow_nan=False)  # NaN is not JSON: JSON.parse would fail
     text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     return markupsafe.Markup(text)
 
@@ -256,7 +256,7 @@ def write_differential_page(base_profile: Profile, head_profile: Profile, dest_h
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(ROOT / "html_templates"), autoescape=True,
                              undefined=jinja2.StrictUndefined)
     text = env.get_template("flamegraph_diff.html.j2").render(
-        title=title, assets=assets_rel.rstrip("/"), tree_json=_script_json(differential_tree(base, head)),
+        title=title, assets=assets_rel.rstrip("/"), tree_json=script_json(differential_tree(base, head)),
         base=base_profile.metadata(), head=head_profile.metadata(),
         base_total=sum(base.values()), head_total=sum(head.values()))
     atomic_write_text(dest_html, text)

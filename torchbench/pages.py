@@ -137,7 +137,11 @@ class ComparePage:
         return len({e.machine for e in self.envs}) > 1, len({e.env_name for e in self.envs}) > 1
 
     def env(self, env_id: str) -> EnvInfo:
-        return next(e for e in self.envs if e.id == env_id)
+        return self._by_id[env_id]
+
+    @functools.cached_property
+    def _by_id(self) -> dict[str, EnvInfo]:  # a cell's env is looked up per cell: not a scan of 2000
+        return {e.id: e for e in self.envs}
 
     def data(self) -> dict:
         """What the page's script needs to re-lay the table for other commits and baselines."""

@@ -22,7 +22,6 @@ file is named in a warning on our index page and skipped.
 
 from __future__ import annotations
 
-import json
 import math
 import shutil
 import sys
@@ -44,15 +43,8 @@ NAV_ITEM = f'<li id="nav-li-torchbench"><a href="{SITE}/index.html">Compare tabl
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(ROOT / "html_templates"), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    env.filters["tojson_script"] = _json_for_script
+    env.filters["tojson_script"] = flamegraph.script_json  # the differential page's, for the same reason
     return env
-
-
-def _json_for_script(data) -> str:
-    """JSON safe inside <script>: no `</script>` or `<!--` can close or confuse the element."""
-    text = json.dumps(data, separators=(",", ":"), allow_nan=False)
-    return jinja2.utils.markupsafe.Markup(text.replace("<", "\\u003c").replace(">", "\\u003e")
-                                          .replace("&", "\\u0026"))
 
 
 def _subjects(repo_path: str | None, shas: set[str]) -> dict[str, str]:
@@ -111,7 +103,7 @@ def _compare_context(page: pages.ComparePage, profiles: dict) -> dict:
         data["cells"][env_id][key] += [profiles.get((envs[env_id].commit, c.benchmark, c.index)),
                                        _ci_text(c.interval, page.unit_kind)]
     return {"page": page, "view": view, "blocks": blocks, "data": data, "floor": stats.PAGE_FLOOR,
-            "confidence": stats.PAGE_CONFIDENCE, "chosen": chosen}
+            "confidence": stats.PAGE_CONFIDENCE}
 
 
 def _ci_text(i: stats.Interval, kind: str) -> str:
