@@ -238,6 +238,34 @@ def test_asv_results_are_written_atomically(tmp_path):
     assert json.loads(target.read_text()) == {"new": True, "version": 2}
 
 
+def test_the_next_holder_of_the_lock_clears_what_a_killed_writer_left(tmp_path):
+    """SIGKILL between an atomic write and its rename leaves the hidden temporary; the next run removes it."""
+    out = tmp_path / "out"
+    (out / "results" / "m").mkdir(parents=True)
+    (out / "results" / "m" / "a.json").write_text("{}")
+    env = out / "env"
+    with lock.exclusive(env, sweep=False):  # an environment folder inside: another lock's, left alone
+        pass
+    (env / ".pip-build.tmp").write_text("not ours")
+    writer = subprocess.Popen([sys.executable, "-c", (
+        "import os, sys, time\n"
+        "from torchbench_core import storage\n"
+        "os.replace = lambda *a: (print('written', flush=True), time.sleep(600))\n"
+        f"storage.atomic_write_text({str(out / 'results' / 'm' / 'b.json')!r}, '{{}}')\n")],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert writer.stdout.readline().strip() == "written"
+    finally:
+        writer.kill()
+        writer.wait()
+    left = [p for p in (out / "results" / "m").iterdir() if p.name.endswith(".tmp")]
+    assert len(left) == 1 and left[0].name.startswith(".b.json.")
+    with lock.exclusive(out):
+        pass
+    assert sorted(p.name for p in (out / "results" / "m").iterdir()) == ["a.json"]
+    assert (env / ".pip-build.tmp").exists()
+
+
 # -- the example ------------------------------------------------------------------------------------------
 
 def test_the_example_is_made_from_its_patches_with_the_same_hashes_everywhere(tmp_path):

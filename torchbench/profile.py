@@ -470,7 +470,7 @@ def main(args: argparse.Namespace) -> int:
         raise UserError(f"--rate must be positive, got {args.rate}")
     out = args.out.resolve()
     env_dir = (args.env_dir or out / "env").resolve()
-    with lock.exclusive(out) as out_fd, lock.exclusive(env_dir, "environment folder") as env_fd:
+    with lock.exclusive(out) as out_fd, lock.exclusive(env_dir, "environment folder", sweep=False) as env_fd:
         repo_path = args.repo.resolve() if args.repo else example.default_subject(out)
         repo = commits.open_repo(repo_path)
         selected = commits.select_from_args(repo, args)

@@ -81,7 +81,7 @@ def _select(args, repo) -> list[commits.Commit]:
 def main(args: argparse.Namespace) -> int:
     out = args.out.resolve()
     env_dir = (args.env_dir or out / "env").resolve()
-    with lock.exclusive(out) as out_fd, lock.exclusive(env_dir, "environment folder") as env_fd:
+    with lock.exclusive(out) as out_fd, lock.exclusive(env_dir, "environment folder", sweep=False) as env_fd:
         return _run(args, out, env_dir, (out_fd, env_fd))
 
 

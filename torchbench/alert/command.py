@@ -195,7 +195,7 @@ def main(args: argparse.Namespace) -> int:
             raise UserError("give --base and --head (or --base-results and --head-results)")
         out = args.out.resolve()
         env_dir = (args.env_dir or out / "env").resolve()
-        with lock.exclusive(out) as out_fd, lock.exclusive(env_dir, "environment folder") as env_fd:
+        with lock.exclusive(out) as out_fd, lock.exclusive(env_dir, "environment folder", sweep=False) as env_fd:
             repo_path = args.repo.resolve() if args.repo else example.default_subject(out)
             repo = commits.open_repo(repo_path)
             base, head = commits.resolve(repo, args.base), commits.resolve(repo, args.head)
