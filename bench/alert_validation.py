@@ -135,7 +135,7 @@ def main() -> None:
         # one alert to build the environment and the last commit's install, then calibrate there
         alert(path, shas[4], shas[5], tmp / "warm", envs, 0.1)
         python = next(envs.glob("*/bin/python"))
-        site = next((tmp / "warm" / "alert" / "site").glob(f"{shas[5][:12]}"))
+        site = tmp / "warm" / "sites" / shas[5][:12]  # where the workspace installed the last commit
         t_add, t_iter = calibrate(site, python)
         print(f"calibration: TensorLike torch.add {t_add * 1e6:.2f} us; one loop iteration {t_iter * 1e9:.1f} ns")
         injected = {p: inject(repo, shas[5], max(1, round(p * t_add / t_iter)), f"{p:.0%}") for p in (0.05, 0.10, 0.30)}

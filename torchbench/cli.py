@@ -4,6 +4,7 @@
     torchbench alert    did a change (base -> head) make a benchmark slower? (exit 1 if so)
     torchbench publish  the static site of the results: Compare tables, series, flame graphs
     torchbench profile  flame graphs of each commit's benchmark cases (py-spy), kept for differential views
+    torchbench find     steps in the history, confirmed by re-measuring, and bisected to their commit
 
 Exit status (errors.py): 0 everything measured, 1 a regression (alert), 2 a
 failure; the report is printed in every case.
@@ -17,6 +18,7 @@ from pathlib import Path
 
 from . import lock
 from .alert import command as alert_mod
+from . import find as find_mod
 from . import profile as profile_mod
 from . import publish as publish_mod
 from . import run as run_mod
@@ -60,6 +62,12 @@ def build_parser() -> argparse.ArgumentParser:
                                  "in every case).")
     profile_mod.add_arguments(prof)
     prof.set_defaults(func=profile_mod.main)
+    find = sub.add_parser("find", help="since when? steps in the history, confirmed, bisected to a commit",
+                          description=find_mod.__doc__.split("\n\n")[0],
+                          epilog="Exit status: 0 done (bisect: the culprit found); 1 bisect inconclusive; "
+                                 "2 a failure.")
+    find_mod.add_arguments(find)
+    find.set_defaults(func=find_mod.main)
     pub = sub.add_parser("publish", help="publish the static site of an output folder")
     pub.add_argument("--out", type=Path, default=Path(".torchbench"),
                      help="output folder of `torchbench run` (default ./.torchbench)")

@@ -28,28 +28,15 @@ from . import decide, measure
 from . import site as alert_site
 from .report import AlertReport
 
-__all__ = ["add_arguments", "main"]
+__all__ = ["add_arguments", "add_measurement_arguments", "jobs_of", "main", "measure_pair", "policy_of"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--base", help="the base revision (e.g. the pull request's merge base)")
     parser.add_argument("--head", help="the head revision (the change)")
-    parser.add_argument("--repo", type=Path, help="git repository (default: the embedded example library)")
-    parser.add_argument("--benchmarks", type=Path, metavar="DIR",
-                        help="asv suite folder (default: REPO/benchmarks if it exists, else this project's)")
     parser.add_argument("-b", "--bench", action="append", default=[], metavar="REGEX",
                         help="only benchmarks whose name matches REGEX; repeatable")
-    parser.add_argument("--out", type=Path, default=Path(".torchbench"), help="output folder (default ./.torchbench)")
-    parser.add_argument("--env-dir", type=Path, metavar="DIR", help="asv environments (default OUT/env)")
-    parser.add_argument("--budget-minutes", type=float, default=10.0,
-                        help="stop adding rounds after this long (default 10); decided benchmarks stop earlier")
-    parser.add_argument("--min-rounds", type=int, default=6, help="rounds before any early stop (default 6)")
-    parser.add_argument("--max-rounds", type=int, default=40, help="at most this many rounds (default 40)")
-    parser.add_argument("--fdr", type=float, default=0.01, help="false discovery rate across the suite (0.01)")
-    parser.add_argument("--floor", type=float, default=0.02, help="never alert on a change below this (0.02)")
-    parser.add_argument("--threshold", type=float, default=0.05,
-                        help="the change that matters: 'unchanged' rules it out (0.05)")
-    parser.add_argument("--no-counts", action="store_true", help="skip instruction counts (valgrind)")
+    add_measurement_arguments(parser, budget=10.0)
     parser.add_argument("--base-results", type=Path, nargs="+", metavar="PATH",
                         help="decide from these asv result files or folders instead of measuring")
     parser.add_argument("--head-results", type=Path, nargs="+", metavar="PATH")
@@ -61,11 +48,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", type=Path, metavar="FILE", help="also write the JSON report here")
 
 
-def _policy(args) -> decide.Policy:
+def add_measurement_arguments(parser: argparse.ArgumentParser, budget: float) -> None:
+    """Where and how two commits are measured against each other (shared by alert and find)."""
+    parser.add_argument("--repo", type=Path, help="git repository (default: the embedded example library)")
+    parser.add_argument("--benchmarks", type=Path, metavar="DIR",
+                        help="asv suite folder (default: REPO/benchmarks if it exists, else this project's)")
+    parser.add_argument("--out", type=Path, default=Path(".torchbench"), help="output folder (default ./.torchbench)")
+    parser.add_argument("--env-dir", type=Path, metavar="DIR", help="asv environments (default OUT/env)")
+    parser.add_argument("--budget-minutes", type=float, default=budget,
+                        help=f"per comparison, stop adding rounds after this long (default {budget:g}); "
+                             "decided benchmarks stop earlier")
+    parser.add_argument("--min-rounds", type=int, default=6, help="rounds before any early stop (default 6)")
+    parser.add_argument("--max-rounds", type=int, default=40, help="at most this many rounds (default 40)")
+    parser.add_argument("--fdr", type=float, default=0.01, help="false discovery rate across the suite (0.01)")
+    parser.add_argument("--floor", type=float, default=0.02, help="never alert on a change below this (0.02)")
+    parser.add_argument("--threshold", type=float, default=0.05,
+                        help="the change that matters: 'unchanged' rules it out (0.05)")
+    parser.add_argument("--no-counts", action="store_true", help="skip instruction counts (valgrind)")
+
+
+def policy_of(args) -> decide.Policy:
     return decide.Policy(q=args.fdr, floor=args.floor, threshold=args.threshold)
 
 
-def _jobs(listing: dict[str, list[dict]], patterns: list[str], evidence: measure.Evidence) -> list:
+def jobs_of(listing: dict[str, list[dict]], patterns: list[str], evidence: measure.Evidence) -> list:
     jobs = []
     for side in ("base", "head"):
         for b in listing[side]:
@@ -87,13 +93,20 @@ def _jobs(listing: dict[str, list[dict]], patterns: list[str], evidence: measure
 
 def _measure(args, out: Path, fds: tuple[int, ...], base: commits.Commit, head: commits.Commit,
              repo, repo_path: Path, report_problems: list[str], where: dict) -> measure.Evidence:
-    """Measure both sides; `where` gets what the site needs to profile them (python, suite, sides, work)."""
-    evidence = measure.Evidence()
     ws = open_workspace(out=out, env_dir=(args.env_dir or out / "env").resolve(), repo_path=repo_path, repo=repo,
                         project_sha=head.sha, benchmarks=args.benchmarks, fds=fds)
+    return measure_pair(args, ws, base, head, report_problems, where)
+
+
+def measure_pair(args, ws, base: commits.Commit, head: commits.Commit, report_problems: list[str], where: dict,
+                 work: Path | None = None) -> measure.Evidence:
+    """Measure both sides in alternating processes (args: the measurement arguments and `bench`); `where` gets
+    what the site needs to profile them (python, suite, sides, work). Evidence is saved in WORK
+    (default OUT/alert/BASE..HEAD)."""
+    evidence = measure.Evidence()
     bench_dir = ws.bench_dir
     python = ws.pythons()[0]
-    work = out / "alert" / f"{base.short}..{head.short}"
+    work = work or ws.out / "alert" / f"{base.short}..{head.short}"
     sides = {}
     for name, commit in (("base", base), ("head", head)):
         site, why = ws.site(commit, python)
@@ -111,7 +124,7 @@ def _measure(args, out: Path, fds: tuple[int, ...], base: commits.Commit, head: 
         except RuntimeError as e:
             report_problems.append(str(e))
             return evidence
-    jobs = _jobs(listing, args.bench, evidence)
+    jobs = jobs_of(listing, args.bench, evidence)
     if not jobs:
         raise UserError(f"{bench_dir}: no timed benchmark matches {args.bench or 'the suite'}")
     both = [j for j in jobs if evidence.jobs[j]["on_base"] and evidence.jobs[j]["on_head"]]
@@ -179,7 +192,7 @@ def _from_results(paths: list[Path], side: str, evidence: measure.Evidence) -> s
 
 
 def main(args: argparse.Namespace) -> int:
-    policy = _policy(args)
+    policy = policy_of(args)
     problems: list[str] = []
     where: dict = {}
     if args.base_results or args.head_results:

@@ -1,0 +1,217 @@
+"""Steps in a history: where a benchmark's per-commit values change level, and by how much.
+
+A history measures each commit in one process, and on a shared machine a
+process lands in a fast or a ~2x slower group by chance, so one commit's value
+proves nothing. Detection therefore works in two stages, and a step is only
+*reported* after a third (confirmation, in `torchbench find`):
+
+1. candidates: `ruptures` (PELT, least absolute deviation on log values: an
+   outlier or a slow process moves an L1 cost far less than an L2 one), with
+   a penalty scaled by the series' own noise, estimated robustly from its
+   commit-to-commit differences (or from the commits' sample spread when the
+   series is flat), so that a noisy series needs a bigger step;
+2. evidence, per candidate, from the two segments around it (Otava's
+   approach: the change-point search proposes, a two-sample test disposes,
+   and a candidate that fails is dropped and its neighbours re-tested): the
+   alert's own statistic (stats.compare: faster-half means of per-commit
+   values, a permutation test) where the segments have enough commits for
+   that test to reach ALPHA at all (7 a side, or 4 against 30); with fewer,
+   the commits' own intervals (stats.interval, from their
+   samples) must separate the two segments completely. Either way the step
+   must clear `floor`.
+
+What stage 2 cannot do is make one commit's process trustworthy: two fast
+commits next to two slow ones can be chance. That is what confirmation is for
+(the commits on both sides re-measured in alternating processes).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Iterable, NamedTuple, Sequence
+
+import numpy as np
+
+from . import stats
+from .results import Row
+
+__all__ = ["Step", "History", "Found", "Point", "detect", "from_points", "histories", "find_steps", "MIN_SEGMENT", "ALPHA", "FLOOR",
+           "PENALTY"]
+
+MIN_SEGMENT = 2  # commits on each side of a step: a single new commit is the alert's business
+ALPHA = 0.001  # Otava's default; the test runs at the best split of many, so it must be strict
+FLOOR = 0.05  # the changes that matter here are ~5%
+MODEL = "l1"
+PENALTY = 0.5  # times noise x log(n): liberal, since every candidate must then show its evidence
+SHORT_NOISES = 1.5  # a step between segments too short to test must be this many noise scales high
+_RESAMPLES = 5000
+
+
+@dataclass(frozen=True)
+class Step:
+    index: int  # the first commit at the new level (position in the series)
+    ratio: float  # after / before (faster-half means of per-commit values)
+    ci_low: float
+    ci_high: float
+    p_value: float | None  # None: too few commits a side for the test; decided by the intervals
+    n_before: int
+    n_after: int
+    evidence: str  # "test" or "intervals"
+
+    def to_dict(self) -> dict:
+        return {k: (v if not isinstance(v, float) or math.isfinite(v) else None) for k, v in asdict(self).items()}
+
+
+def _noise(y: np.ndarray, spreads: np.ndarray | None) -> float:
+    """A robust scale of commit-to-commit noise on the log scale (MAD of first differences / sqrt 2)."""
+    scale = 0.0
+    if len(y) >= 3:
+        d = np.diff(y)
+        scale = 1.4826 * float(np.median(np.abs(d - np.median(d)))) / math.sqrt(2)
+    if spreads is not None and len(spreads):
+        scale = max(scale, float(np.median(spreads)))
+    return max(scale, 1e-3)
+
+
+def _candidates(y: np.ndarray, noise: float, penalty: float) -> list[int]:
+    import ruptures
+
+    if len(y) < 2 * MIN_SEGMENT:
+        return []
+    found = ruptures.Pelt(model=MODEL, min_size=MIN_SEGMENT, jump=1).fit(y).predict(
+        pen=penalty * noise * math.log(len(y)))
+    return [b for b in found if b < len(y)]
+
+
+def _separated(before: Sequence[stats.Interval], after: Sequence[stats.Interval], up: bool) -> bool:
+    if up:
+        return max(i.high for i in before) < min(i.low for i in after)
+    return min(i.low for i in before) > max(i.high for i in after)
+
+
+def _evidence(values: np.ndarray, intervals: Sequence[stats.Interval] | None, lo: int, at: int, hi: int,
+              floor: float, alpha: float, noise: float) -> Step | None:
+    before, after = values[lo:at], values[at:hi]
+    # the smallest two-sided permutation p-value is 2 / C(n1 + n2, n1): below that count the test cannot decide
+    if math.comb(len(before) + len(after), len(before)) * alpha >= 10:
+        c = stats.compare(before, after, alpha=alpha, resamples=_RESAMPLES)
+        if c.p_value <= alpha and abs(c.ratio - 1) >= floor:
+            return Step(at, c.ratio, c.ci_low, c.ci_high, c.p_value, len(before), len(after), "test")
+        return None
+    if intervals is None:
+        return None
+    c = stats.compare(before, after, alpha=alpha, resamples=_RESAMPLES)
+    up = c.ratio > 1
+    big = abs(math.log(c.ratio)) >= max(math.log1p(floor), SHORT_NOISES * noise)
+    if big and _separated(intervals[lo:at], intervals[at:hi], up):
+        return Step(at, c.ratio, c.ci_low, c.ci_high, None, len(before), len(after), "intervals")
+    return None
+
+
+def detect(values: Sequence[float], intervals: Sequence[stats.Interval] | None = None, *, floor: float = FLOOR,
+           alpha: float = ALPHA, penalty: float = PENALTY) -> list[Step]:
+    """Steps in one series of per-commit values (times, in commit order), each with its evidence.
+
+    `intervals`: each commit's interval from its own samples (stats.interval); used for the noise floor and
+    to decide steps between segments too short for the test. Non-finite values must be left out by the caller.
+    """
+    v = np.asarray(values, dtype=float)
+    if len(v) < 2 * MIN_SEGMENT or not np.all(np.isfinite(v)) or np.any(v <= 0):
+        return []
+    y = np.log(v)
+    spreads = None
+    if intervals is not None:
+        spreads = np.array([(math.log(i.high) - math.log(i.low)) / 2 for i in intervals
+                            if i.low > 0 and math.isfinite(i.high)])
+    noise = _noise(y, spreads)
+    cuts = _candidates(y, noise, penalty)
+    # drop the weakest unsupported candidate, re-test its neighbours against the merged segment, repeat
+    while True:
+        bounds = [0, *cuts, len(v)]
+        steps = [_evidence(v, intervals, bounds[k], bounds[k + 1], bounds[k + 2], floor, alpha, noise)
+                 for k in range(len(cuts))]
+        failing = [k for k, s in enumerate(steps) if s is None]
+        if not failing:
+            return [s for s in steps if s is not None]
+        gaps = [abs(y[bounds[k + 1]:bounds[k + 2]].mean() - y[bounds[k]:bounds[k + 1]].mean()) for k in failing]
+        del cuts[failing[int(np.argmin(gaps))]]
+
+
+@dataclass
+class History:
+    """One benchmark row's values along the tracked branch, in one environment on one machine."""
+
+    machine: str
+    env_name: str
+    benchmark: str
+    index: int
+    name: str  # asv's row name, benchmark(params)
+    unit: str | None
+    commits: list[str]
+    values: list[float]
+    intervals: list[stats.Interval]
+
+    @property
+    def key(self) -> str:  # the same from the results (find) and from the pages (publish)
+        return f"{self.machine}/{self.env_name}/{self.benchmark}/{self.index}"
+
+
+@dataclass
+class Found:
+    history: History
+    step: Step
+
+    @property
+    def before(self) -> str:  # the last commit at the old level
+        return self.history.commits[self.step.index - 1]
+
+    @property
+    def after(self) -> str:  # the first commit at the new level
+        return self.history.commits[self.step.index]
+
+    def to_dict(self) -> dict:
+        h = self.history
+        return {"key": h.key, "machine": h.machine, "env_name": h.env_name, "benchmark": h.benchmark,
+                "index": h.index, "name": h.name, "unit": h.unit, "before": self.before, "after": self.after,
+                "value_before": float(np.median(h.values[:self.step.index])),
+                "value_after": float(np.median(h.values[self.step.index:])), **self.step.to_dict()}
+
+
+class Point(NamedTuple):
+    """One commit's value of one series, as the reader of results or the pages have it."""
+
+    machine: str
+    env_name: str
+    benchmark: str
+    index: int
+    name: str
+    unit: str | None
+    position: int  # on the branch
+    commit: str
+    interval: stats.Interval  # its median is the commit's value (stats.process_summary)
+
+
+def from_points(points: Iterable[Point]) -> list[History]:
+    """Group points into histories, each in branch order."""
+    grouped: dict[tuple, dict[int, Point]] = {}
+    for p in points:
+        grouped.setdefault((p.machine, p.env_name, p.benchmark, p.index), {})[p.position] = p
+    found = []
+    for key in sorted(grouped):
+        ps = [grouped[key][position] for position in sorted(grouped[key])]
+        found.append(History(*key, ps[0].name, ps[0].unit, [p.commit for p in ps],
+                             [p.interval.median for p in ps], [p.interval for p in ps]))
+    return found
+
+
+def histories(rows: Iterable[Row], order: dict[str, int]) -> list[History]:
+    """Every benchmark row's history over the commits in ORDER (commit -> position on the branch)."""
+    return from_points(Point(r.machine, r.env_name, r.benchmark, r.index, r.name, r.unit, order[r.commit],
+                             r.commit, stats.interval(r.samples or (r.value,)))
+                       for r in rows if r.status == "ok" and r.commit in order)
+
+
+def find_steps(found: Iterable[History], **options) -> list[Found]:
+    """The steps in every history (options: detect's floor, alpha, penalty)."""
+    return [Found(h, s) for h in found for s in detect(h.values, h.intervals, **options)]
