@@ -50,7 +50,7 @@ _RESAMPLES = 5000
 
 @dataclass(frozen=True)
 class Step:
-    index: int  # the first commit at the new level (position in the series)
+    at: int  # the first commit at the new level (its position in the series)
     ratio: float  # after / before (faster-half means of per-commit values)
     ci_low: float
     ci_high: float
@@ -84,10 +84,16 @@ def _candidates(y: np.ndarray, noise: float, penalty: float) -> list[int]:
     return [b for b in found if b < len(y)]
 
 
+def _bounds(i: stats.Interval) -> tuple[float, float]:
+    """A commit's interval; its median alone where it had too few samples for one."""
+    return (i.median, i.median) if math.isnan(i.low) or math.isnan(i.high) else (i.low, i.high)
+
+
 def _separated(before: Sequence[stats.Interval], after: Sequence[stats.Interval], up: bool) -> bool:
+    b, a = [_bounds(i) for i in before], [_bounds(i) for i in after]
     if up:
-        return max(i.high for i in before) < min(i.low for i in after)
-    return min(i.low for i in before) > max(i.high for i in after)
+        return max(hi for _, hi in b) < min(lo for lo, _ in a)
+    return min(lo for lo, _ in b) > max(hi for _, hi in a)
 
 
 def _evidence(values: np.ndarray, intervals: Sequence[stats.Interval] | None, lo: int, at: int, hi: int,
@@ -123,7 +129,7 @@ def detect(values: Sequence[float], intervals: Sequence[stats.Interval] | None =
     spreads = None
     if intervals is not None:
         spreads = np.array([(math.log(i.high) - math.log(i.low)) / 2 for i in intervals
-                            if i.low > 0 and math.isfinite(i.high)])
+                            if i.low > 0 and math.isfinite(i.high)])  # (nan > 0 is False: no interval, left out)
     noise = _noise(y, spreads)
     cuts = _candidates(y, noise, penalty)
     # drop the weakest unsupported candidate, re-test its neighbours against the merged segment, repeat
@@ -164,18 +170,18 @@ class Found:
 
     @property
     def before(self) -> str:  # the last commit at the old level
-        return self.history.commits[self.step.index - 1]
+        return self.history.commits[self.step.at - 1]
 
     @property
     def after(self) -> str:  # the first commit at the new level
-        return self.history.commits[self.step.index]
+        return self.history.commits[self.step.at]
 
     def to_dict(self) -> dict:
         h = self.history
         return {"key": h.key, "machine": h.machine, "env_name": h.env_name, "benchmark": h.benchmark,
                 "index": h.index, "name": h.name, "unit": h.unit, "before": self.before, "after": self.after,
-                "value_before": float(np.median(h.values[:self.step.index])),
-                "value_after": float(np.median(h.values[self.step.index:])), **self.step.to_dict()}
+                "value_before": float(np.median(h.values[:self.step.at])),
+                "value_after": float(np.median(h.values[self.step.at:])), **self.step.to_dict()}
 
 
 class Point(NamedTuple):

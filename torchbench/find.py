@@ -30,17 +30,15 @@ from pathlib import Path
 from torchbench_core.storage import atomic_write_text
 
 from . import changepoints, commits, example, flamegraph, lock, profile, results, stats
+from .steprecord import CONFIRMED, INCONCLUSIVE, RECORD, REFUTED, UNCONFIRMED, read_record, record_key, write_record
 from .alert import decide, measure
 from .alert import command as alert_command
-from .errors import EXIT_FAILURE, EXIT_OK, UserError
+from .errors import EXIT_OK, UserError
 from .workspace import Workspace, open_workspace
 
-__all__ = ["add_arguments", "main", "RECORD", "SCHEMA", "read_record", "record_key"]
+__all__ = ["add_arguments", "main", "bisect", "detect", "EXIT_INCONCLUSIVE"]
 
-RECORD = "changepoints.json"
-SCHEMA = "torchbench.changepoints/1"
 EXIT_INCONCLUSIVE = 1
-CONFIRMED, REFUTED, UNCONFIRMED, INCONCLUSIVE = "confirmed", "refuted", "unconfirmed", "inconclusive"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -54,33 +52,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="report the detected steps without measuring anything (they stay 'unconfirmed')")
     parser.add_argument("--no-profile", action="store_true", help="no flame graphs of the culprit and its parent")
     alert_command.add_measurement_arguments(parser, budget=3.0)
-
-
-# -- the record (OUT/changepoints.json) ---------------------------------------------------------------
-
-def record_key(entry: dict) -> str:
-    """A step is the same step while its series and its commits are: asv's feed identifies it so too."""
-    return f"{entry['key']}|{entry['before']}|{entry['after']}"
-
-
-def read_record(out: Path) -> dict[str, dict]:
-    """The steps `find` recorded, by record_key; an unreadable record is an error that names the file."""
-    path = out / RECORD
-    if not path.exists():
-        return {}
-    try:
-        doc = json.loads(path.read_text())
-        if doc.get("schema") != SCHEMA or not isinstance(doc.get("steps"), list):
-            raise ValueError(f"not a {SCHEMA} document")
-        return {record_key(s): s for s in doc["steps"]}
-    except (ValueError, KeyError, TypeError) as e:
-        raise UserError(f"{path}: unreadable ({e}); move it away to start afresh") from None
-
-
-def _write_record(out: Path, steps: dict[str, dict]) -> None:
-    doc = {"schema": SCHEMA, "updated": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-           "steps": sorted(steps.values(), key=lambda s: (s["key"], s["before"]))}
-    atomic_write_text(out / RECORD, json.dumps(doc, indent=1, allow_nan=False) + "\n")
 
 
 # -- measuring two commits against each other ---------------------------------------------------------
@@ -234,7 +205,8 @@ def _profiles(session: Session, result: dict, jobs: set[tuple[str, int]]) -> Non
             continue
         report = profile.profile_cases(session.python, session.ws.bench_dir,
                                        measure.side_env(measure.Side(role, commit.sha, site)), commit,
-                                       session.ws.out, pyspy=pyspy, only=lambda case: case.key in jobs)
+                                       session.ws.out, pyspy=pyspy, patterns=profile.patterns_for(jobs),
+                                       only=lambda case: case.key in jobs)
         session.problems.extend(f"flame graph not recorded: {why}" for why in report.failures)
         for name, index in sorted(jobs):
             p = flamegraph.location(session.ws.out, commit.sha, name, index)
@@ -372,7 +344,7 @@ def _find_command(out: Path, repo, args, session) -> int:
     for f in found:
         entry = f.to_dict()
         record.setdefault(record_key(entry), {**entry, "status": UNCONFIRMED, "confirmation": None, "culprit": None})
-    _write_record(out, record)
+    write_record(out, record)
     todo: dict[tuple[str, str], list[changepoints.Found]] = {}
     for f in found:
         if record[record_key(f.to_dict())]["status"] == UNCONFIRMED and not args.no_confirm:
@@ -380,12 +352,12 @@ def _find_command(out: Path, repo, args, session) -> int:
     s = session() if todo else None
     for group in todo.values():
         _confirm(s, repo, group, record)
-        _write_record(out, record)  # each confirmation is kept as soon as it is made
+        write_record(out, record)  # each confirmation is kept as soon as it is made
         confirmed = [record[record_key(f.to_dict())] for f in group]
         confirmed = [e for e in confirmed if e["status"] == CONFIRMED]
         if confirmed:
             _culprit(s, repo, confirmed, args.no_profile)
-            _write_record(out, record)
+            write_record(out, record)
     _print_steps(record, out)
     for p in s.problems if s else []:
         print(f"note: {p}")

@@ -58,7 +58,8 @@ from .errors import EXIT_FAILURE, EXIT_OK, UserError, last_line
 from .flamegraph import location, parse_collapsed, render_svg
 from .workspace import open_workspace
 
-__all__ = ["Case", "CommitReport", "add_arguments", "list_suite", "main", "profile_cases", "select_cases"]
+__all__ = ["Case", "CommitReport", "add_arguments", "list_suite", "main", "patterns_for", "profile_cases",
+           "select_cases"]
 
 DEFAULT_SECONDS = 1.0
 # py-spy's default is 100 Hz; at 1 s a case that gives ~100 samples, thin for a flame graph.
@@ -140,6 +141,11 @@ def list_suite(python: Path, suite: Path, env: dict[str, str]) -> list[dict]:
     if proc.returncode != 0:
         raise RuntimeError(f"discovering the benchmarks in {suite} failed: {last_line(proc.stderr)}")
     return json.loads(proc.stdout)
+
+
+def patterns_for(jobs) -> list[str]:
+    """Patterns that select exactly these benchmarks (then `only` picks their parameter combinations)."""
+    return [f"^{re.escape(name)}$" for name in sorted({name for name, _ in jobs})]
 
 
 def select_cases(listing: list[dict], patterns: list[str]) -> list[Case]:

@@ -8,6 +8,9 @@ html_dir and copied its own www/ there, so `torchbench publish` and a plain
     html/torchbench/compare/<label>.html    Compare-style table across commits and envs
     html/torchbench/series/<label>.html     the label's cases over the history; the
                                             __torch_function__ overhead against plain Tensor
+    html/torchbench/regressions.html        steps in the history, joined with `torchbench find`'s
+                                            confirmations and culprits (regressions.py; also
+                                            regressions.json, and asv's feed html/regressions.xml)
     html/torchbench/profiles/...            flame graphs (recorded by `torchbench profile`
                                             outside html_dir, copied in on every publish) and
                                             differential flame graphs between adjacent commits
@@ -31,19 +34,21 @@ import jinja2
 from asv.publishing import OutputPublisher
 from torchbench_core.units import select_unit
 
-from . import charts, flamegraph, pages, results, site_assets, stats
+from . import charts, flamegraph, pages, regressions, results, site_assets, stats
 from .config import ROOT
 
 __all__ = ["TorchbenchPages", "render_pages", "render_site", "row_anchor"]
 
 SITE = "torchbench"  # our folder inside html_dir
-NAV_ITEM = f'<li id="nav-li-torchbench"><a href="{SITE}/index.html">Compare tables &amp; flame graphs</a></li>'
+NAV_ITEM = (f'<li id="nav-li-torchbench"><a href="{SITE}/index.html">Compare tables &amp; flame graphs</a></li>'
+            f'<li id="nav-li-torchbench-steps"><a href="{SITE}/regressions.html">Steps</a></li>')
 
 
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(ROOT / "html_templates"), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["tojson_script"] = flamegraph.script_json  # the differential page's, for the same reason
+    env.globals["anchor"] = regressions.anchor
     return env
 
 
@@ -204,10 +209,14 @@ def render_site(conf, revisions: dict[str, int]) -> list[str]:
     """Write our pages into conf.html_dir (asv's site); returns the warnings shown on the index page."""
     html_dir = Path(conf.html_dir)
     warnings: list[str] = []
-    render_pages(results.iter_rows(Path(conf.results_dir), warnings), html_dir / SITE,
-                 out_dir=Path(conf.results_dir).resolve().parent, revisions=revisions,
-                 subjects=lambda shas: _subjects(getattr(conf, "repo", None), shas),
-                 project=getattr(conf, "project", ""), warnings=warnings)
+    out_dir = Path(conf.results_dir).resolve().parent
+    project = getattr(conf, "project", "")
+    compare_pages, _ = render_pages(results.iter_rows(Path(conf.results_dir), warnings), html_dir / SITE,
+                                    out_dir=out_dir, revisions=revisions,
+                                    subjects=lambda shas: _subjects(getattr(conf, "repo", None), shas),
+                                    project=project, warnings=warnings)
+    steps = regressions.collect(compare_pages, revisions, out_dir, warnings)
+    regressions.write(steps, html_dir=html_dir, site=html_dir / SITE, env=_environment(), project=project)
     _add_nav_link(html_dir / "index.html")
     return warnings
 

@@ -28,9 +28,9 @@ from asv import feed
 from torchbench_core.storage import atomic_write_text
 
 from . import changepoints, pages
-from .find import CONFIRMED, REFUTED, UNCONFIRMED, read_record, record_key
+from .steprecord import CONFIRMED, REFUTED, UNCONFIRMED, read_record, record_key
 
-__all__ = ["SCHEMA", "FEED", "histories_of", "collect", "write"]
+__all__ = ["SCHEMA", "FEED", "anchor", "histories_of", "collect", "write"]
 
 SCHEMA = "torchbench.regressions/1"
 FEED = "regressions.xml"  # asv's name, in html_dir
@@ -108,7 +108,7 @@ def _write_feed(steps: list[dict], dest: Path, project: str) -> None:
         measured = (f" Re-measured in alternating processes: {_percent(confirmed['ratio'])}"
                     f" ({confirmed.get('label') or 'no label'})." if confirmed.get("ratio") else "")
         summary = f"{_percent(s['ratio'])} regression {where} on {s['env_name']}.{measured}"
-        link = f"torchbench/regressions.html#{_anchor(s)}"
+        link = f"torchbench/regressions.html#{anchor(s)}"
         entries.append(feed.FeedEntry(f"{_percent(s['ratio'])} {s['name']}", updated, link, summary,
                                       [s["key"], s["before"], s["after"]], updated))
     entries.sort(key=lambda e: e.updated, reverse=True)
@@ -119,5 +119,5 @@ def _write_feed(steps: list[dict], dest: Path, project: str) -> None:
     tmp.replace(dest)
 
 
-def _anchor(step: dict) -> str:
+def anchor(step: dict) -> str:
     return pages.slug(record_key(step))

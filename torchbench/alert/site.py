@@ -62,7 +62,7 @@ def _profile(python: Path, suite: Path, sides: dict[str, measure.Side], commits:
     for name, side in sides.items():
         print(f"== flame graphs of {len(jobs)} regression(s), {name} {commits[name].short}", flush=True)
         report = profile.profile_cases(python, suite, measure.side_env(side), commits[name], out, pyspy=pyspy,
-                                       only=lambda case: case.key in jobs)
+                                       patterns=profile.patterns_for(jobs), only=lambda case: case.key in jobs)
         notes.extend(f"flame graph not recorded: {why}" for why in report.failures)
 
 

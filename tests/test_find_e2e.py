@@ -1,0 +1,158 @@
+"""`torchbench find` end to end: a real history with a known culprit and a commit that does not build.
+
+The throwaway library (built with flit) does the same work for four commits,
+loses its module (that commit does not build), gets it back, then does four
+times the work (the culprit), then two commits of docs. The history is
+measured sparsely (the first two commits and the last two), so the step
+spans six commits and `find` has to confirm it and bisect it; its first
+probe lands on the commit that does not build, which is skipped and named.
+"""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gitrepos import make_repo
+from torchbench import find, steprecord
+
+pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[1]
+
+PYPROJECT = """\
+[build-system]
+requires = ["flit_core>=3.4,<4"]
+build-backend = "flit_core.buildapi"
+
+[project]
+name = "steplib"
+version = "0.1"
+description = "a throwaway library with a known slowdown"
+dependencies = ["torch"]
+"""
+FAST = "def work(n):\n    return sum(range(n))\n"
+SLOW = "def work(n):\n    return sum(sum(range(n)) for _ in range(4))\n"
+SUITE = '''\
+import steplib
+from torchbench_core.asv_suite import TimerSpec, TimerSuite
+
+
+class Work(TimerSuite):
+    timers = [TimerSpec("steplib.work(300)", globals={"steplib": steplib}, label="steplib", sub_label="work(300)",
+                        description="sum of a range")]
+    min_run_time = 0.2
+'''
+MEASURE = ["--min-rounds", "4", "--max-rounds", "8", "--budget-minutes", "1", "--no-counts"]
+
+
+def cli(*args, timeout=1800):
+    return subprocess.run([sys.executable, "-m", "torchbench", *map(str, args)], capture_output=True, text=True,
+                          cwd=ROOT, timeout=timeout)
+
+
+def explain(proc):
+    return f"exit {proc.returncode}\n--- stdout\n{proc.stdout[-6000:]}\n--- stderr\n{proc.stderr[-3000:]}"
+
+
+@pytest.fixture(scope="module")
+def history(tmp_path_factory, env_dir):
+    path = tmp_path_factory.mktemp("find") / "steplib"
+    base = {"pyproject.toml": PYPROJECT, "benchmarks/__init__.py": "", "benchmarks/bench_work.py": SUITE}
+    shas = make_repo(path, [
+        ("fast", {**base, "steplib/__init__.py": FAST}),        # 0
+        ("docs 1", {"README": "1"}),                            # 1
+        ("docs 2", {"README": "2"}),                            # 2
+        ("docs 3", {"README": "3"}),                            # 3
+        ("lose the module", {"steplib/__init__.py": None}),     # 4: does not build
+        ("module back", {"steplib/__init__.py": FAST}),        # 5
+        ("four times the work", {"steplib/__init__.py": SLOW}),  # 6: the culprit
+        ("docs 7", {"README": "7"}),                            # 7
+        ("docs 8", {"README": "8"}),                            # 8
+    ])
+    out = path.parent / "out"
+    hashfile = path.parent / "measured"
+    hashfile.write_text("".join(f"{shas[i]}\n" for i in (0, 1, 7, 8)))
+    run = cli("run", "--repo", path, "--hashfile", hashfile, "--out", out, "--env-dir", env_dir, "--no-publish")
+    assert run.returncode == 0, explain(run)
+    return path, out, shas
+
+
+def test_find_confirms_the_step_and_bisects_it_to_the_culprit_skipping_what_does_not_build(history, env_dir):
+    path, out, shas = history
+    proc = cli("find", "Work", "--repo", path, "--out", out, "--env-dir", env_dir, *MEASURE)
+    assert proc.returncode == 0, explain(proc)
+    record = json.loads((out / steprecord.RECORD).read_text())
+    assert record["schema"] == steprecord.SCHEMA
+    (step,) = record["steps"]
+    assert (step["before"], step["after"]) == (shas[1], shas[7]) and step["ratio"] > 2
+    assert step["status"] == "confirmed" and step["confirmation"]["ratio"] > 2, step["confirmation"]
+    culprit = step["culprit"]
+    assert culprit["status"] == "found" and culprit["culprit"] == shas[6], culprit
+    assert culprit["subject"] == "four times the work" and culprit["parent"] == shas[5]
+    assert [s["sha"] for s in culprit["skipped"]] == [shas[4]] and culprit["skipped"][0]["why"]  # named, with why
+    assert f"{shas[4][:8]} does not build: skipped" in proc.stdout
+    # each probe was compared with both ends
+    assert [p["sha"] for p in culprit["probes"]] == [shas[5], shas[6]]
+    assert [(p["against_good"], p["against_bad"]) for p in culprit["probes"]] == [
+        (["same"], ["moved"]), (["moved"], ["same"])]
+    # the flame graphs of the culprit and its parent, recorded by torchbench profile's code
+    (roles,) = culprit["profiles"].values()
+    assert set(roles) == {"culprit", "parent"}
+    for rel in roles.values():
+        assert (out / rel).is_file() and (out / rel).read_text().lstrip().startswith("<")
+    assert f"culprit {shas[6][:8]} four times the work" in proc.stdout
+
+    # a second find measures nothing: the record is kept and reused
+    again = cli("find", "Work", "--repo", path, "--out", out, "--env-dir", env_dir, *MEASURE, timeout=300)
+    assert again.returncode == 0 and "comparing" not in again.stdout, explain(again)
+
+
+def test_published_site_lists_the_step_with_its_culprit_and_a_valid_feed_and_json(history, env_dir):
+    feedparser = pytest.importorskip("feedparser")
+    jsonschema = pytest.importorskip("jsonschema")
+    path, out, shas = history
+    if not (out / steprecord.RECORD).exists():
+        pytest.skip("needs the find test's record")
+    proc = cli("publish", "--out", out)
+    assert proc.returncode == 0, explain(proc)
+    site = out / "html" / "torchbench"
+    page = (site / "regressions.html").read_text()
+    assert 'class="step confirmed up"' in page and shas[6][:8] in page and "four times the work" in page
+    doc = json.loads((site / "regressions.json").read_text())
+    schema = json.loads((ROOT / "torchbench" / "schemas" / "regressions.schema.json").read_text())
+    jsonschema.validate(doc, schema)
+    (confirmed,) = [s for s in doc["steps"] if s["status"] == "confirmed"]
+    assert confirmed["culprit"]["culprit"] == shas[6]
+    for rel in confirmed["culprit"]["profiles"][f"{confirmed['benchmark']}|{confirmed['index']}"].values():
+        assert (site / rel).is_file()  # the links resolve inside the site
+    parsed = feedparser.parse(str(out / "html" / "regressions.xml"))
+    assert not parsed.bozo, parsed.bozo_exception
+    assert parsed.feed.title == "steplib performance regressions"
+    (entry,) = parsed.entries
+    assert entry.title.startswith("+") and shas[6][:8] in entry.summary
+    assert "regressions.html#" in entry.link
+    assert 'id="nav-li-torchbench-steps"' in (out / "html" / "index.html").read_text()
+
+
+def test_bisect_from_the_command_line_says_inconclusive_when_there_is_no_step(history, env_dir):
+    """c3..c5: the module is lost and comes back the same; the ends measure alike, so there is nothing to
+    bisect, and find says so (exit 1) rather than guess."""
+    path, out, shas = history
+    proc = cli("find", "Work", "--good", shas[3], "--bad", shas[5], "--repo", path, "--out", out,
+               "--env-dir", env_dir, "--no-profile", *MEASURE)
+    assert proc.returncode == find.EXIT_INCONCLUSIVE, explain(proc)
+    assert f"inconclusive: between {shas[3][:8]} and {shas[5][:8]}" in proc.stdout
+    assert "changed between" in proc.stdout and "(1 interleaved comparison(s))" in proc.stdout
+
+
+def test_find_refuses_bad_arguments_with_exit_2(history, env_dir):
+    path, out, shas = history
+    proc = cli("find", "--good", shas[0], "--repo", path, "--out", out, "--env-dir", env_dir)
+    assert proc.returncode == 2 and "give both --good and --bad" in proc.stderr
+    proc = cli("find", "--good", shas[0], "--bad", shas[5], "--repo", path, "--out", out, "--env-dir", env_dir)
+    assert proc.returncode == 2 and "needs a BENCHMARK" in proc.stderr
+    proc = cli("find", "Work", "--good", shas[6], "--bad", shas[0], "--repo", path, "--out", out,
+               "--env-dir", env_dir)
+    assert proc.returncode == 2 and "does not descend from" in proc.stderr
