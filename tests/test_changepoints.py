@@ -145,3 +145,9 @@ def test_a_commit_without_an_interval_counts_by_its_median():
     iv = tight(v[:2]) + [stats.Interval(x, math.nan, math.nan, 2) for x in v[2:]]
     (step,) = changepoints.detect(v, iv)
     assert step.at == 2 and step.ratio > 3
+
+
+def test_a_step_decided_by_intervals_from_two_commits_a_side_has_no_made_up_interval():
+    v = [1.0, 1.01, 2.0, 2.02]
+    (step,) = changepoints.detect(v, tight(v))
+    assert step.evidence == "intervals" and step.ci_low is None and step.ci_high is None

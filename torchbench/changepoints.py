@@ -52,8 +52,8 @@ _RESAMPLES = 5000
 class Step:
     at: int  # the first commit at the new level (its position in the series)
     ratio: float  # after / before (faster-half means of per-commit values)
-    ci_low: float
-    ci_high: float
+    ci_low: float | None  # the ratio's bootstrap interval; None with fewer than 3 commits a side
+    ci_high: float | None
     p_value: float | None  # None: too few commits a side for the test; decided by the intervals
     n_before: int
     n_after: int
@@ -111,7 +111,9 @@ def _evidence(values: np.ndarray, intervals: Sequence[stats.Interval] | None, lo
     up = c.ratio > 1
     big = abs(math.log(c.ratio)) >= max(math.log1p(floor), SHORT_NOISES * noise)
     if big and _separated(intervals[lo:at], intervals[at:hi], up):
-        return Step(at, c.ratio, c.ci_low, c.ci_high, None, len(before), len(after), "intervals")
+        has_ci = c.ci_low > 0 and math.isfinite(c.ci_high)  # none from fewer than 3 commits a side
+        return Step(at, c.ratio, c.ci_low if has_ci else None, c.ci_high if has_ci else None, None, len(before),
+                    len(after), "intervals")
     return None
 
 
