@@ -7,17 +7,14 @@ with the report still printed, the new benchmark and the real slowdown in it.
 """
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import git
 import pytest
 
+from e2e import cli, explain
 from torchbench import example
 
 pytestmark = pytest.mark.slow
-ROOT = Path(__file__).resolve().parents[1]
 
 PYPROJECT = """\
 [build-system]
@@ -53,12 +50,7 @@ def track_raises():
 
 
 def alert(*args, out, env_dir, timeout=1800):
-    return subprocess.run([sys.executable, "-m", "torchbench", "alert", *map(str, args), "--out", str(out),
-                           "--env-dir", str(env_dir)], capture_output=True, text=True, cwd=ROOT, timeout=timeout)
-
-
-def explain(proc):
-    return f"exit {proc.returncode}\n--- stdout\n{proc.stdout[-6000:]}\n--- stderr\n{proc.stderr[-3000:]}"
+    return cli("alert", *args, "--out", out, "--env-dir", env_dir, timeout=timeout)
 
 
 @pytest.fixture(scope="module")

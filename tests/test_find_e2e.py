@@ -9,17 +9,15 @@ probe lands on the commit that does not build, which is skipped and named.
 """
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-from gitrepos import make_repo
+import browser
+from bs4 import BeautifulSoup
+from e2e import ROOT, cli, explain, make_repo
 from torchbench import find, steprecord
 
 pytestmark = pytest.mark.slow
-ROOT = Path(__file__).resolve().parents[1]
 
 PYPROJECT = """\
 [build-system]
@@ -45,15 +43,6 @@ class Work(TimerSuite):
     min_run_time = 0.2
 '''
 MEASURE = ["--min-rounds", "4", "--max-rounds", "8", "--budget-minutes", "1", "--no-counts"]
-
-
-def cli(*args, timeout=1800):
-    return subprocess.run([sys.executable, "-m", "torchbench", *map(str, args)], capture_output=True, text=True,
-                          cwd=ROOT, timeout=timeout)
-
-
-def explain(proc):
-    return f"exit {proc.returncode}\n--- stdout\n{proc.stdout[-6000:]}\n--- stderr\n{proc.stderr[-3000:]}"
 
 
 @pytest.fixture(scope="module")
@@ -109,7 +98,7 @@ def test_find_confirms_the_step_and_bisects_it_to_the_culprit_skipping_what_does
     assert again.returncode == 0 and "comparing" not in again.stdout, explain(again)
 
 
-def test_published_site_lists_the_step_with_its_culprit_and_a_valid_feed_and_json(history, env_dir):
+def test_published_site_lists_the_step_with_its_culprit_and_a_valid_feed_and_json(history, env_dir, tmp_path):
     feedparser = pytest.importorskip("feedparser")
     jsonschema = pytest.importorskip("jsonschema")
     path, out, shas = history
@@ -134,6 +123,11 @@ def test_published_site_lists_the_step_with_its_culprit_and_a_valid_feed_and_jso
     assert entry.title.startswith("+") and shas[6][:8] in entry.summary
     assert "regressions.html#" in entry.link
     assert 'id="nav-li-torchbench-steps"' in (out / "html" / "index.html").read_text()
+    # in a browser, from disk: no console error, and the culprit's flame graph links resolve
+    loaded = browser.load((site / "regressions.html").as_uri(), tmp_path / "chromium")
+    assert not loaded.errors, loaded.console
+    flames = BeautifulSoup(loaded.dom, "html.parser").select("a.flame")
+    assert len(flames) == 2 and all((site / a["href"]).is_file() for a in flames)
 
 
 def test_bisect_from_the_command_line_says_inconclusive_when_there_is_no_step(history, env_dir):

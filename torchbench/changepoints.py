@@ -36,8 +36,8 @@ import numpy as np
 from . import stats
 from .results import Row
 
-__all__ = ["Step", "History", "Found", "Point", "detect", "from_points", "histories", "find_steps", "MIN_SEGMENT", "ALPHA", "FLOOR",
-           "PENALTY"]
+__all__ = ["Step", "History", "Found", "Point", "detect", "from_points", "histories", "find_steps", "MIN_SEGMENT",
+           "ALPHA", "FLOOR", "PENALTY", "SHORT_NOISES"]
 
 MIN_SEGMENT = 2  # commits on each side of a step: a single new commit is the alert's business
 ALPHA = 0.001  # Otava's default; the test runs at the best split of many, so it must be strict

@@ -76,7 +76,9 @@ def collect(compare_pages: list[pages.ComparePage], revisions: dict[str, int], o
         s["series"] = series_of.get((s["benchmark"], s["index"]))
         s["subject_before"], s["subject_after"] = subjects.get(s["before"], ""), subjects.get(s["after"], "")
         shown.append(s)
-    return sorted(shown, key=lambda s: (ORDER.get(s["status"], 9), -abs(math.log(s["ratio"])), s["key"]))
+    # confirmed first, regressions before improvements, the biggest first
+    return sorted(shown, key=lambda s: (ORDER.get(s["status"], 9), s["ratio"] < 1, -abs(math.log(s["ratio"])),
+                                        s["key"]))
 
 
 def _percent(ratio: float) -> str:

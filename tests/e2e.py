@@ -1,10 +1,24 @@
-"""Throwaway git repositories for end-to-end tests: a commit is a dict of file changes."""
+"""Helpers of the end-to-end tests: the `torchbench` command, its failure explained, throwaway repositories."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import git
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def cli(*args, timeout: float = 1800) -> subprocess.CompletedProcess:
+    """`python -m torchbench ARGS...` from the project's root, its output captured."""
+    return subprocess.run([sys.executable, "-m", "torchbench", *map(str, args)], capture_output=True, text=True,
+                          cwd=ROOT, timeout=timeout)
+
+
+def explain(proc: subprocess.CompletedProcess) -> str:
+    return f"exit {proc.returncode}\n--- stdout\n{proc.stdout[-6000:]}\n--- stderr\n{proc.stderr[-3000:]}"
 
 
 def make_repo(path: Path, commits: list[tuple[str, dict[str, str | None]]]) -> list[str]:
