@@ -29,12 +29,12 @@ from pathlib import Path
 
 from torchbench_core.storage import atomic_write_text
 
-from . import changepoints, commits, example, flamegraph, lock, profile, results, stats
+from . import changepoints, commits, flamegraph, profile, results, stats
 from .steprecord import CONFIRMED, INCONCLUSIVE, RECORD, REFUTED, UNCONFIRMED, read_record, record_key, write_record
 from .alert import decide, measure
 from .alert import command as alert_command
 from .errors import EXIT_OK, UserError
-from .workspace import Workspace, open_workspace
+from .workspace import Workspace, locked_folders, open_workspace
 
 __all__ = ["add_arguments", "main", "bisect", "detect", "EXIT_INCONCLUSIVE"]
 
@@ -288,22 +288,18 @@ def main(args: argparse.Namespace) -> int:
         raise UserError("give both --good and --bad to bisect, or neither to find the history's steps")
     if args.good and not args.benchmark:
         raise UserError("bisecting needs a BENCHMARK (a regex of benchmark names)")
-    out = args.out.resolve()
-    env_dir = (args.env_dir or out / "env").resolve()
-    with lock.exclusive(out) as out_fd, lock.exclusive(env_dir, "environment folder", sweep=False) as env_fd:
-        repo_path = args.repo.resolve() if args.repo else example.default_subject(out)
-        repo = commits.open_repo(repo_path)
-        newest = commits.resolve(repo, args.bad or args.branch)
+    with locked_folders(args) as f:
+        newest = commits.resolve(f.repo, args.bad or args.branch)
 
         def session() -> Session:
-            ws = open_workspace(out=out, env_dir=env_dir, repo_path=repo_path, repo=repo, project_sha=newest.sha,
-                                benchmarks=args.benchmarks, fds=(out_fd, env_fd))
+            ws = open_workspace(out=f.out, env_dir=f.env_dir, repo_path=f.repo_path, repo=f.repo,
+                                project_sha=newest.sha, benchmarks=args.benchmarks, fds=f.fds)
             return Session(args, ws, ws.pythons()[0])
 
         try:
             if args.good:
-                return _bisect_command(session(), repo, args)
-            return _find_command(out, repo, args, session)
+                return _bisect_command(session(), f.repo, args)
+            return _find_command(f.out, f.repo, args, session)
         except KeyboardInterrupt:
             raise UserError("interrupted: what was recorded so far is kept") from None
 

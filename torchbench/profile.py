@@ -52,11 +52,11 @@ from typing import Callable
 
 from torchbench_core.storage import atomic_write_text
 
-from . import commits, example, lock
+from . import commits
 from .asv_driver import harness_env
 from .errors import EXIT_FAILURE, EXIT_OK, UserError, last_line
 from .flamegraph import location, parse_collapsed, render_svg
-from .workspace import open_workspace
+from .workspace import locked_folders, open_workspace
 
 __all__ = ["Case", "CommitReport", "add_arguments", "list_suite", "main", "patterns_for", "profile_cases",
            "select_cases"]
@@ -474,15 +474,12 @@ def main(args: argparse.Namespace) -> int:
         raise UserError(f"--seconds must be positive, got {args.seconds}")
     if not args.rate > 0:
         raise UserError(f"--rate must be positive, got {args.rate}")
-    out = args.out.resolve()
-    env_dir = (args.env_dir or out / "env").resolve()
-    with lock.exclusive(out) as out_fd, lock.exclusive(env_dir, "environment folder", sweep=False) as env_fd:
-        repo_path = args.repo.resolve() if args.repo else example.default_subject(out)
-        repo = commits.open_repo(repo_path)
-        selected = commits.select_from_args(repo, args)
-        ws = open_workspace(out=out, env_dir=env_dir, repo_path=repo_path, repo=repo,
-                            project_sha=selected[-1].sha, benchmarks=args.benchmarks, fds=(out_fd, env_fd))
-        print(f"== profiling {repo_path}: {len(selected)} commit(s), {selected[0].short}..{selected[-1].short}; "
+    with locked_folders(args) as f:
+        out = f.out
+        selected = commits.select_from_args(f.repo, args)
+        ws = open_workspace(out=out, env_dir=f.env_dir, repo_path=f.repo_path, repo=f.repo,
+                            project_sha=selected[-1].sha, benchmarks=args.benchmarks, fds=f.fds)
+        print(f"== profiling {f.repo_path}: {len(selected)} commit(s), {selected[0].short}..{selected[-1].short}; "
               f"suites in {ws.bench_dir}; output in {out / 'profiles'}", flush=True)
         reports: list[CommitReport] = []
         notes: list[str] = []

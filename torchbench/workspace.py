@@ -10,16 +10,40 @@ install is never mistaken for a whole one and is redone next time.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import tarfile
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterator
 
-from . import commits, config
+from . import commits, config, example, lock
 from .asv_driver import Asv, Timings, install_commit
 
-__all__ = ["Workspace", "open_workspace"]
+__all__ = ["Folders", "Workspace", "locked_folders", "open_workspace"]
+
+
+@dataclass
+class Folders:
+    """A command's output folder and environment folder, both locked, and the repository it measures."""
+
+    out: Path
+    env_dir: Path
+    fds: tuple[int, ...]  # the locks: children that must keep them get these
+    repo_path: Path
+    repo: object  # git.Repo
+
+
+@contextlib.contextmanager
+def locked_folders(args) -> Iterator[Folders]:
+    """Lock args.out and its environment folder (args.env_dir, default OUT/env) and open args.repo (default:
+    the embedded example, made under OUT), for alert, find and profile."""
+    out = args.out.resolve()
+    env_dir = (args.env_dir or out / "env").resolve()
+    with lock.exclusive(out) as out_fd, lock.exclusive(env_dir, "environment folder", sweep=False) as env_fd:
+        repo_path = args.repo.resolve() if args.repo else example.default_subject(out)
+        yield Folders(out, env_dir, (out_fd, env_fd), repo_path, commits.open_repo(repo_path))
 
 
 @dataclass

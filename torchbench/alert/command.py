@@ -21,8 +21,8 @@ from pathlib import Path
 
 from torchbench_core.storage import atomic_write_text
 
-from .. import commits, example, lock, results
-from ..workspace import open_workspace
+from .. import commits, results
+from ..workspace import Folders, locked_folders, open_workspace
 from ..errors import UserError
 from . import decide, measure
 from . import site as alert_site
@@ -91,10 +91,10 @@ def jobs_of(listing: dict[str, list[dict]], patterns: list[str], evidence: measu
     return jobs
 
 
-def _measure(args, out: Path, fds: tuple[int, ...], base: commits.Commit, head: commits.Commit,
-             repo, repo_path: Path, report_problems: list[str], where: dict) -> measure.Evidence:
-    ws = open_workspace(out=out, env_dir=(args.env_dir or out / "env").resolve(), repo_path=repo_path, repo=repo,
-                        project_sha=head.sha, benchmarks=args.benchmarks, fds=fds)
+def _measure(args, f: Folders, base: commits.Commit, head: commits.Commit, report_problems: list[str],
+             where: dict) -> measure.Evidence:
+    ws = open_workspace(out=f.out, env_dir=f.env_dir, repo_path=f.repo_path, repo=f.repo, project_sha=head.sha,
+                        benchmarks=args.benchmarks, fds=f.fds)
     return measure_pair(args, ws, base, head, report_problems, where)
 
 
@@ -206,16 +206,12 @@ def main(args: argparse.Namespace) -> int:
     else:
         if not (args.base and args.head):
             raise UserError("give --base and --head (or --base-results and --head-results)")
-        out = args.out.resolve()
-        env_dir = (args.env_dir or out / "env").resolve()
-        with lock.exclusive(out) as out_fd, lock.exclusive(env_dir, "environment folder", sweep=False) as env_fd:
-            repo_path = args.repo.resolve() if args.repo else example.default_subject(out)
-            repo = commits.open_repo(repo_path)
-            base, head = commits.resolve(repo, args.base), commits.resolve(repo, args.head)
+        with locked_folders(args) as f:
+            base, head = commits.resolve(f.repo, args.base), commits.resolve(f.repo, args.head)
             try:
-                evidence = _measure(args, out, (out_fd, env_fd), base, head, repo, repo_path, problems, where)
+                evidence = _measure(args, f, base, head, problems, where)
                 rows = decide.decide(evidence, policy)
-                links = _site(args, evidence, rows, base, head, out, where)
+                links = _site(args, evidence, rows, base, head, f.out, where)
             except KeyboardInterrupt:
                 raise UserError("interrupted before a verdict") from None
     report = AlertReport(base, head, rows, policy, evidence.rounds, evidence.notes, problems,
