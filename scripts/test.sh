@@ -8,4 +8,5 @@ if ! command -v chromium >/dev/null 2>&1; then
     if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
     $SUDO apt-get update -qq && $SUDO apt-get install -y -qq chromium >/dev/null
 fi
-exec "${PYTHON:-python3}" -m pytest -q "$@"
+# --durations: the slowest tests named in every run (CI must stay under 30 minutes)
+exec "${PYTHON:-python3}" -m pytest -q --durations=15 "$@"

@@ -62,7 +62,7 @@ def example_repo(tmp_path_factory):
 def test_the_regressing_commit_exits_1_with_the_right_rows_labelled_compute(example_repo, env_dir, tmp_path):
     path, shas = example_repo
     report = tmp_path / "report.json"
-    proc = alert("--repo", path, "--base", shas[1], "--head", shas[2], "--max-rounds", 14, "--json", report,
+    proc = alert("--repo", path, "--base", shas[1], "--head", shas[2], "--max-rounds", 10, "--json", report,
                  "--markdown", tmp_path / "comment.md", "--site-url", "https://bench.example.org/pr-1",
                  out=tmp_path / "out", env_dir=env_dir)
     assert proc.returncode == 1, explain(proc)
@@ -98,7 +98,7 @@ def test_the_regressing_commit_exits_1_with_the_right_rows_labelled_compute(exam
 
 def test_a_docs_only_commit_exits_0(example_repo, env_dir, tmp_path):
     path, shas = example_repo
-    proc = alert("--repo", path, "--base", shas[0], "--head", shas[1], "--max-rounds", 8, "--no-counts",
+    proc = alert("--repo", path, "--base", shas[0], "--head", shas[1], "--max-rounds", 6, "--no-counts",
                  "--json", tmp_path / "r.json", out=tmp_path / "out", env_dir=env_dir)
     assert proc.returncode == 0, explain(proc)
     doc = json.loads((tmp_path / "r.json").read_text())
@@ -134,7 +134,7 @@ def altlib(tmp_path_factory):
 
 def test_a_failing_benchmark_exits_2_with_the_report_and_new_and_slower_rows(altlib, env_dir, tmp_path):
     path, shas = altlib
-    proc = alert("--repo", path, "--base", shas[0], "--head", shas[1], "--max-rounds", 8, "--no-counts",
+    proc = alert("--repo", path, "--base", shas[0], "--head", shas[1], "--max-rounds", 6, "--no-counts",
                  "--json", tmp_path / "r.json", out=tmp_path / "out", env_dir=env_dir)
     assert proc.returncode == 2, explain(proc)
     assert "<!-- torchbench-alert -->" in proc.stdout  # printed in every case
