@@ -69,10 +69,9 @@ class Session:
     def compare(self, a: commits.Commit, b: commits.Commit, jobs: set[tuple[str, int]],
                 work: str) -> dict[tuple[str, int], decide.Row]:
         """a against b, interleaved, on the benchmarks of `jobs`; rows by (benchmark, index)."""
-        names = sorted({name for name, _ in jobs})
-        args = argparse.Namespace(**{**vars(self.args), "bench": [f"^{re.escape(n)}$" for n in names]})
+        args = argparse.Namespace(**{**vars(self.args), "bench": profile.patterns_for(jobs)})
         self.comparisons += 1
-        print(f"== comparing {a.short} with {b.short} ({', '.join(names)})", flush=True)
+        print(f"== comparing {a.short} with {b.short} ({', '.join(sorted({n for n, _ in jobs}))})", flush=True)
         evidence = alert_command.measure_pair(args, self.ws, a, b, self.problems, {},
                                               work=self.ws.out / "find" / work / f"{a.short}..{b.short}")
         return {(r.benchmark, r.index): r for r in decide.decide(evidence, alert_command.policy_of(args))
@@ -93,11 +92,11 @@ def _side_of(row: decide.Row | None, step: float) -> str:
     """Where a comparison's ratio sits against a step of `step` (after/before): 'moved' when its whole
     interval is past the step's geometric midpoint, 'same' when it is wholly short of it."""
     c = row.comparison if row else None
-    if c is None or not (math.isfinite(c.ci_low) and math.isfinite(c.ci_high)):
+    if c is None or not (c.ci_low > 0 and math.isfinite(c.ci_high)):
         return "unclear"
-    half = math.sqrt(step)
-    low, high = (c.ci_low, c.ci_high) if step > 1 else (1 / c.ci_high, 1 / c.ci_low)
-    half = half if step > 1 else 1 / half
+    toward = math.copysign(1.0, math.log(step))  # measured along the step's direction, on the log scale
+    low, high = sorted((toward * math.log(c.ci_low), toward * math.log(c.ci_high)))
+    half = abs(math.log(step)) / 2
     if low > half:
         return "moved"
     if high < half:
@@ -234,12 +233,12 @@ def detect(out: Path, repo, branch: str, pattern: str | None, warnings: list[str
     return changepoints.find_steps(found)
 
 
-def _confirm(session: Session, repo, group: list[changepoints.Found], record: dict[str, dict]) -> None:
-    before, after = group[0].before, group[0].after
-    jobs = {(f.history.benchmark, f.history.index) for f in group}
+def _confirm(session: Session, repo, group: list[tuple[changepoints.Found, dict]]) -> None:
+    """Re-measure the commits around the steps of GROUP (one pair of commits); each (step, its record entry)."""
+    before, after = group[0][0].before, group[0][0].after
+    jobs = {(f.history.benchmark, f.history.index) for f, _ in group}
     rows = session.compare(commits.resolve(repo, before), commits.resolve(repo, after), jobs, "confirm")
-    for f in group:
-        entry = record[record_key(f.to_dict())]
+    for f, entry in group:
         row = rows.get((f.history.benchmark, f.history.index))
         want = stats.REGRESSED if f.step.ratio > 1 else stats.IMPROVED
         status = row.status if row else "failed"
@@ -258,13 +257,7 @@ def _culprit(session: Session, repo, entries: list[dict], no_profile: bool) -> N
     first = entries[0]
     good, bad = commits.resolve(repo, first["before"]), commits.resolve(repo, first["after"])
     steps = {(e["benchmark"], e["index"]): e["confirmation"]["ratio"] for e in entries}
-    chain = _chain(repo, good, bad)
-    if len(chain) == 2:
-        result = {"good": good.sha, "bad": bad.sha, "status": "found", "culprit": bad.sha, "subject": bad.subject,
-                  "parent": good.sha, "skipped": [], "probes": [], "range": [good.sha, bad.sha], "why": "",
-                  "jobs": sorted([name, index] for name, index in steps)}
-    else:
-        result = bisect(session, repo, good, bad, steps, "")
+    result = bisect(session, repo, good, bad, steps, "")  # adjacent commits: found at once, nothing measured
     if result["status"] == "found" and not no_profile:
         _profiles(session, result, set(steps))
     for e in entries:
@@ -337,20 +330,19 @@ def _find_command(out: Path, repo, args, session) -> int:
     for w in warnings:
         print(f"torchbench: warning: {w}", file=sys.stderr)
     record = read_record(out)
+    todo: dict[tuple[str, str], list[tuple[changepoints.Found, dict]]] = {}
     for f in found:
         entry = f.to_dict()
-        record.setdefault(record_key(entry), {**entry, "status": UNCONFIRMED, "confirmation": None, "culprit": None})
+        entry = record.setdefault(record_key(entry), {**entry, "status": UNCONFIRMED, "confirmation": None,
+                                                      "culprit": None})
+        if entry["status"] == UNCONFIRMED and not args.no_confirm:
+            todo.setdefault((f.before, f.after), []).append((f, entry))
     write_record(out, record)
-    todo: dict[tuple[str, str], list[changepoints.Found]] = {}
-    for f in found:
-        if record[record_key(f.to_dict())]["status"] == UNCONFIRMED and not args.no_confirm:
-            todo.setdefault((f.before, f.after), []).append(f)
     s = session() if todo else None
     for group in todo.values():
-        _confirm(s, repo, group, record)
+        _confirm(s, repo, group)
         write_record(out, record)  # each confirmation is kept as soon as it is made
-        confirmed = [record[record_key(f.to_dict())] for f in group]
-        confirmed = [e for e in confirmed if e["status"] == CONFIRMED]
+        confirmed = [entry for _, entry in group if entry["status"] == CONFIRMED]
         if confirmed:
             _culprit(s, repo, confirmed, args.no_profile)
             write_record(out, record)

@@ -28,6 +28,7 @@ from asv import feed
 from torchbench_core.storage import atomic_write_text
 
 from . import changepoints, pages
+from .errors import UserError
 from .steprecord import CONFIRMED, REFUTED, UNCONFIRMED, read_record, record_key
 
 __all__ = ["SCHEMA", "FEED", "anchor", "histories_of", "collect", "write"]
@@ -37,34 +38,34 @@ FEED = "regressions.xml"  # asv's name, in html_dir
 ORDER = {CONFIRMED: 0, UNCONFIRMED: 1, "inconclusive": 2, REFUTED: 3}
 
 
-def histories_of(compare_pages: list[pages.ComparePage], revisions: dict[str, int]) -> list[changepoints.History]:
-    """Every series of the Compare pages along the branch (commits off it are not part of a history)."""
-    points = []
+def histories_of(compare_pages: list[pages.ComparePage], revisions: dict[str, int]
+                 ) -> tuple[list[changepoints.History], dict[tuple[str, int], str]]:
+    """Every series of the Compare pages along the branch (commits off it are not part of a history), and
+    the slug of the page each (benchmark, index) is on; the cells are read once for both."""
+    points, series_of = [], {}
     for page in compare_pages:
         for (env_id, _threads, name, column), cell in page.cells.items():
+            series_of.setdefault((cell.benchmark, cell.index), page.slug)
             env = page.env(env_id)
             if env.commit not in revisions:
                 continue
             title = " · ".join(x for x in (page.label, name, column) if x)
             points.append(changepoints.Point(env.machine, env.env_name, cell.benchmark, cell.index, title,
                                              page.unit_kind, revisions[env.commit], env.commit, cell.interval))
-    return changepoints.from_points(points)
+    return changepoints.from_points(points), series_of
 
 
 def collect(compare_pages: list[pages.ComparePage], revisions: dict[str, int], out_dir: Path,
             warnings: list[str]) -> list[dict]:
     """The steps to show: detected now, joined with find's record (whose confirmed steps stay listed)."""
-    series_of = {}
-    for page in compare_pages:
-        for (env_id, _threads, name, _column), cell in page.cells.items():
-            series_of.setdefault((cell.benchmark, cell.index), page.slug)
     try:
         record = read_record(out_dir)
-    except Exception as e:  # a UserError naming the file: the page says so, and shows fresh detections
+    except UserError as e:  # it names the file: the page says so, and shows fresh detections
         warnings.append(str(e))
         record = {}
+    histories, series_of = histories_of(compare_pages, revisions)
     steps = {}
-    for f in changepoints.find_steps(histories_of(compare_pages, revisions)):
+    for f in changepoints.find_steps(histories):
         entry = f.to_dict()
         steps[record_key(entry)] = {**entry, "status": UNCONFIRMED, "confirmation": None, "culprit": None}
     for key, entry in record.items():
