@@ -53,7 +53,8 @@ def test_find_s_record_is_joined_and_only_confirmed_regressions_reach_the_feed(b
                     "p_value": 1e-4, "processes": [12, 12], "counts_delta": 0.9, "error": ""}
     culprit = {"status": "found", "culprit": shas[2], "subject": "commit 2", "parent": shas[1], "range": shas[1:3],
                "skipped": [], "probes": [], "why": "", "jobs": [["bench.Dispatch.track_time", 1]],
-               "profiles": {"bench.Dispatch.track_time|1": {"culprit": "profiles/x/c.svg"}}}
+               "profiles": {"bench.Dispatch.track_time|1": {"culprit": "profiles/x/c.svg"},
+                            "bench.Dispatch.track_time|0": {"culprit": "profiles/x/other-job.svg"}}}
     record = {steprecord.record_key(up): {**up, "status": "confirmed", "confirmation": confirmation,
                                           "culprit": culprit, "confirmed_at": "2026-11-22T07:00:00+00:00"},
               steprecord.record_key(down): {**down, "status": "refuted", "confirmation": {**confirmation,
@@ -74,7 +75,7 @@ def test_find_s_record_is_joined_and_only_confirmed_regressions_reach_the_feed(b
     rows = page.select("tr.step")
     assert [r["class"] for r in rows] == [["step", "confirmed", "up"], ["step", "refuted", "down"]]
     assert shas[2][:8] in rows[0].get_text() and "compute" in rows[0].get_text() and "+98.0%" in rows[0].get_text()
-    assert [a["href"] for a in rows[0].select("a.flame")] == ["profiles/x/c.svg"]
+    assert [a["href"] for a in rows[0].select("a.flame")] == ["profiles/x/c.svg"]  # its own case's only
     feed = feedparser.parse(str(html / regressions.FEED))
     assert not feed.bozo and feed.feed.title == "tensorlib performance regressions"
     (entry,) = feed.entries  # the refuted improvement is not an entry
