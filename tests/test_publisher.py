@@ -109,6 +109,10 @@ def site(env_dir, tmp_path_factory):
                              capture_output=True, text=True))
         check(subprocess.run([*asv, "run", "--config", conf, *existing, "--set-commit-hash", sha, "--machine",
                               "other"], capture_output=True, text=True, env=other))
+    # real flame graphs of the newest commit's cases, which the pages link from its cells and points
+    check(subprocess.run([*tb, "profile", "--repo", path, "--last", "1", "--out", out, "--env-dir", env_dir,
+                          "-b", "Overhead", "--seconds", "0.3"], capture_output=True, text=True, cwd=ROOT,
+                         timeout=900))
     machine = next(p.name for p in (out / "results").iterdir() if p.is_dir() and p.name != "other")
     broken = out / "results" / machine / "0badc0de-broken.json"
     broken.write_text("{ this is not json")
@@ -215,6 +219,29 @@ def test_default_compare_table_equals_torchbench_core_compare_over_the_same_meas
     expected = text_cells(Compare(measurements(site, set(data["default"]))))
     assert dom_cells(loaded.dom) == expected
     assert len(expected) == len(data["default"]) * 4
+
+
+def test_the_script_lays_the_default_view_as_the_server_did_tooltips_and_links_included(site):
+    """The page arrives rendered; choosing the same commits again re-lays it from the embedded data."""
+    page = compare_page(site)
+    server = BeautifulSoup(page.read_text(), "html.parser")
+    data = embedded(page.read_text())
+    view = f"#view:envs={','.join(data['default'])};base=;rel=0"
+    loaded = browser.load(page.as_uri() + view, site["profile_dir"])
+    assert not loaded.errors, loaded.console
+    relaid = BeautifulSoup(loaded.dom, "html.parser")
+
+    def cells(soup):
+        return [(td.get("title"), td.get_text().strip(), [a["href"] for a in td.find_all("a")])
+                for td in soup.find("table", id="table").find_all("td")]
+    assert cells(relaid) == cells(server)
+    assert any("99% CI" in title for title, _, _ in cells(server))
+    # the newest commit's cases link their flame graph (on every machine and environment), the older's none
+    rows = server.find("table", id="table").find_all("tr", class_="row")
+    for tr in rows:
+        newest = tr["data-env"].endswith(site["shas"][1][:12])
+        assert [bool(td.find("a")) for td in tr.find_all("td")] == [newest], tr["data-env"]
+    assert {tr["data-env"][-12:] for tr in rows} == {sha[:12] for sha in site["shas"]}
 
 
 def test_a_view_by_url_relative_to_any_baseline_equals_compare_relative_to_and_colours_by_stats(site):

@@ -28,14 +28,14 @@ def built():
     rows = [row(sha, "Tensor", 1e-6 * (1 + 0.003 * i)) for i, sha in enumerate(shas)]
     rows += [row(sha, "TensorLike", 5e-6 * level[i] * (1 + 0.01 * (i % 2))) for i, sha in enumerate(shas)]
     revisions = {sha: i for i, sha in enumerate(shas)}
-    compare_pages, _ = pages.build(rows, revisions, {sha: f"commit {i}" for i, sha in enumerate(shas)})
-    return shas, compare_pages, revisions
+    compare_pages, series_pages = pages.build(rows, revisions, {sha: f"commit {i}" for i, sha in enumerate(shas)})
+    return shas, compare_pages, series_pages, revisions
 
 
 def test_steps_are_detected_on_the_pages_data_and_start_unconfirmed(built, tmp_path):
-    shas, compare_pages, revisions = built
+    shas, compare_pages, series_pages, revisions = built
     warnings = []
-    steps = regressions.collect(compare_pages, revisions, tmp_path, warnings)
+    steps = regressions.collect(series_pages, revisions, tmp_path, warnings)
     assert not warnings
     assert [(s["after"], s["ratio"] > 1, s["status"], s["name"]) for s in steps] == [
         (shas[2], True, "unconfirmed", "dispatch · TensorLike · torch.add(a, b)"),
@@ -46,8 +46,8 @@ def test_steps_are_detected_on_the_pages_data_and_start_unconfirmed(built, tmp_p
 def test_find_s_record_is_joined_and_only_confirmed_regressions_reach_the_feed(built, tmp_path):
     feedparser = pytest.importorskip("feedparser")
     jsonschema = pytest.importorskip("jsonschema")
-    shas, compare_pages, revisions = built
-    fresh = regressions.collect(compare_pages, revisions, tmp_path, [])
+    shas, compare_pages, series_pages, revisions = built
+    fresh = regressions.collect(series_pages, revisions, tmp_path, [])
     up, down = fresh
     confirmation = {"status": "regressed", "label": "compute", "ratio": 1.98, "ci_low": 1.9, "ci_high": 2.05,
                     "p_value": 1e-4, "processes": [12, 12], "counts_delta": 0.9, "error": ""}
@@ -63,7 +63,7 @@ def test_find_s_record_is_joined_and_only_confirmed_regressions_reach_the_feed(b
         for key in ("series", "subject_before", "subject_after"):
             entry.pop(key)
     steprecord.write_record(tmp_path, record)
-    steps = regressions.collect(compare_pages, revisions, tmp_path, [])
+    steps = regressions.collect(series_pages, revisions, tmp_path, [])
     assert [s["status"] for s in steps] == ["confirmed", "refuted"]
     site, html = tmp_path / "html" / "torchbench", tmp_path / "html"
     site.mkdir(parents=True)
@@ -88,7 +88,7 @@ def test_the_feed_keeps_asv_s_feed_id_so_subscribers_keep_working(built, tmp_pat
     feedparser = pytest.importorskip("feedparser")
     from asv import feed as asv_feed
 
-    shas, compare_pages, revisions = built
+    shas, compare_pages, series_pages, revisions = built
     (tmp_path / "site").mkdir()
     regressions.write([], html_dir=tmp_path, site=tmp_path / "site", env=publisher._environment(),
                       project="tensorlib")
@@ -99,8 +99,8 @@ def test_the_feed_keeps_asv_s_feed_id_so_subscribers_keep_working(built, tmp_pat
 
 
 def test_a_broken_record_is_named_in_a_warning_and_the_fresh_steps_still_show(built, tmp_path):
-    shas, compare_pages, revisions = built
+    shas, compare_pages, series_pages, revisions = built
     (tmp_path / steprecord.RECORD).write_text('{"schema": "torchbench.changepoints/1", "steps": [')
     warnings = []
-    steps = regressions.collect(compare_pages, revisions, tmp_path, warnings)
+    steps = regressions.collect(series_pages, revisions, tmp_path, warnings)
     assert len(steps) == 2 and len(warnings) == 1 and steprecord.RECORD in warnings[0]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import html
 import math
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 from markupsafe import Markup
@@ -19,6 +20,8 @@ __all__ = ["Chart", "Line", "Mark", "chart", "colors_for"]
 
 WIDTH, HEIGHT = 720, 260
 LEFT, RIGHT, TOP, BOTTOM = 64, 40, 24, 40
+DOTS_UP_TO = 300  # marks a line: a longer line draws dots only where they link somewhere (its dots would be
+# closer than their size, so none could be hovered alone; the line and its band show the values)
 PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"]
 
 
@@ -29,7 +32,11 @@ class Mark:
     low: float  # band; nan where unknown
     high: float
     href: str | None  # what clicking the point opens (a flame graph)
-    title: str  # tooltip
+    title: str | Callable[[], str]  # tooltip; a function where most marks of a long line are never drawn
+
+    @property
+    def text(self) -> str:
+        return self.title if isinstance(self.title, str) else self.title()
 
 
 @dataclass
@@ -63,8 +70,11 @@ def _points_svg(points: list[tuple[float, float, Mark]], color: str) -> Markup:
     numbers; the tooltip and link are escaped."""
     parts = []
     fill = html.escape(color)
+    every = len(points) <= DOTS_UP_TO
     for x, y, m in points:
-        circle = f'<circle cx="{x}" cy="{y}" r="3.5" fill="{fill}"><title>{html.escape(m.title)}</title></circle>'
+        if not (every or m.href):
+            continue
+        circle = f'<circle cx="{x}" cy="{y}" r="3.5" fill="{fill}"><title>{html.escape(m.text)}</title></circle>'
         parts.append(f'<a href="{html.escape(m.href)}">{circle}</a>' if m.href else circle)
     return Markup("\n".join(parts))  # noqa: S704 (every text above is escaped)
 

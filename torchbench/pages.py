@@ -152,7 +152,7 @@ class ComparePage:
             key = f"{threads}|{name}|{'' if column is None else column}"
             i = c.interval
             cells.setdefault(env, {})[key] = [i.median, None if math.isnan(i.low) else i.low,
-                                              None if math.isnan(i.high) else i.high]
+                                              None if math.isnan(i.high) else i.high, i.n]
         # Compare's row order: by thread count, then as the results came (a site of 2000
         # commits would pay for a whole Compare per page to learn just this).
         rows = sorted(dict.fromkeys((k[1], k[2]) for k in self.cells), key=lambda r: r[0])
@@ -160,6 +160,7 @@ class ComparePage:
                 "units": {str(k): [name, s, unit_to_english(name)] for k, (name, s) in _UNITS.items()},
                 "rows": [[t, name, slug(name)] for t, name in rows],
                 "columns": ["" if c is None else c for c in self.columns], "floor": stats.PAGE_FLOOR,
+                "confidence": stats.PAGE_CONFIDENCE,
                 "envs": [{"id": e.id, "group": e.group, "machine": e.machine, "env": e.env_name,
                           "tag": self.tag(e),
                           "commit": e.commit, "short": e.short, "subject": e.subject, "pos": e.position}

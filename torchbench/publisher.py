@@ -25,6 +25,8 @@ file is named in a warning on our index page and skipped.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import math
 import shutil
 import sys
@@ -103,15 +105,17 @@ def _compare_context(page: pages.ComparePage, profiles: dict) -> dict:
                                    "cells": cells, "first_of_env": not blocks[-1]["rows"]
                                    or blocks[-1]["rows"][-1]["env"].id != env.id})
     data = page.data()
-    for (env_id, threads, name, column), c in page.cells.items():
-        key = f"{threads}|{name}|{'' if column is None else column}"
-        data["cells"][env_id][key] += [profiles.get((envs[env_id].commit, c.benchmark, c.index)),
-                                       _ci_text(c.interval, page.unit_kind)]
+    if profiles:  # each cell's flame graph, where it has one (the script writes the CI tooltip itself)
+        for (env_id, threads, name, column), c in page.cells.items():
+            profile = profiles.get((envs[env_id].commit, c.benchmark, c.index))
+            if profile:
+                data["cells"][env_id][f"{threads}|{name}|{'' if column is None else column}"].append(profile)
     return {"page": page, "view": view, "blocks": blocks, "data": data, "floor": stats.PAGE_FLOOR,
             "confidence": stats.PAGE_CONFIDENCE}
 
 
 def _ci_text(i: stats.Interval, kind: str) -> str:
+    """A cell's tooltip; html_templates/static/compare.js `ciText` writes the same for the cells it lays."""
     if math.isnan(i.low):
         return f"{i.n} sample(s): too few for an interval"
     if kind == pages.COUNT_UNIT:
@@ -144,12 +148,16 @@ def _series_context(page: pages.SeriesPage, profiles: dict, diffs: dict) -> dict
     for (threads, column), members in groups.items():
         unit_name, scale = (pages.COUNT_UNIT, 1.0) if page.unit_kind == pages.COUNT_UNIT else select_unit(
             min(p.interval.median for s in members for p in s.points))
+
+        def tooltip(text: str, s: pages.Series, env: pages.EnvInfo, value: float, unit: str = unit_name):
+            # made only for the dots drawn (a long history draws few): a closure, not 400,000 strings
+            return lambda: f"{legend(s)} @ {env.short}{text}: {value:.4g} {unit}"
+
         lines = []
         for s in members:
             marks = [charts.Mark(p.env.position, p.interval.median / scale, p.interval.low / scale,
                                  p.interval.high / scale, profiles.get((p.env.commit, p.benchmark, p.index)),
-                                 f"{legend(s)} @ {p.env.short} {p.env.subject}: {p.interval.median / scale:.4g} "
-                                 f"{unit_name}") for p in s.points]
+                                 tooltip(f" {p.env.subject}", s, p.env, p.interval.median / scale)) for p in s.points]
             lines.append(charts.Line(legend(s), marks, case=s.name, dash=dash[s.group]))
         title = f"{column} ({threads} thread{'s' if threads != 1 else ''})" if column else f"{threads} threads"
         time_chart = charts.chart(title, unit_name, lines, x_labels, colors)
@@ -162,24 +170,25 @@ def _series_context(page: pages.SeriesPage, profiles: dict, diffs: dict) -> dict
                 points = {p.env.id: p for p in s.points}
                 marks = [charts.Mark(env.position, ns, low, high,
                                      profiles.get((env.commit, points[env.id].benchmark, points[env.id].index)),
-                                     f"{legend(s)} @ {env.short}: {ns:.0f} ns over {page.overhead_baseline}")
+                                     tooltip("", s, env, ns, f"ns over {page.overhead_baseline}"))
                          for env, ns, low, high in s.overhead]
                 o_lines.append(charts.Line(legend(s), marks, case=s.name, dash=dash[s.group]))
             overhead_chart = charts.chart(f"overhead over {page.overhead_baseline}: {title}", "ns", o_lines,
                                           x_labels, colors)
+        # flame-graph columns only for the commits that have one (a long history has few)
+        profiled = {p.env.position: p.env for s in members for p in s.points
+                    if (p.env.commit, p.benchmark, p.index) in profiles}
         flame_rows = []
         for s in members:
             row = {"name": legend(s), "at": {}}
             previous = None
             for p in s.points:
                 key = (p.env.commit, p.benchmark, p.index)
-                row["at"][p.env.position] = {"env": p.env, "profile": profiles.get(key),
-                                             "diff": diffs.get((previous, key)) if previous else None}
+                if p.env.position in profiled:
+                    row["at"][p.env.position] = {"env": p.env, "profile": profiles.get(key),
+                                                 "diff": diffs.get((previous, key)) if previous else None}
                 previous = key
             flame_rows.append(row)
-        # flame-graph columns only for the commits that have one (a long history has few)
-        profiled = {p.env.position: p.env for s in members for p in s.points
-                    if (p.env.commit, p.benchmark, p.index) in profiles}
         panels.append({"time": time_chart, "overhead": overhead_chart, "flames": flame_rows,
                        "commits": sorted(profiled.values(), key=lambda e: e.position)})
     return {"page": page, "panels": panels}
@@ -205,17 +214,38 @@ def _copy_profiles(out_dir: Path, site: Path, warnings: list[str], commits: set[
     return links, {"assets": assets, "found": found}
 
 
+@contextlib.contextmanager
+def _without_cycle_collection():
+    """A site of 2000 commits x 200 rows holds over a million small objects (cells, points, marks) that
+    live until the pages are written and form no reference cycles; the cyclic collector would traverse
+    all of them again and again as they are made. Measured (bench/publish_speed.py's data): 60 s with
+    it, 31 s without. Reference counting still frees everything; the collector's state is restored, as
+    asv runs us in its own process."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def render_site(conf, revisions: dict[str, int]) -> list[str]:
     """Write our pages into conf.html_dir (asv's site); returns the warnings shown on the index page."""
+    with _without_cycle_collection():
+        return _render_site(conf, revisions)
+
+
+def _render_site(conf, revisions: dict[str, int]) -> list[str]:
     html_dir = Path(conf.html_dir)
     warnings: list[str] = []
     out_dir = Path(conf.results_dir).resolve().parent
     project = getattr(conf, "project", "")
-    compare_pages, _ = render_pages(results.iter_rows(Path(conf.results_dir), warnings), html_dir / SITE,
+    _, series_pages = render_pages(results.iter_rows(Path(conf.results_dir), warnings), html_dir / SITE,
                                     out_dir=out_dir, revisions=revisions,
                                     subjects=lambda shas: _subjects(getattr(conf, "repo", None), shas),
                                     project=project, warnings=warnings)
-    steps = regressions.collect(compare_pages, revisions, out_dir, warnings)
+    steps = regressions.collect(series_pages, revisions, out_dir, warnings)
     regressions.write(steps, html_dir=html_dir, site=html_dir / SITE, env=_environment(), project=project)
     _add_nav_link(html_dir / "index.html")
     return warnings

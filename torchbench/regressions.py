@@ -38,24 +38,30 @@ FEED = "regressions.xml"  # asv's name, in html_dir
 ORDER = {CONFIRMED: 0, UNCONFIRMED: 1, "inconclusive": 2, REFUTED: 3}
 
 
-def histories_of(compare_pages: list[pages.ComparePage], revisions: dict[str, int]
+def histories_of(series_pages: list[pages.SeriesPage], revisions: dict[str, int]
                  ) -> tuple[list[changepoints.History], dict[tuple[str, int], str]]:
-    """Every series of the Compare pages along the branch (commits off it are not part of a history), and
-    the slug of the page each (benchmark, index) is on; the cells are read once for both."""
-    points, series_of = [], {}
-    for page in compare_pages:
-        for (env_id, _threads, name, column), cell in page.cells.items():
-            series_of.setdefault((cell.benchmark, cell.index), page.slug)
-            env = page.env(env_id)
-            if env.commit not in revisions:
-                continue
-            title = " · ".join(x for x in (page.label, name, column) if x)
-            points.append(changepoints.Point(env.machine, env.env_name, cell.benchmark, cell.index, title,
-                                             page.unit_kind, revisions[env.commit], env.commit, cell.interval))
-    return changepoints.from_points(points), series_of
+    """Every series of the pages along the branch (commits off it are not part of a history), and the slug
+    of the page each (benchmark, index) is on. A page's series is already in history order per machine
+    and environment: a history is its points of one benchmark row on the branch."""
+    found, series_of = [], {}
+    for page in series_pages:
+        for s in page.series:
+            title = " · ".join(x for x in (page.label, s.name, s.column) if x)
+            by_row: dict[tuple[str, int], list[pages.Point]] = {}
+            for p in s.points:
+                series_of.setdefault((p.benchmark, p.index), page.slug)
+                if p.env.commit in revisions:
+                    by_row.setdefault((p.benchmark, p.index), []).append(p)
+            for (benchmark, index), points in by_row.items():
+                env = points[0].env
+                found.append(changepoints.History(env.machine, env.env_name, benchmark, index, title,
+                                                  page.unit_kind, [p.env.commit for p in points],
+                                                  [p.interval.median for p in points],
+                                                  [p.interval for p in points]))
+    return sorted(found, key=lambda h: (h.machine, h.env_name, h.benchmark, h.index)), series_of
 
 
-def collect(compare_pages: list[pages.ComparePage], revisions: dict[str, int], out_dir: Path,
+def collect(series_pages: list[pages.SeriesPage], revisions: dict[str, int], out_dir: Path,
             warnings: list[str]) -> list[dict]:
     """The steps to show: detected now, joined with find's record (whose confirmed steps stay listed)."""
     try:
@@ -63,7 +69,7 @@ def collect(compare_pages: list[pages.ComparePage], revisions: dict[str, int], o
     except UserError as e:  # it names the file: the page says so, and shows fresh detections
         warnings.append(str(e))
         record = {}
-    histories, series_of = histories_of(compare_pages, revisions)
+    histories, series_of = histories_of(series_pages, revisions)
     steps = {}
     for f in changepoints.find_steps(histories):
         entry = f.to_dict()
@@ -71,7 +77,7 @@ def collect(compare_pages: list[pages.ComparePage], revisions: dict[str, int], o
     for key, entry in record.items():
         if key in steps or entry.get("status") == CONFIRMED:
             steps[key] = {**steps.get(key, {}), **entry, "name": steps.get(key, entry)["name"]}
-    subjects = {e.commit: e.subject for page in compare_pages for e in page.envs}
+    subjects = {p.env.commit: p.env.subject for page in series_pages for s in page.series for p in s.points}
     shown = []
     for s in steps.values():
         s["series"] = series_of.get((s["benchmark"], s["index"]))

@@ -27,6 +27,16 @@
     return 0;
   }
 
+  // publisher._ci_text: a cell is [median, low, high, samples, flame graph (where one exists)].
+  function g(x, digits) { return String(Number(x.toPrecision(digits))).replace(/e([+-])(\d)$/, "e$10$2"); }
+  function ciText(cell) {
+    if (cell[1] === null || cell[2] === null) { return cell[3] + " sample(s): too few for an interval"; }
+    var level = Math.round(data.confidence * 100) + "% CI ";
+    if (data.counts) { return level + g(cell[1], 6) + " to " + g(cell[2], 6) + " (" + cell[3] + " samples)"; }
+    var u = selectUnit(cell[0]);
+    return level + g(cell[1] / u[1], 4) + " to " + g(cell[2] / u[1], 4) + " " + u[0] + " (" + cell[3] + " samples)";
+  }
+
   function key(threads, name, column) { return threads + "|" + name + "|" + column; }
 
   function baselines(chosen, base) {
@@ -102,9 +112,9 @@
           var direction = base[e.group] === id ? 0 : differ(baseCell, cell, data.floor);
           td.className = "cell" + (direction > 0 ? " slower" : direction < 0 ? " faster" : "") +
             (base[e.group] === id ? " baseline" : "");
-          td.title = cell[4];
-          if (cell[3]) {
-            var a = document.createElement("a"); a.href = cell[3]; a.textContent = text; td.appendChild(a);
+          td.title = ciText(cell);
+          if (cell[4]) {
+            var a = document.createElement("a"); a.href = cell[4]; a.textContent = text; td.appendChild(a);
           } else { td.textContent = text; }
           tr.appendChild(td);
         });
