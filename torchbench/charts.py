@@ -25,7 +25,7 @@ DOTS_UP_TO = 300  # marks a line: a longer line draws dots only where they link 
 PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Mark:
     x: float  # position in the history (index of the commit)
     y: float

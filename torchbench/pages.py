@@ -168,7 +168,7 @@ class ComparePage:
                 "default": self.default_envs, "cells": cells}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Point:
     env: EnvInfo
     interval: stats.Interval
