@@ -5,11 +5,13 @@ real git repository (made with git fast-import) x BENCHMARKS rows (TimerSuite
 style: BENCHMARKS/4 labels of 4 cases, 10 samples each), one machine, one
 environment. Measured in one run, interleaved, medians of --repeats:
 
-  anchor   asv publish with no plugins (asv's own pages)
-  ours     torchbench's pages alone (publisher.render_site in a fresh process,
-           reading the same results through asv's Results API)
-  both     asv publish with our publisher plugin (what a user runs)
-  again    ours after one more commit's results are added
+  anchor     asv publish with no plugins (asv's own pages)
+  ours       torchbench's pages alone (publisher.render_site in a fresh process,
+             reading the same results through asv's Results API), no cache
+  both       asv publish with our publisher plugin (what a user runs), no cache
+  unchanged  ours again, with the cache the last publish left (sitecache)
+  new commit ours after one more commit's results (every label) are added
+  one label  ours after one more commit's results of one label only
 
 Wall time and peak RSS (/usr/bin/time) of each.
 
@@ -146,22 +148,47 @@ def main() -> None:
             "ours": [sys.executable, "-c", OURS, str(config(base, base / "repo", [], "ours"))],
             "both": asv + [str(config(base, base / "repo", [".torchbench.publisher"], "both"))],
         }
-        times: dict[str, list[tuple[float, float]]] = {k: [] for k in [*commands, "again"]}
+        cache = base / "cache"  # OUT/cache/site: OUT is the results folder's parent here
+        results = base / "results"
+
+        def cold() -> None:
+            shutil.rmtree(cache, ignore_errors=True)
+
+        def commit(benches_of_it: dict | None) -> None:
+            for newest in (results / "bench").glob(f"{shas[-1][:8]}-*.json"):
+                newest.unlink()
+            if benches_of_it:
+                write_commit(results, shas[-1], args.commits, benches_of_it, np.random.default_rng(1))
+
+        one_label = dict(list(benches.items())[:1])
+        cases = ["anchor", "ours", "both", "unchanged", "new commit", "new commit, one label"]
+        times: dict[str, list[tuple[float, float]]] = {k: [] for k in cases}
         for r in range(args.repeats):
-            for name, cmd in commands.items():
-                times[name].append(measured(cmd))
-                print(f"   repeat {r + 1} {name}: {times[name][-1][0]:.1f} s, {times[name][-1][1]:.0f} MiB",
-                      flush=True)
-        write_commit(base / "results", shas[-1], args.commits, benches, rng)
-        for r in range(args.repeats):
-            times["again"].append(measured(commands["ours"]))
+            commit(None)
+            times["anchor"].append(measured(commands["anchor"]))
+            cold()
+            times["ours"].append(measured(commands["ours"]))
+            cold()
+            times["both"].append(measured(commands["both"]))  # leaves the cache of these results
+            times["unchanged"].append(measured(commands["ours"]))
+            commit(benches)
+            times["new commit"].append(measured(commands["ours"]))
+            commit(None)
+            measured(commands["ours"])  # back to the cache of the history without it
+            commit(one_label)
+            times["new commit, one label"].append(measured(commands["ours"]))
+            print(f"   repeat {r + 1}: " + ", ".join(f"{k} {v[-1][0]:.1f} s / {v[-1][1]:.0f} MiB"
+                                                    for k, v in times.items()), flush=True)
         med = {k: (statistics.median(t for t, _ in v), statistics.median(m for _, m in v)) for k, v in times.items()}
         a_t, a_m = med["anchor"]
         print(f"\n{args.commits} commits x {len(benches) * len(CASES)} rows, medians of {args.repeats}:\n")
         print("| publish | wall time | / asv publish | peak RSS | / asv publish |")
         print("|---|---|---|---|---|")
-        for name, label in (("anchor", "asv publish (asv's pages)"), ("ours", "torchbench pages alone"),
-                            ("both", "asv publish + torchbench plugin"), ("again", "ours, one commit more")):
+        labels = {"anchor": "asv publish (asv's pages)", "ours": "torchbench pages alone, no cache",
+                  "both": "asv publish + torchbench plugin, no cache",
+                  "unchanged": "ours again, nothing new", "new commit": "ours, one new commit (every label)",
+                  "new commit, one label": "ours, one new commit of one label"}
+        for name, label in labels.items():
             t, m = med[name]
             print(f"| {label} | {t:.1f} s | {t / a_t:.2f} | {m:.0f} MiB | {m / a_m:.2f} |")
     finally:

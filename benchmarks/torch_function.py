@@ -3,12 +3,14 @@
 Tensor is the baseline; SubTensor is a plain subclass (re-wrapping costs);
 WithTorchFunction is a Tensor-like with a (deprecated, plain-method)
 __torch_function__; SubWithTorchFunction overrides and defers to super().
-Changes of ~100 ns matter here, so every sample is kept.
+Changes of ~100 ns matter here, so every sample is kept. The same cases are
+counted under valgrind too (TorchFunctionCounts): the Compare page shows each
+case's instructions beside its time.
 """
 
 import torch
 
-from torchbench_core.asv_suite import TimerSpec, TimerSuite
+from torchbench_core.asv_suite import CountsSuite, TimerSpec, TimerSuite
 
 
 class SubTensor(torch.Tensor):
@@ -45,3 +47,7 @@ class TorchFunctionOverhead(TimerSuite):
     timers = [TimerSpec("torch.add(t1, t2)", setup="t1, t2 = make([1.0]), make([2.0])", globals={"make": make},
                         label="__torch_function__ overhead", sub_label=name, description="torch.add(t1, t2)")
               for name, make in TYPES.items()]
+
+
+class TorchFunctionCounts(CountsSuite):
+    of = TorchFunctionOverhead

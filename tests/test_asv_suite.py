@@ -111,3 +111,57 @@ def test_the_projects_own_suites_use_it():
     for path in (ROOT / "benchmarks").glob("*.py"):
         assert "_harness" not in path.read_text(), path
     assert "TimerSuite" in (ROOT / "benchmarks" / "torch_function.py").read_text()
+
+
+def test_a_counts_suite_shares_the_timed_suites_parameters_and_rejects_anything_else():
+    class Ops(TimerSuite):
+        timers = [spec(), spec(sub_label="Sub")]
+
+    class OpsCounts(asv_suite.CountsSuite):
+        of = Ops
+
+    assert (OpsCounts.params, OpsCounts.param_names, OpsCounts.version) == (Ops.params, Ops.param_names, Ops.version)
+    assert OpsCounts.unit == "instructions" and hasattr(OpsCounts, "track_instructions")
+    with pytest.raises(TypeError, match="expected a TimerSuite subclass"):
+        type("Bad", (asv_suite.CountsSuite,), {"of": object})
+
+
+@pytest.mark.slow
+def test_a_counts_suite_counts_every_case_in_one_valgrind_process_under_asv_runner(tmp_path):
+    """asv_runner's discovery and setup_cache, as an asv benchmark process runs them, with real valgrind."""
+    suite = tmp_path / "benchmarks"
+    suite.mkdir()
+    (suite / "__init__.py").write_text("")
+    (suite / "bench_ops.py").write_text(textwrap.dedent("""
+        from torchbench_core.asv_suite import CountsSuite, TimerSpec, TimerSuite
+
+        class Ops(TimerSuite):
+            timers = [TimerSpec("sum(x)", setup="x = list(range(10))", label="ops", sub_label="10", description="sum"),
+                      TimerSpec("sum(x)", setup="x = list(range(1000))", label="ops", sub_label="1000",
+                                description="sum")]
+
+        class OpsCounts(CountsSuite):
+            of = Ops
+        """))
+    env = {"PYTHONPATH": f"{ROOT}:{tmp_path}", "PATH": "/usr/bin:/bin"}
+    worker = [sys.executable, "-m", "torchbench_core.asv_worker"]
+    listed = subprocess.run([*worker, "list", str(suite)], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    import json
+
+    names = {b["name"]: b for b in json.loads(listed.stdout)}
+    assert set(names) == {"bench_ops.Ops.track_time", "bench_ops.OpsCounts.track_instructions"}
+    jobs, out = tmp_path / "jobs.json", tmp_path / "out.jsonl"
+    jobs.write_text(json.dumps([["bench_ops.OpsCounts.track_instructions", i] for i in range(2)]))
+    proc = subprocess.run([*worker, "run", str(suite), "--jobs", str(jobs), "--out", str(out), "--cache-dir",
+                           str(tmp_path)], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=900)
+    assert proc.returncode == 0, proc.stderr
+    results = [json.loads(line) for line in out.read_text().splitlines() if '"job"' in line]
+    by_size = {}
+    for r in results:
+        assert r["number"] == 100 and len(r["samples"]) == 3, r
+        assert max(r["samples"]) - min(r["samples"]) < 0.01 * min(r["samples"])  # counts repeat
+        by_size[r["job"][1]] = min(r["samples"])
+    # params are a product: ("10",) is index 0 and ("1000",) index 1; summing 1000 items costs far more
+    assert by_size[1] > 20 * by_size[0] > 0
+    assert len(list(tmp_path.glob("*.pickle"))) == 1  # one setup_cache, one valgrind process, for both

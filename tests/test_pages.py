@@ -103,3 +103,29 @@ def test_a_cells_colour_needs_a_baseline_in_its_own_environment():
     expected = stats.cells_differ(base_cell.interval,
                                   page.cells[(m1_new, 1, "Tensor", "torch.add(t1, t2)")].interval)
     assert page.differ(m1_new, 1, "Tensor", "torch.add(t1, t2)", baselines) == expected
+
+
+def counts_row(commit: str, case: str, instructions: float, *, label=LABEL):
+    """A CountsSuite row: the same task-spec parameters as the timed case, in instructions per call."""
+    params = (("label", label), ("sub_label", case), ("description", "torch.add(t1, t2)"), ("num_threads", 1))
+    return Row(machine="m1", commit=commit, env_name="virtualenv-py3.11", benchmark="bench.OverheadCounts.track_instructions",
+               index={"Tensor": 0, "SubTensor": 1}[case], params=params, value=instructions,
+               samples=(instructions - 2, instructions, instructions + 2), number=100, stats=None,
+               unit="instructions", date=0)
+
+
+def test_counts_of_a_timed_case_sit_beside_its_time_and_a_counts_label_has_its_own_page():
+    shas, rows = history(2)
+    rows += [counts_row(sha, "Tensor", 4000.0 + i) for i, sha in enumerate(shas)]  # SubTensor is not counted
+    rows += [counts_row(sha, "Tensor", 9000.0, label="instruction counts") for sha in shas]
+    timed, counted = sorted(pages.build(rows, {sha: i for i, sha in enumerate(shas)}, {})[0],
+                            key=lambda p: p.unit_kind != "time")
+    assert (timed.label, timed.unit_kind, counted.label, counted.unit_kind) == (
+        LABEL, "time", "instruction counts", pages.COUNT_UNIT)
+    assert len(timed.cells) == 4  # the times alone: counts are not rows of their own
+    beside = {(timed.env(k[0]).commit, k[2]): c.counts and c.counts.median for k, c in timed.cells.items()}
+    assert beside == {(shas[0], "Tensor"): 4000.0, (shas[1], "Tensor"): 4001.0,
+                      (shas[0], "SubTensor"): None, (shas[1], "SubTensor"): None}
+    data = timed.data()
+    assert sorted(v for env in data["instructions"].values() for v in env.values()) == [4000.0, 4001.0]
+    assert all(c.interval.median == 9000.0 for c in counted.cells.values())

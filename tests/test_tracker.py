@@ -247,6 +247,11 @@ def test_the_next_holder_of_the_lock_clears_what_a_killed_writer_left(tmp_path):
     with lock.exclusive(env, sweep=False):  # an environment folder inside: another lock's, left alone
         pass
     (env / ".pip-build.tmp").write_text("not ours")
+    for tree in ("sites/0123abcd/pkg", "html/torchbench"):  # trees the sweep does not walk
+        (out / tree).mkdir(parents=True)
+        (out / tree / ".x.tmp").write_text("not walked")
+    (out / "cache" / "site").mkdir(parents=True)  # one of ours, swept
+    (out / "cache" / "site" / ".windows.pickle.1.tmp").write_text("half")
     writer = subprocess.Popen([sys.executable, "-c", (
         "import os, sys, time\n"
         "from torchbench_core import storage\n"
@@ -264,6 +269,8 @@ def test_the_next_holder_of_the_lock_clears_what_a_killed_writer_left(tmp_path):
         pass
     assert sorted(p.name for p in (out / "results" / "m").iterdir()) == ["a.json"]
     assert (env / ".pip-build.tmp").exists()
+    assert not list((out / "cache").rglob("*.tmp"))
+    assert all((out / tree / ".x.tmp").exists() for tree in ("sites/0123abcd/pkg", "html/torchbench"))
 
 
 # -- the example ------------------------------------------------------------------------------------------

@@ -32,16 +32,17 @@ commits next to two slow ones can be chance. That is what confirmation is for
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import asdict, dataclass
-from typing import Iterable, NamedTuple, Sequence
+from typing import Callable, Iterable, NamedTuple, Sequence
 
 import numpy as np
 
 from . import stats
 from .results import Row
 
-__all__ = ["Step", "History", "Found", "Point", "detect", "from_points", "histories", "find_steps", "MIN_SEGMENT",
+__all__ = ["Step", "History", "Found", "Point", "Windows", "detect", "from_points", "histories", "find_steps", "MIN_SEGMENT",
            "ALPHA", "FLOOR", "PENALTY", "SHORT_NOISES", "WINDOW"]
 
 MIN_SEGMENT = 2  # commits on each side of a step: a single new commit is the alert's business
@@ -85,7 +86,24 @@ def _noise(y: np.ndarray, spreads: np.ndarray | None) -> float:
     return max(scale, 1e-3)
 
 
-def _candidates(y: np.ndarray, noise: float, penalty: float) -> list[int]:
+class Windows:
+    """The kernel search's candidates per window, kept between publishes (sitecache): a window of the same
+    values gives the same candidates, and the windows are fixed from a series' start, so a new commit
+    falls in the last one or two and the others are not searched again."""
+
+    def __init__(self, known: dict | None = None):
+        self.known = known or {}
+        self.used: dict[bytes, list[int]] = {}
+
+    def get(self, part: np.ndarray, search: Callable[[], list[int]]) -> list[int]:
+        key = hashlib.sha1(part.tobytes() + repr((KERNEL_PENALTY, MIN_SEGMENT)).encode()).digest()
+        if key not in self.used:
+            known = self.known.get(key)
+            self.used[key] = known if known is not None else search()
+        return self.used[key]
+
+
+def _candidates(y: np.ndarray, noise: float, penalty: float, windows: Windows | None = None) -> list[int]:
     import ruptures
 
     if len(y) < 2 * MIN_SEGMENT:
@@ -94,13 +112,18 @@ def _candidates(y: np.ndarray, noise: float, penalty: float) -> list[int]:
         found = ruptures.Pelt(model=MODEL, min_size=MIN_SEGMENT, jump=1).fit(y).predict(
             pen=penalty * noise * math.log(len(y)))
         return [b for b in found if b < len(y)]
+
+    def search(part: np.ndarray) -> list[int]:
+        found = ruptures.KernelCPD(kernel="rbf", min_size=MIN_SEGMENT).fit(part.reshape(-1, 1)).predict(
+            pen=KERNEL_PENALTY * math.log(len(part)))
+        return [int(b) for b in found if b < len(part)]
+
     # windows overlapping by two evidence windows, so that every step lies well inside one of them
+    windows = windows or Windows()
     cuts: set[int] = set()
     for start in range(0, max(len(y) - 2 * WINDOW, 1), SPAN - 2 * WINDOW):
         part = y[start:start + SPAN]
-        found = ruptures.KernelCPD(kernel="rbf", min_size=MIN_SEGMENT).fit(part.reshape(-1, 1)).predict(
-            pen=KERNEL_PENALTY * math.log(len(part)))
-        cuts.update(start + int(b) for b in found if b < len(part))
+        cuts.update(start + b for b in windows.get(part, lambda part=part: search(part)))
     merged: list[int] = []
     for b in sorted(cuts):  # a step seen by two windows a commit apart is one candidate
         if not merged or b - merged[-1] >= MIN_SEGMENT:
@@ -151,11 +174,12 @@ def _evidence(values: np.ndarray, intervals: Sequence[stats.Interval] | None, lo
 
 
 def detect(values: Sequence[float], intervals: Sequence[stats.Interval] | None = None, *, floor: float = FLOOR,
-           alpha: float = ALPHA, penalty: float = PENALTY) -> list[Step]:
+           alpha: float = ALPHA, penalty: float = PENALTY, windows: Windows | None = None) -> list[Step]:
     """Steps in one series of per-commit values (times, in commit order), each with its evidence.
 
     `intervals`: each commit's interval from its own samples (stats.interval); used for the noise floor and
     to decide steps between segments too short for the test. Non-finite values must be left out by the caller.
+    `windows`: the long-series search's candidates from an earlier call (kept by the caller, sitecache).
     """
     v = np.asarray(values, dtype=float)
     if len(v) < 2 * MIN_SEGMENT or not np.all(np.isfinite(v)) or np.any(v <= 0):
@@ -166,7 +190,7 @@ def detect(values: Sequence[float], intervals: Sequence[stats.Interval] | None =
         spreads = np.array([(math.log(i.high) - math.log(i.low)) / 2 for i in intervals
                             if i.low > 0 and math.isfinite(i.high)])  # (nan > 0 is False: no interval, left out)
     noise = _noise(y, spreads)
-    cuts = _candidates(y, noise, penalty)
+    cuts = _candidates(y, noise, penalty, windows)
     # drop the weakest unsupported candidate, re-test its neighbours against the merged segment, repeat
     # (each (lo, at, hi) is tested once: a removal leaves every other candidate's segments as they were)
     tested: dict[tuple[int, int, int], Step | None] = {}
@@ -261,5 +285,5 @@ def histories(rows: Iterable[Row], order: dict[str, int]) -> list[History]:
 
 
 def find_steps(found: Iterable[History], **options) -> list[Found]:
-    """The steps in every history (options: detect's floor, alpha, penalty)."""
+    """The steps in every history (options: detect's floor, alpha, penalty, windows)."""
     return [Found(h, s) for h in found for s in detect(h.values, h.intervals, **options)]

@@ -73,7 +73,8 @@ class Session:
         self.comparisons += 1
         print(f"== comparing {a.short} with {b.short} ({', '.join(sorted({n for n, _ in jobs}))})", flush=True)
         evidence = alert_command.measure_pair(args, self.ws, a, b, self.problems, {},
-                                              work=self.ws.out / "find" / work / f"{a.short}..{b.short}")
+                                              work=self.ws.out / "find" / work / f"{a.short}..{b.short}",
+                                              only=jobs)
         return {(r.benchmark, r.index): r for r in decide.decide(evidence, alert_command.policy_of(args))
                 if (r.benchmark, r.index) in jobs}
 

@@ -51,15 +51,22 @@ def exclusive(folder: Path, what: str = "output folder", sweep: bool = True) -> 
         os.close(fd)
 
 
+UNSWEPT = ("sites", "html")  # OUT's folders that hold none of our temporaries
+
+
 def remove_stale_temporaries(folder: Path) -> list[Path]:
     """Remove FOLDER's leftover atomic-write temporaries; call only while holding FOLDER's lock.
 
     A subfolder with a lock of its own (an environment folder kept inside the
-    output folder) belongs to another lock and is left alone.
+    output folder) belongs to another lock and is left alone, and so are the
+    two big trees where we never write through a temporary: OUT/sites (each
+    commit's install, renamed into place whole) and OUT/html (asv empties it
+    on every publish).
     """
     removed = []
     for root, dirs, files in os.walk(folder):
-        dirs[:] = [d for d in dirs if not (Path(root, d, LOCK_NAME)).exists()]
+        dirs[:] = [d for d in dirs if not (Path(root, d, LOCK_NAME)).exists()
+                   and not (Path(root) == Path(folder) and d in UNSWEPT)]
         for name in files:
             if name.startswith(".") and name.endswith(".tmp"):
                 path = Path(root, name)

@@ -17,7 +17,7 @@ import hashlib
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Iterator, NamedTuple
 
 import numpy as np
 
@@ -28,7 +28,8 @@ from torchbench_core.units import _UNITS, select_unit, unit_to_english
 from . import stats
 from .results import Row
 
-__all__ = ["ComparePage", "EnvInfo", "Point", "Series", "SeriesPage", "build", "env_id_of", "slug", "DEFAULT_COMMITS"]
+__all__ = ["ComparePage", "EnvInfo", "Point", "Record", "Series", "SeriesPage", "build", "build_from", "env_id_of",
+           "records", "slug", "DEFAULT_COMMITS"]
 
 DEFAULT_COMMITS = 5  # the Compare pages open on the last five commits
 COUNT_UNIT = "instructions"
@@ -74,6 +75,7 @@ class CellData:
     number: int
     benchmark: str
     index: int
+    counts: stats.Interval | None = None  # the same case's instructions per call, where its suite counts them
 
     def measurement(self, label: str, key: tuple[str, int, str, str | None]) -> Measurement:
         """Made when a table needs it: a site of 2000 commits shows 5 by default."""
@@ -148,11 +150,14 @@ class ComparePage:
         scale_unit, scale = (COUNT_UNIT, 1.0) if self.unit_kind == COUNT_UNIT else select_unit(
             min(c.interval.median for c in self.cells.values()))
         cells: dict[str, dict[str, list]] = {}
+        counts: dict[str, dict[str, float]] = {}  # instructions per call beside the times, where counted
         for (env, threads, name, column), c in self.cells.items():
             key = f"{threads}|{name}|{'' if column is None else column}"
             i = c.interval
             cells.setdefault(env, {})[key] = [i.median, None if math.isnan(i.low) else i.low,
                                               None if math.isnan(i.high) else i.high, i.n]
+            if c.counts is not None:
+                counts.setdefault(env, {})[key] = c.counts.median
         # Compare's row order: by thread count, then as the results came (a site of 2000
         # commits would pay for a whole Compare per page to learn just this).
         rows = sorted(dict.fromkeys((k[1], k[2]) for k in self.cells), key=lambda r: r[0])
@@ -165,7 +170,7 @@ class ComparePage:
                           "tag": self.tag(e),
                           "commit": e.commit, "short": e.short, "subject": e.subject, "pos": e.position}
                          for e in self.envs],
-                "default": self.default_envs, "cells": cells}
+                "default": self.default_envs, "cells": cells, "instructions": counts}
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,7 +201,39 @@ class SeriesPage:
     overhead_baseline: str | None  # sub_label the overhead is measured against, when the label has it
 
 
-def env_id_of(row: Row) -> str:
+class Record(NamedTuple):
+    """What the pages keep of one measured row: made once per result file (and kept between publishes
+    by sitecache, so that an unchanged file is not read again)."""
+
+    machine: str
+    commit: str
+    env_name: str
+    date: int
+    label: str
+    name: str  # sub_label
+    description: str | None
+    threads: int
+    counts: bool  # instruction counts, not times
+    interval: stats.Interval
+    samples: np.ndarray  # per call
+    number: int
+    benchmark: str
+    index: int
+
+
+def records(rows: Iterable[Row]) -> Iterator[Record]:
+    """The measured rows (failed and skipped ones have no cell) as the pages need them."""
+    for row in rows:
+        if row.status != "ok" or not (row.samples or row.value is not None):
+            continue
+        label, name, description, threads = row.placement()
+        samples = np.asarray(row.samples or (row.value,), dtype=float)
+        yield Record(row.machine, row.commit, row.env_name, row.date or 0, label, name, description, threads,
+                     row.unit == COUNT_UNIT, stats.interval(samples), samples, row.number or 1, row.benchmark,
+                     row.index)
+
+
+def env_id_of(row: Row | Record) -> str:
     """The id of the env a row belongs to: machine.envhash.commit12, the same in every publish."""
     return f"{row.machine}.{_env_hash(row.env_name)}.{row.commit[:12]}"
 
@@ -219,30 +256,41 @@ def build(rows: Iterable[Row], revisions: dict[str, int],
     """Compare and series pages for every label with measured results (rows are read once, as they come).
 
     subjects: commit subjects by sha, or a function giving them for the commits found."""
-    env_rows: dict[str, Row] = {}
+    return build_from(records(rows), revisions, subjects, default_commits)
+
+
+def build_from(found: Iterable[Record], revisions: dict[str, int],
+               subjects: dict[str, str] | Callable[[set[str]], dict[str, str]],
+               default_commits: int = DEFAULT_COMMITS) -> tuple[list[ComparePage], list[SeriesPage]]:
+    """build, from records."""
+    env_records: dict[str, Record] = {}
     dates: dict[str, float] = {}
     by_label: dict[str, dict[tuple, CellData]] = {}
-    kinds: dict[str, str] = {}
     # The default tables show the last commits: the branch's newest, and any commit off it (those
     # come after the branch). Only their cells keep their samples; the rest keep their interval.
     recent = set(sorted(revisions, key=revisions.get)[-default_commits:])
-    for row in rows:
-        if row.status != "ok" or not (row.samples or row.value is not None):
-            continue
-        env_id = env_id_of(row)
-        env_rows.setdefault(env_id, row)
-        dates[row.commit] = min(dates.get(row.commit, math.inf), row.date or 0)
-        label, name, description, threads = row.placement()
-        samples = np.asarray(row.samples or (row.value,), dtype=float)
-        keep = row.commit in recent or row.commit not in revisions
-        by_label.setdefault(label, {})[(env_id, threads, name, description)] = CellData(
-            stats.interval(samples), samples if keep else None, row.number or 1, row.benchmark, row.index)
-        kinds.setdefault(label, COUNT_UNIT if row.unit == COUNT_UNIT else "time")
+    counted: dict[str, dict[tuple, CellData]] = {}  # instruction counts (a CountsSuite, or a counts label)
+    for r in found:
+        env_id = env_id_of(r)
+        env_records.setdefault(env_id, r)
+        dates[r.commit] = min(dates.get(r.commit, math.inf), r.date)
+        keep = r.commit in recent or r.commit not in revisions
+        (counted if r.counts else by_label).setdefault(r.label, {})[(env_id, r.threads, r.name, r.description)] = \
+            CellData(r.interval, r.samples if keep else None, r.number, r.benchmark, r.index)
+    kinds = {label: "time" for label in by_label}
+    for label, cells in counted.items():
+        if label in by_label:  # counts of timed cases: shown beside their times
+            timed = by_label[label]
+            for key, c in cells.items():
+                if key in timed:
+                    timed[key].counts = c.interval
+        else:  # a label of counts alone: its own page, in instructions
+            by_label[label], kinds[label] = cells, COUNT_UNIT
     positions = _positions(dates, revisions)
     if callable(subjects):
         subjects = subjects(set(dates))
     envs = {env_id: EnvInfo(env_id, r.machine, r.env_name, r.commit, positions[r.commit], subjects.get(r.commit, ""))
-            for env_id, r in env_rows.items()}
+            for env_id, r in env_records.items()}
 
     compare_pages, series_pages = [], []
     for label in sorted(by_label):

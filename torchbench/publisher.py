@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import hashlib
+import itertools
 import math
 import shutil
 import sys
@@ -36,7 +38,7 @@ import jinja2
 from asv.publishing import OutputPublisher
 from torchbench_core.units import select_unit
 
-from . import charts, flamegraph, pages, regressions, results, site_assets, stats
+from . import changepoints, charts, flamegraph, pages, regressions, site_assets, sitecache, stats
 from .config import ROOT
 
 __all__ = ["TorchbenchPages", "render_pages", "render_site", "row_anchor"]
@@ -100,6 +102,7 @@ def _compare_context(page: pages.ComparePage, profiles: dict) -> dict:
                 "ci": _ci_text(i, page.unit_kind),
                 "baseline": baselines.get(env.group) == row.env,
                 "profile": profiles.get((env.commit, data.benchmark, data.index)),
+                "counts": None if data.counts is None else f"{data.counts.median:,.0f}",
             })
         blocks[-1]["rows"].append({"id": row_anchor(env, row.num_threads, row.name), "env": env, "name": row.name,
                                    "cells": cells, "first_of_env": not blocks[-1]["rows"]
@@ -241,22 +244,34 @@ def _render_site(conf, revisions: dict[str, int]) -> list[str]:
     warnings: list[str] = []
     out_dir = Path(conf.results_dir).resolve().parent
     project = getattr(conf, "project", "")
-    _, series_pages = render_pages(results.iter_rows(Path(conf.results_dir), warnings), html_dir / SITE,
-                                    out_dir=out_dir, revisions=revisions,
-                                    subjects=lambda shas: _subjects(getattr(conf, "repo", None), shas),
-                                    project=project, warnings=warnings)
-    steps = regressions.collect(series_pages, revisions, out_dir, warnings)
+    cache = sitecache.SiteCache(out_dir)
+    _, series_pages = render_pages(cache.records(Path(conf.results_dir), warnings), html_dir / SITE,
+                                   out_dir=out_dir, revisions=revisions,
+                                   subjects=lambda shas: _subjects(getattr(conf, "repo", None), shas),
+                                   project=project, warnings=warnings, cache=cache)
+    windows = changepoints.Windows(cache.windows())
+    steps = regressions.collect(series_pages, revisions, out_dir, warnings, windows=windows)
+    cache.keep_windows(windows.used)
     regressions.write(steps, html_dir=html_dir, site=html_dir / SITE, env=_environment(), project=project)
     _add_nav_link(html_dir / "index.html")
+    print(f"torchbench: {cache.summary()}", file=sys.stderr)
     return warnings
 
 
-def render_pages(rows, site: Path, *, out_dir: Path, revisions: dict[str, int], subjects, project: str,
-                 warnings: list[str] | None = None, commits: set[str] | None = None):
-    """Our pages for `rows` in `site`, with the flame graphs under OUT/profiles (of `commits` only, when
-    given) copied in. Returns (compare pages, series pages)."""
+def render_pages(found, site: Path, *, out_dir: Path, revisions: dict[str, int], subjects, project: str,
+                 warnings: list[str] | None = None, commits: set[str] | None = None,
+                 cache: sitecache.SiteCache | None = None):
+    """Our pages for `found` (results.Row, or pages.Record) in `site`, with the flame graphs under
+    OUT/profiles (of `commits` only, when given) copied in; a label whose pages `cache` holds under the
+    same digest is copied from it. Returns (compare pages, series pages)."""
     warnings = warnings if warnings is not None else []
-    compare_pages, series_pages = pages.build(rows, revisions, subjects)
+    found = iter(found)
+    first = next(found, None)
+    if first is not None:
+        found = itertools.chain([first], found)
+    if not isinstance(first, pages.Record):
+        found = pages.records(found)
+    compare_pages, series_pages = pages.build_from(found, revisions, subjects)
     site.mkdir(parents=True, exist_ok=True)
     for static in (ROOT / "html_templates" / "static").iterdir():
         shutil.copyfile(static, site / static.name)
@@ -267,18 +282,40 @@ def render_pages(rows, site: Path, *, out_dir: Path, revisions: dict[str, int], 
     (site / "compare").mkdir(exist_ok=True)
     (site / "series").mkdir(exist_ok=True)
     up = {k: f"../{v}" for k, v in profiles.items()}
-    for page in compare_pages:
+    up_diffs = {k: f"../{v}" for k, v in diffs.items()}
+    for page, series in zip(compare_pages, series_pages):
+        targets = {"compare.html": site / "compare" / f"{page.slug}.html",
+                   "series.html": site / "series" / f"{page.slug}.html"}
+        digest = _digest(page, up, up_diffs, project) if cache else ""
+        if cache and cache.page(page.slug, digest, targets):
+            continue
         text = env.get_template("compare.html.j2").render(**_compare_context(page, up), root="../")
-        (site / "compare" / f"{page.slug}.html").write_text(text)
-    for page in series_pages:
-        text = env.get_template("series.html.j2").render(
-            **_series_context(page, up, {k: f"../{v}" for k, v in diffs.items()}), root="../")
-        (site / "series" / f"{page.slug}.html").write_text(text)
+        targets["compare.html"].write_text(text)
+        text = env.get_template("series.html.j2").render(**_series_context(series, up, up_diffs), root="../")
+        targets["series.html"].write_text(text)
+        if cache:
+            cache.keep_page(page.slug, digest, targets)
     index = env.get_template("index.html.j2").render(
         compare_pages=compare_pages, series_pages=series_pages, warnings=warnings, root="",
         profiles=len(profiles), project=project)
     (site / "index.html").write_text(index)
     return compare_pages, series_pages
+
+
+def _digest(page: pages.ComparePage, profiles: dict, diffs: dict, project: str) -> str:
+    """Everything a label's two pages show: its cells (and the samples its default tables keep), its
+    commits with their subjects and positions, and the flame graphs and differential graphs of its cells."""
+    envs = [(e.id, e.machine, e.env_name, e.commit, e.position, e.subject) for e in page.envs]
+    h = hashlib.sha1(repr((page.label, page.unit_kind, envs, page.columns, page.default_envs, project)).encode())
+    shown = set()
+    for key, cell in page.cells.items():
+        h.update(repr((key, cell.interval, cell.counts, cell.number, cell.benchmark, cell.index)).encode())
+        if cell.samples is not None:
+            h.update(cell.samples.tobytes())
+        shown.add((page.env(key[0]).commit, cell.benchmark, cell.index))
+    h.update(repr(sorted((k, v) for k, v in profiles.items() if k in shown)).encode())
+    h.update(repr(sorted((k, v) for k, v in diffs.items() if k[1] in shown)).encode())
+    return h.hexdigest()
 
 
 def _write_diffs(site: Path, series_pages: list[pages.SeriesPage], flame: dict) -> dict:

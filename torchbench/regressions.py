@@ -62,7 +62,7 @@ def histories_of(series_pages: list[pages.SeriesPage], revisions: dict[str, int]
 
 
 def collect(series_pages: list[pages.SeriesPage], revisions: dict[str, int], out_dir: Path,
-            warnings: list[str]) -> list[dict]:
+            warnings: list[str], windows: changepoints.Windows | None = None) -> list[dict]:
     """The steps to show: detected now, joined with find's record (whose confirmed steps stay listed)."""
     try:
         record = read_record(out_dir)
@@ -71,7 +71,7 @@ def collect(series_pages: list[pages.SeriesPage], revisions: dict[str, int], out
         record = {}
     histories, series_of = histories_of(series_pages, revisions)
     steps = {}
-    for f in changepoints.find_steps(histories):
+    for f in changepoints.find_steps(histories, windows=windows):
         entry = f.to_dict()
         steps[record_key(entry)] = {**entry, "status": UNCONFIRMED, "confirmation": None, "culprit": None}
     for key, entry in record.items():

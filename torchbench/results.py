@@ -15,19 +15,20 @@ from __future__ import annotations
 
 import ast
 import functools
+import hashlib
 import itertools
 import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator, NamedTuple
 
 from torchbench_core import Measurement, TaskSpec
 from torchbench_core.asv_suite import TASK_SPEC_PARAMS
 
 from .asv_plugin import OUTCOME_SCHEMA
 
-__all__ = ["Outcome", "ResultSet", "Row", "iter_rows", "load", "load_paths", "param_value"]
+__all__ = ["Outcome", "ResultFile", "ResultSet", "Row", "iter_files", "iter_rows", "load", "load_paths", "param_value"]
 
 
 @functools.lru_cache(maxsize=65536)  # a history repeats the same few parameter values in every file
@@ -185,14 +186,37 @@ def _read(path: Path, benchmarks: dict[str, dict], warnings: list[str]):
         return None
 
 
+class ResultFile(NamedTuple):
+    """One result file, and what reads it: a caller that keeps what it made of a file (the site cache)
+    reads only the files whose stamp changed."""
+
+    path: Path
+    stamp: tuple  # (size, mtime ns, digest of benchmarks.json, which names the rows' parameters)
+    read: Callable[[], list[Row] | None]  # None, with a warning naming the file, when it cannot be read
+
+
+def iter_files(results_dir: Path, warnings: list[str]) -> Iterator[ResultFile]:
+    """Every result file under results_dir, in a stable order."""
+    if not results_dir.is_dir():
+        return
+    benchmarks = _load_benchmarks(results_dir, warnings)
+    definitions = results_dir / "benchmarks.json"
+    digest = hashlib.sha1(definitions.read_bytes()).hexdigest() if definitions.is_file() else ""
+    for path in _result_files(results_dir):
+        stat = path.stat()
+
+        def read(path: Path = path) -> list[Row] | None:
+            got = _read(path, benchmarks, warnings)
+            return None if got is None else got[1]
+
+        yield ResultFile(path, (stat.st_size, stat.st_mtime_ns, digest), read)
+
+
 def iter_rows(results_dir: Path, warnings: list[str]) -> Iterator[Row]:
     """Every row of every readable result file, a file at a time (a site of 2000 commits need not hold
     all of them as rows at once); unreadable files are named in `warnings`."""
-    benchmarks = _load_benchmarks(results_dir, warnings)
-    for path in _result_files(results_dir) if results_dir.is_dir() else []:
-        read = _read(path, benchmarks, warnings)
-        if read is not None:
-            yield from read[1]
+    for file in iter_files(results_dir, warnings):
+        yield from file.read() or ()
 
 
 def _load_file(out: ResultSet, path: Path, commits: set[str] | None) -> None:

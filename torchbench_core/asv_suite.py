@@ -47,7 +47,7 @@ from typing import Any, Iterable
 
 from .measurement import Measurement
 
-__all__ = ["TASK_SPEC_PARAMS", "TimerSpec", "TimerSuite", "asv_env", "samples", "specs_from_grouped", "timer",
+__all__ = ["TASK_SPEC_PARAMS", "CountsSuite", "TimerSpec", "TimerSuite", "asv_env", "samples", "specs_from_grouped", "timer",
            "track"]
 
 TASK_SPEC_PARAMS = ("label", "sub_label", "description", "num_threads")
@@ -178,6 +178,62 @@ class TimerSuite:
         # benchmark module imports, and the base must not look like a suite.
         cls.setup = _setup
         cls.track_time = _track_time
+
+
+class CountsSuite:
+    """Base class of an asv suite that counts the instructions of a :class:`TimerSuite`'s cases.
+
+    A subclass sets ``of`` to the TimerSuite::
+
+        class DispatchCounts(CountsSuite):
+            of = Dispatch
+
+    Its ``track_instructions`` rows carry the same task-spec parameters as the
+    timed rows, with unit "instructions": torchbench's Compare pages show each
+    case's counts beside its time. One valgrind process counts every case of
+    a commit (asv's ``setup_cache``), so the suite pays valgrind's start-up
+    (tens of seconds with torch) once, not once per case. Each row's samples
+    are instructions per run, ``repeats`` of them, baseline subtracted.
+    """
+
+    of: type | None = None
+    number, repeats = 100, 3
+    unit = "instructions"
+    setup_cache_timeout = 1800
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        suite = cls.__dict__.get("of")
+        if not (isinstance(suite, type) and issubclass(suite, TimerSuite)):
+            raise TypeError(f"{cls.__name__}.of: expected a TimerSuite subclass, got {suite!r}")
+        cls._specs = suite._specs
+        cls.params, cls.param_names = suite.params, suite.param_names
+        if "version" not in cls.__dict__:
+            cls.version = suite.version
+        cls.setup_cache = _count_every_case
+        cls.setup = _counts_setup
+        cls.track_instructions = _track_instructions
+
+
+def _count_every_case(self) -> dict:
+    from .callgrind import CallgrindError, collect_callgrind_many
+
+    keys = list(self._specs)
+    outcomes = collect_callgrind_many([self._specs[k].timer() for k in keys], self.number, self.repeats,
+                                      on_error="return")
+    return {key: str(o) if isinstance(o, CallgrindError)
+            else [s.counts(subtract_baseline=True) / self.number for s in o] for key, o in zip(keys, outcomes)}
+
+
+def _counts_setup(self, cache, label, sub_label, description, num_threads) -> None:
+    _setup(self, label, sub_label, description, num_threads)
+
+
+def _track_instructions(self, cache, label, sub_label, description, num_threads) -> dict:
+    counts = cache[(label, sub_label, description, num_threads)]
+    if isinstance(counts, str):
+        raise RuntimeError(counts)  # this case failed under valgrind; the others stand
+    return {"samples": counts, "number": self.number}
 
 
 def _setup(self, label, sub_label, description, num_threads) -> None:

@@ -72,8 +72,11 @@ def _discover(suite: Path) -> dict:
 
 
 def _timer_suite(benchmark):
-    """The TimerSuite instance a benchmark comes from (asv_runner keeps [func, instance, module]), or None."""
-    return next((s for s in benchmark._attr_sources if hasattr(s, "_specs")), None)
+    """The TimerSuite instance a benchmark comes from (asv_runner keeps [func, instance, module]), or None.
+    A CountsSuite shares its TimerSuite's specs but is not one: its cases are counted, not timed."""
+    from .asv_suite import TimerSuite
+
+    return next((s for s in benchmark._attr_sources if isinstance(s, TimerSuite)), None)
 
 
 def list_benchmarks(suite: Path) -> list[dict]:

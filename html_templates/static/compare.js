@@ -116,6 +116,15 @@
           if (cell[4]) {
             var a = document.createElement("a"); a.href = cell[4]; a.textContent = text; td.appendChild(a);
           } else { td.textContent = text; }
+          var counts = (data.instructions[id] || {})[key(threads, r[1], c)];
+          if (counts !== undefined) {  // publisher: the case's instructions per call beside its time
+            var baseCounts = (data.instructions[base[e.group]] || {})[key(threads, r[1], c)];
+            var span = document.createElement("span"); span.className = "counts";
+            span.title = "instructions per call (callgrind)";
+            span.textContent = state.relative && baseCounts ? (counts / baseCounts).toFixed(3) + " instr"
+              : Math.round(counts).toLocaleString("en-US") + " instr";
+            td.appendChild(document.createTextNode(" ")); td.appendChild(span);
+          }
           tr.appendChild(td);
         });
       });

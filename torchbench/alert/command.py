@@ -99,10 +99,11 @@ def _measure(args, f: Folders, base: commits.Commit, head: commits.Commit, repor
 
 
 def measure_pair(args, ws, base: commits.Commit, head: commits.Commit, report_problems: list[str], where: dict,
-                 work: Path | None = None) -> measure.Evidence:
+                 work: Path | None = None, only: set[tuple[str, int]] | None = None) -> measure.Evidence:
     """Measure both sides in alternating processes (args: the measurement arguments and `bench`); `where` gets
     what the site needs to profile them (python, suite, sides, work). Evidence is saved in WORK
-    (default OUT/alert/BASE..HEAD)."""
+    (default OUT/alert/BASE..HEAD). `only`: these (benchmark, index) pairs alone, of the benchmarks `bench`
+    selects (find measures the stepped parameter combinations, not all of a benchmark's)."""
     evidence = measure.Evidence()
     bench_dir = ws.bench_dir
     python = ws.pythons()[0]
@@ -125,6 +126,9 @@ def measure_pair(args, ws, base: commits.Commit, head: commits.Commit, report_pr
             report_problems.append(str(e))
             return evidence
     jobs = jobs_of(listing, args.bench, evidence)
+    if only is not None:
+        jobs = [j for j in jobs if j in only]
+        evidence.jobs = {j: info for j, info in evidence.jobs.items() if j in only}
     if not jobs:
         raise UserError(f"{bench_dir}: no timed benchmark matches {args.bench or 'the suite'}")
     both = [j for j in jobs if evidence.jobs[j]["on_base"] and evidence.jobs[j]["on_head"]]

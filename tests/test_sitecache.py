@@ -1,0 +1,93 @@
+"""A second publish redoes only what changed (sitecache): real asv result files, written through asv's
+Results API into a real git history, published by render_site as `asv publish` runs it."""
+
+import sys
+
+import numpy as np
+import pytest
+from asv.config import Config
+
+from tests.e2e import ROOT
+from torchbench import changepoints, publisher, sitecache
+
+sys.path.insert(0, str(ROOT / "bench"))
+import publish_speed as synthetic  # noqa: E402  (the publish bench's own history and result writer)
+
+
+@pytest.fixture
+def history(tmp_path):
+    shas = synthetic.make_repo(tmp_path / "repo", 5)
+    benches = synthetic.benchmarks(12)  # three labels of four cases
+    (tmp_path / "benchmarks").mkdir()
+    rng = np.random.default_rng(0)
+    synthetic.write_results(tmp_path / "out" / "results", shas[:4], benches, rng)
+    conf_path = synthetic.config(tmp_path / "out", tmp_path / "repo", [], "site")
+    conf = Config.load(str(conf_path))
+    return {"tmp": tmp_path, "shas": shas, "benches": benches, "rng": rng, "conf": conf,
+            "html": tmp_path / "out" / "html-site" / publisher.SITE}
+
+
+def publish(h, commits: int) -> dict[str, bytes]:
+    publisher.render_site(h["conf"], {sha: i for i, sha in enumerate(h["shas"][:commits])})
+    return {p.relative_to(h["html"]).as_posix(): p.read_bytes() for p in h["html"].rglob("*.html")}
+
+
+def summary(capsys) -> str:
+    return capsys.readouterr().err.split("torchbench: ")[-1].strip()
+
+
+def test_a_second_publish_of_the_same_results_reads_and_renders_nothing_and_writes_the_same_site(history, capsys):
+    first = publish(history, 4)
+    assert summary(capsys) == "result files: 4 read, 0 from the cache; labels: 3 rendered, 0 unchanged"
+    second = publish(history, 4)
+    assert summary(capsys) == "result files: 0 read, 4 from the cache; labels: 0 rendered, 3 unchanged"
+    assert second == first
+
+
+def test_a_new_commit_of_one_label_re_renders_that_label_alone(history, capsys):
+    first = publish(history, 4)
+    capsys.readouterr()
+    one = dict([next(iter(history["benches"].items()))])
+    synthetic.write_commit(history["tmp"] / "out" / "results", history["shas"][4], 4, one, history["rng"])
+    second = publish(history, 5)
+    assert summary(capsys) == "result files: 1 read, 4 from the cache; labels: 1 rendered, 2 unchanged"
+    changed = {name for name in second if second[name] != first.get(name)}
+    (label,) = {name.split("/")[-1] for name in changed if name.startswith(("compare/", "series/"))}
+    assert {f"compare/{label}", f"series/{label}"} <= changed
+    assert history["shas"][4][:8].encode() in second[f"compare/{label}"]
+    # and the result is what a publish without any cache writes
+    cache_dir = history["tmp"] / "out" / sitecache.FOLDER
+    for path in sorted(cache_dir.rglob("*"), reverse=True):
+        path.unlink() if path.is_file() else path.rmdir()
+    fresh = publish(history, 5)
+    assert fresh == second
+
+
+def test_a_rewritten_result_file_is_read_again_and_a_broken_cache_entry_is_remade(history, capsys):
+    publish(history, 4)
+    capsys.readouterr()
+    results = history["tmp"] / "out" / "results" / "bench"
+    rewritten = history["shas"][1][:8]
+    entries = (history["tmp"] / "out" / sitecache.FOLDER / "records" / "bench").glob("*.pickle")
+    next(e for e in entries if not e.name.startswith(rewritten)).write_bytes(b"not a pickle")
+    assert any(f.name.startswith(rewritten) for f in results.glob("*.json"))
+    synthetic.write_commit(history["tmp"] / "out" / "results", history["shas"][1], 1, history["benches"],
+                           history["rng"])  # new values for the second commit, in its file
+    publish(history, 4)
+    assert summary(capsys).startswith("result files: 2 read, 2 from the cache; labels: 3 rendered")
+
+
+def test_a_long_series_searches_again_only_the_windows_a_new_commit_falls_in():
+    rng = np.random.default_rng(1)
+    values = 1e-6 * np.exp(rng.normal(0, 0.02, 1001))
+    values[400:] *= 1.3
+    first = changepoints.Windows()
+    steps = changepoints.detect(values[:1000], windows=first)
+    assert [s.at for s in steps] == [400]
+    again = changepoints.Windows(first.used)
+    assert changepoints.detect(values[:1000], windows=again) == steps
+    assert set(again.used) == set(first.used)
+    appended = changepoints.Windows(first.used)
+    assert [s.at for s in changepoints.detect(values, windows=appended)] == [400]
+    new = set(appended.used) - set(first.used)
+    assert 1 <= len(new) <= 2 < len(appended.used)  # the last window or two; the rest as they were
