@@ -214,8 +214,8 @@ class Record(NamedTuple):
     description: str | None
     threads: int
     counts: bool  # instruction counts, not times
-    interval: stats.Interval
-    samples: np.ndarray  # per call
+    interval: tuple[float, float, float, int]  # stats.Interval's fields: plain data pickles fast (sitecache)
+    samples: bytes  # per call, float64 (np.frombuffer): likewise
     number: int
     benchmark: str
     index: int
@@ -228,9 +228,10 @@ def records(rows: Iterable[Row]) -> Iterator[Record]:
             continue
         label, name, description, threads = row.placement()
         samples = np.asarray(row.samples or (row.value,), dtype=float)
+        i = stats.interval(samples)
         yield Record(row.machine, row.commit, row.env_name, row.date or 0, label, name, description, threads,
-                     row.unit == COUNT_UNIT, stats.interval(samples), samples, row.number or 1, row.benchmark,
-                     row.index)
+                     row.unit == COUNT_UNIT, (i.median, i.low, i.high, i.n), samples.tobytes(), row.number or 1,
+                     row.benchmark, row.index)
 
 
 def env_id_of(row: Row | Record) -> str:
@@ -276,7 +277,8 @@ def build_from(found: Iterable[Record], revisions: dict[str, int],
         dates[r.commit] = min(dates.get(r.commit, math.inf), r.date)
         keep = r.commit in recent or r.commit not in revisions
         (counted if r.counts else by_label).setdefault(r.label, {})[(env_id, r.threads, r.name, r.description)] = \
-            CellData(r.interval, r.samples if keep else None, r.number, r.benchmark, r.index)
+            CellData(stats.Interval(*r.interval), np.frombuffer(r.samples) if keep else None, r.number, r.benchmark,
+                     r.index)
     kinds = {label: "time" for label in by_label}
     for label, cells in counted.items():
         if label in by_label:  # counts of timed cases: shown beside their times

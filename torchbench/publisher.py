@@ -35,6 +35,7 @@ import sys
 from pathlib import Path
 
 import jinja2
+import numpy as np
 from asv.publishing import OutputPublisher
 from torchbench_core.units import select_unit
 
@@ -306,13 +307,17 @@ def _digest(page: pages.ComparePage, profiles: dict, diffs: dict, project: str) 
     """Everything a label's two pages show: its cells (and the samples its default tables keep), its
     commits with their subjects and positions, and the flame graphs and differential graphs of its cells."""
     envs = [(e.id, e.machine, e.env_name, e.commit, e.position, e.subject) for e in page.envs]
-    h = hashlib.sha1(repr((page.label, page.unit_kind, envs, page.columns, page.default_envs, project)).encode())
-    shown = set()
-    for key, cell in page.cells.items():
-        h.update(repr((key, cell.interval, cell.counts, cell.number, cell.benchmark, cell.index)).encode())
-        if cell.samples is not None:
-            h.update(cell.samples.tobytes())
-        shown.add((page.env(key[0]).commit, cell.benchmark, cell.index))
+    cells = list(page.cells.items())
+    h = hashlib.sha1(repr((page.label, page.unit_kind, envs, page.columns, page.default_envs, project,
+                           [(k, c.benchmark, c.index, c.number) for k, c in cells])).encode())
+    nan = math.nan
+    h.update(np.array([(c.interval.median, c.interval.low, c.interval.high, c.interval.n,
+                        c.counts.median if c.counts else nan, c.counts.low if c.counts else nan,
+                        c.counts.high if c.counts else nan) for _, c in cells], dtype=float).tobytes())
+    for _, c in cells:
+        if c.samples is not None:
+            h.update(c.samples.tobytes())
+    shown = {(page.env(k[0]).commit, c.benchmark, c.index) for k, c in cells}
     h.update(repr(sorted((k, v) for k, v in profiles.items() if k in shown)).encode())
     h.update(repr(sorted((k, v) for k, v in diffs.items() if k[1] in shown)).encode())
     return h.hexdigest()
