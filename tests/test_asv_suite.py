@@ -78,12 +78,18 @@ def test_grouped_definitions_become_specs():
     assert not math.isnan(result["samples"][0])
 
 
-def test_asv_discovers_the_suite_and_not_the_base_class(tmp_path):
-    """asv_runner's own discovery, on a suite folder as a library author would write it."""
+def write_suite(tmp_path: Path, module: str) -> Path:
+    """A suite folder as a library author writes it: benchmarks/bench_ops.py holding MODULE."""
     suite = tmp_path / "benchmarks"
     suite.mkdir()
     (suite / "__init__.py").write_text("")
-    (suite / "bench_ops.py").write_text(textwrap.dedent("""
+    (suite / "bench_ops.py").write_text(textwrap.dedent(module))
+    return suite
+
+
+def test_asv_discovers_the_suite_and_not_the_base_class(tmp_path):
+    """asv_runner's own discovery, on a suite folder as a library author would write it."""
+    suite = write_suite(tmp_path, """
         from torchbench_core.asv_suite import TimerSpec, TimerSuite, timer, track
 
         class Ops(TimerSuite):
@@ -97,7 +103,7 @@ def test_asv_discovers_the_suite_and_not_the_base_class(tmp_path):
             def track_mul(self, label, sub_label, description, num_threads):
                 return track(timer("x * x", "x = torch.ones(2)", label=label, sub_label=sub_label,
                                    description=description, num_threads=num_threads), 0.01)
-        """))
+        """)
     code = ("import sys; from asv_runner.discovery import disc_benchmarks; "
             f"sys.path.insert(0, {str(tmp_path)!r}); "
             f"print(sorted(b.name for b in disc_benchmarks({str(suite)!r})))")
@@ -129,10 +135,7 @@ def test_a_counts_suite_shares_the_timed_suites_parameters_and_rejects_anything_
 @pytest.mark.slow
 def test_a_counts_suite_counts_every_case_in_one_valgrind_process_under_asv_runner(tmp_path):
     """asv_runner's discovery and setup_cache, as an asv benchmark process runs them, with real valgrind."""
-    suite = tmp_path / "benchmarks"
-    suite.mkdir()
-    (suite / "__init__.py").write_text("")
-    (suite / "bench_ops.py").write_text(textwrap.dedent("""
+    suite = write_suite(tmp_path, """
         from torchbench_core.asv_suite import CountsSuite, TimerSpec, TimerSuite
 
         class Ops(TimerSuite):
@@ -142,7 +145,7 @@ def test_a_counts_suite_counts_every_case_in_one_valgrind_process_under_asv_runn
 
         class OpsCounts(CountsSuite):
             of = Ops
-        """))
+        """)
     env = {"PYTHONPATH": f"{ROOT}:{tmp_path}", "PATH": "/usr/bin:/bin"}
     worker = [sys.executable, "-m", "torchbench_core.asv_worker"]
     listed = subprocess.run([*worker, "list", str(suite)], capture_output=True, text=True, env=env, cwd=tmp_path)

@@ -28,7 +28,6 @@ from __future__ import annotations
 import contextlib
 import gc
 import hashlib
-import itertools
 import math
 import shutil
 import sys
@@ -262,16 +261,10 @@ def _render_site(conf, revisions: dict[str, int]) -> list[str]:
 def render_pages(found, site: Path, *, out_dir: Path, revisions: dict[str, int], subjects, project: str,
                  warnings: list[str] | None = None, commits: set[str] | None = None,
                  cache: sitecache.SiteCache | None = None):
-    """Our pages for `found` (results.Row, or pages.Record) in `site`, with the flame graphs under
-    OUT/profiles (of `commits` only, when given) copied in; a label whose pages `cache` holds under the
-    same digest is copied from it. Returns (compare pages, series pages)."""
+    """Our pages for `found` (pages.Record: pages.records of result rows, or the site cache's) in `site`,
+    with the flame graphs under OUT/profiles (of `commits` only, when given) copied in; a label whose pages
+    `cache` holds under the same digest is copied from it. Returns (compare pages, series pages)."""
     warnings = warnings if warnings is not None else []
-    found = iter(found)
-    first = next(found, None)
-    if first is not None:
-        found = itertools.chain([first], found)
-    if not isinstance(first, pages.Record):
-        found = pages.records(found)
     compare_pages, series_pages = pages.build_from(found, revisions, subjects)
     site.mkdir(parents=True, exist_ok=True)
     for static in (ROOT / "html_templates" / "static").iterdir():

@@ -56,6 +56,8 @@ def _load(path: Path, key) -> object | None:
 
 
 def _store(path: Path, key, value) -> None:
+    # storage.atomic_write_text's rename, without its fsync: a cache lost to a power cut costs only time,
+    # and a cold publish writes one entry per result file (2000 fsyncs would cost seconds)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:

@@ -18,7 +18,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import profile, publisher, stats
+from .. import pages, profile, publisher, stats
 from ..commits import Commit
 from ..results import ResultSet, Row as ResultRow, param_value
 from . import measure
@@ -77,7 +77,7 @@ def build_site(evidence: measure.Evidence, rows: list[Row], base: Commit, head: 
     site = work / "site"
     shutil.rmtree(site, ignore_errors=True)
     compare_pages, _ = publisher.render_pages(
-        found.rows, site, out_dir=out, revisions={base.sha: 0, head.sha: 1},
+        pages.records(found.rows), site, out_dir=out, revisions={base.sha: 0, head.sha: 1},
         subjects={base.sha: base.subject, head.sha: head.subject}, project=f"alert {base.short}..{head.short}",
         commits={base.sha, head.sha})
     prefix = (site_url.rstrip("/") + "/") if site_url else ""
