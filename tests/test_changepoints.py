@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def tight(values, width=0.01):
     """Per-commit intervals as a well-behaved process gives them: +-1% around its median."""
-    return [stats.Interval(v, v * (1 - width), v * (1 + width), 50) for v in values]
+    return [stats.Interval(v, v * (1 - width), v * (1 + width), 50, v) for v in values]
 
 
 def noisy(n, rng, level=1e-6, sd=0.01):
@@ -114,8 +114,9 @@ def test_histories_follow_the_branch_order_and_leave_out_failures_and_other_comm
     rows = [row("c", 3.0), row("a", 1.0), row("b", None), row("off", 9.0), row("a", 5.0, index=1),
             row("b", 2.0, env="py3.12")]
     found = changepoints.histories(rows, {"a": 0, "b": 1, "c": 2})
+    level = [stats.level((v, v * 1.01, v * 0.99)) for v in (1.0, 3.0, 5.0, 2.0)]  # a commit's value is its level
     assert [(h.env_name, h.index, h.commits, h.values) for h in found] == [
-        ("py3.11", 0, ["a", "c"], [1.0, 3.0]), ("py3.11", 1, ["a"], [5.0]), ("py3.12", 0, ["b"], [2.0])]
+        ("py3.11", 0, ["a", "c"], level[:2]), ("py3.11", 1, ["a"], level[2:3]), ("py3.12", 0, ["b"], level[3:])]
     assert found[0].key == "m/py3.11/bench.time_x/0" and found[0].name == "bench.time_x(0)"
 
 
@@ -142,7 +143,7 @@ def test_a_found_step_is_json_and_matches_the_published_schema():
 def test_a_commit_without_an_interval_counts_by_its_median():
     """Too few samples for an interval (a slow benchmark in a short run): its median stands for it."""
     v = [2.25e-6, 2.54e-6, 9.23e-6, 10.06e-6]
-    iv = tight(v[:2]) + [stats.Interval(x, math.nan, math.nan, 2) for x in v[2:]]
+    iv = tight(v[:2]) + [stats.Interval(x, math.nan, math.nan, 2, x) for x in v[2:]]
     (step,) = changepoints.detect(v, iv)
     assert step.at == 2 and step.ratio > 3
 
@@ -151,3 +152,41 @@ def test_a_step_decided_by_intervals_from_two_commits_a_side_has_no_made_up_inte
     v = [1.0, 1.01, 2.0, 2.02]
     (step,) = changepoints.detect(v, tight(v))
     assert step.evidence == "intervals" and step.ci_low is None and step.ci_high is None
+
+
+def commits_of_processes(levels, rng, processes=4, blocks=20, slow_share=0.25):
+    """`torchbench run --rounds K`: each commit's K processes, fast or slow by chance (regime), their blocks
+    pooled into one sample list as asv keeps them; the commits' intervals (stats.interval)."""
+    out = []
+    for lv in levels:
+        procs = regime(processes, rng, slow_share) * lv
+        out.append(stats.interval(np.concatenate([p * np.exp(rng.normal(0, 0.004, blocks)) for p in procs])))
+    return out
+
+
+def test_a_10_percent_step_is_found_at_its_commit_from_four_processes_a_commit():
+    """The commit's level (a low quantile of its pooled blocks) is what lets several processes a commit
+    find a 10% step through slow processes; their median moves whenever two of four were slow."""
+    rng = np.random.default_rng(3)
+    found = {"level": 0, "median": 0}
+    false = 0
+    for _ in range(20):
+        at = int(rng.integers(6, 24))
+        iv = commits_of_processes(np.where(np.arange(30) >= at, 1.1, 1.0), rng)
+        for name in found:
+            steps = changepoints.detect([getattr(i, name) for i in iv], iv)
+            found[name] += any(s.at == at and s.ratio > 1 for s in steps)
+        same = commits_of_processes(np.ones(30), rng)
+        false += len(changepoints.detect([i.level for i in same], same))
+    assert found["level"] >= 18, found
+    assert found["median"] <= 14, found  # the median alone would not do
+    assert false == 0
+
+
+def test_a_commits_level_moves_only_when_nearly_all_its_processes_were_slow():
+    fast, slow = np.full(20, 1.0), np.full(20, 2.0)
+    assert stats.level(np.concatenate([fast, slow, slow, fast])) == 1.0
+    assert np.median(np.concatenate([fast, slow, slow, fast])) == 1.5
+    assert stats.level(np.concatenate([slow, slow, slow, fast * 1.05])) == 1.05
+    assert stats.level(np.concatenate([slow] * 4)) == 2.0
+    assert stats.interval(np.concatenate([fast, slow])).level == 1.0

@@ -144,9 +144,9 @@ def test_a_cells_interval_is_scipys_order_statistic_interval_of_the_median():
 
 
 def test_cells_differ_only_with_disjoint_intervals_and_a_ratio_beyond_the_floor():
-    base = stats.Interval(1.0, 0.98, 1.02, 20)
-    assert stats.cells_differ(base, stats.Interval(1.2, 1.18, 1.22, 20)) == 1
-    assert stats.cells_differ(base, stats.Interval(0.8, 0.78, 0.82, 20)) == -1
-    assert stats.cells_differ(base, stats.Interval(1.03, 1.025, 1.035, 20)) == 0  # disjoint, below the floor
-    assert stats.cells_differ(base, stats.Interval(1.2, 1.0, 1.4, 20)) == 0  # overlapping
-    assert stats.cells_differ(base, stats.Interval(1.2, math.nan, math.nan, 1)) == 0  # no interval
+    base = stats.Interval(1.0, 0.98, 1.02, 20, 1.0)
+    assert stats.cells_differ(base, stats.Interval(1.2, 1.18, 1.22, 20, 1.2)) == 1
+    assert stats.cells_differ(base, stats.Interval(0.8, 0.78, 0.82, 20, 0.8)) == -1
+    assert stats.cells_differ(base, stats.Interval(1.03, 1.025, 1.035, 20, 1.03)) == 0  # disjoint, below the floor
+    assert stats.cells_differ(base, stats.Interval(1.2, 1.0, 1.4, 20, 1.2)) == 0  # overlapping
+    assert stats.cells_differ(base, stats.Interval(1.2, math.nan, math.nan, 1, 1.2)) == 0  # no interval

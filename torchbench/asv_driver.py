@@ -106,8 +106,12 @@ class Asv:
         return base_config()["matrix"]["req"]["torch"]
 
     def run(self, revisions: list[str], *, benchmarks: list[str], quick: bool, existing: Path | None = None,
-            set_commit_hash: str | None = None, skip_existing: bool = True) -> int:
-        """`asv run` over the given commits; returns asv's exit status (2: some benchmark failed)."""
+            set_commit_hash: str | None = None, skip_existing: bool = True, rounds: int = 1) -> int:
+        """`asv run` over the given commits; returns asv's exit status (2: some benchmark failed).
+
+        rounds: processes per benchmark and commit (asv's `rounds` attribute: round after round over the
+        whole suite, so the processes of one benchmark are spread over the run's time; their samples are
+        kept together in the one result)."""
         with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
             f.write("\n".join(revisions) + "\n")
         if existing is None:
@@ -117,6 +121,8 @@ class Asv:
         args += ["--record-samples", "--show-stderr"]
         for regex in benchmarks:
             args += ["-b", regex]
+        if rounds != 1 and not quick:
+            args += ["-a", f"rounds={rounds}"]
         if quick:
             args += ["--quick", "--dry-run"]  # asv saves --quick results otherwise
         elif skip_existing:

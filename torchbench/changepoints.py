@@ -1,9 +1,11 @@
 """Steps in a history: where a benchmark's per-commit values change level, and by how much.
 
-A history measures each commit in one process, and on a shared machine a
-process lands in a fast or a ~2x slower group by chance, so one commit's value
-proves nothing. Detection therefore works in two stages, and a step is only
-*reported* after a third (confirmation, in `torchbench find`):
+A history measures each commit in a few processes (`torchbench run --rounds`),
+and on a shared machine a process lands in a fast or a ~2x slower group by
+chance, so one process proves nothing. A commit's value is its *level*
+(stats.level: a low quantile of its processes' pooled blocks, which moves only
+when nearly all of them were slow). Detection works on levels in two stages,
+and a step is only *reported* after a third (confirmation, in `torchbench find`):
 
 1. candidates: `ruptures`. Up to EXACT_UP_TO commits, PELT with least
    absolute deviation on log values (an outlier or a slow process moves an
@@ -262,7 +264,7 @@ class Point(NamedTuple):
     unit: str | None
     position: int  # on the branch
     commit: str
-    interval: stats.Interval  # its median is the commit's value (stats.process_summary)
+    interval: stats.Interval  # its level is the commit's value (stats.level)
 
 
 def from_points(points: Iterable[Point]) -> list[History]:
@@ -274,7 +276,7 @@ def from_points(points: Iterable[Point]) -> list[History]:
     for key in sorted(grouped):
         ps = [grouped[key][position] for position in sorted(grouped[key])]
         found.append(History(*key, ps[0].name, ps[0].unit, [p.commit for p in ps],
-                             [p.interval.median for p in ps], [p.interval for p in ps]))
+                             [p.interval.level for p in ps], [p.interval for p in ps]))
     return found
 
 

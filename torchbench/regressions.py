@@ -56,7 +56,7 @@ def histories_of(series_pages: list[pages.SeriesPage], revisions: dict[str, int]
                 env = points[0].env
                 found.append(changepoints.History(env.machine, env.env_name, benchmark, index, title,
                                                   page.unit_kind, [p.env.commit for p in points],
-                                                  [p.interval.median for p in points],
+                                                  [p.interval.level for p in points],
                                                   [p.interval for p in points]))
     return sorted(found, key=lambda h: (h.machine, h.env_name, h.benchmark, h.index)), series_of
 

@@ -27,7 +27,9 @@ from .asv_driver import Timings, python_can_import
 from .workspace import open_workspace
 from .errors import UserError, last_line
 
-__all__ = ["add_arguments", "main"]
+__all__ = ["add_arguments", "main", "DEFAULT_ROUNDS"]
+
+DEFAULT_ROUNDS = 1  # set from bench/changepoint_validation.py
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     commits.add_selection_arguments(parser, "measure")
@@ -51,7 +53,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--commit", metavar="SHA",
                         help="with --existing: the commit to file the results under (default: PYTHON's "
                              "torch.version.git_version)")
+    parser.add_argument("--rounds", type=_positive, default=DEFAULT_ROUNDS, metavar="K",
+                        help=f"fresh processes per benchmark and commit, round after round (asv's rounds; "
+                             f"default {DEFAULT_ROUNDS}): one process's value can be off by up to 2x on a shared "
+                             f"machine, and change points need several to find a 10%% step")
     parser.add_argument("--no-publish", action="store_true", help="do not publish the site")
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
 
 
 def _torch_git_version(python: Path) -> str:
@@ -108,11 +121,11 @@ def _run(args, out: Path, env_dir: Path, fds: tuple[int, ...]) -> int:
                                 f"(e.g. {args.existing} -m pip install asv_runner, and "
                                 f"{args.existing} -m pip install --no-deps -e {config.ROOT} for torchbench_core)")
             asv.run([], benchmarks=args.bench, quick=args.quick, existing=args.existing.resolve(),
-                    set_commit_hash=selected[0].sha, skip_existing=not args.rerun)
+                    set_commit_hash=selected[0].sha, skip_existing=not args.rerun, rounds=args.rounds)
         else:
             ws.pythons()
             asv.run([c.sha for c in selected], benchmarks=args.bench, quick=args.quick,
-                    skip_existing=not args.rerun)
+                    skip_existing=not args.rerun, rounds=args.rounds)
     except UserError as e:
         problems.append(str(e))
     except KeyboardInterrupt:

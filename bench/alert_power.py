@@ -1,0 +1,209 @@
+"""False alarms and power of `torchbench alert`, from one large pool of real processes (issue 8).
+
+Running the alert end to end a hundred times would take a day of this machine
+(bench/alert_validation.py runs it a few times, beside asv continuous). This
+script measures instead one pool of fresh worker processes of the example's
+suite, rotating over five *arms* round after round, each round in a shuffled
+order, so that drift hits every arm alike:
+
+    c5     the example's commit 5 (the fast path)        } identical measured code
+    c6     commit 6 ("Add tests"), the base of the rest    } (the A/A pair)
+    +5% / +10% / +30%   commit 6 with a busy loop in TensorLike.__torch_function__
+                        (bench/alert_validation.py's calibrated injection)
+
+Each process runs all six benchmarks (torchbench_core.asv_worker, as the alert
+does), and its per-benchmark summary is one observation. The pool is saved
+after every round (--pool FILE), so a run can be stopped and resumed.
+
+Then the alert's own decision procedure is replayed on draws from the pool:
+for n rounds, a random subset of the pool's rounds (without replacement), fed
+round by round through the alert's interim rule (measure._interim: early stop
+when clearly changed or clearly within +-5%) and its final decision
+(decide.decide: the permutation test, Benjamini-Hochberg across the six
+benchmarks, the floor, 'inconclusive'), with the default policy. Instruction
+counts are left out of the replay: counts would label an A/A row 'wall time
+only' and hold it to a stricter bar, so the false-alarm rate here is an upper
+bound; the injected loop moves the counts ('compute'), whose bar is the one
+replayed.
+
+    python bench/alert_power.py [--rounds 60] [--pool FILE] [--draws 60] [--replay-only]
+
+Caveat printed with the figures: draws of n rounds from a pool of N overlap
+when n is near N, so they are not independent repeats; rates at n <= N/2 are
+the trustworthy ones.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import git
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from alert_validation import alert, calibrate, inject  # noqa: E402
+
+from torchbench import example, stats  # noqa: E402
+from torchbench.alert import command, decide, measure  # noqa: E402
+from torchbench_core.storage import atomic_write_text  # noqa: E402
+
+ARMS = ("c5", "c6", "+5%", "+10%", "+30%")
+PAIRS = [("A/A (c6 vs c5)", "c6", "c5", None), ("+5% injected", "c6", "+5%", 0.05),
+         ("+10% injected", "c6", "+10%", 0.10), ("+30% injected", "c6", "+30%", 0.30)]
+TARGET = "TensorLike"
+
+
+def measure_pool(pool_file: Path, rounds: int, tmp: Path) -> dict:
+    """Rotate the five arms for `rounds` rounds (added to what POOL_FILE holds); returns the pool."""
+    pool = json.loads(pool_file.read_text()) if pool_file.exists() else None
+    path = example.materialize(tmp / "tensorlib")
+    repo = git.Repo(path)
+    shas = [c.hexsha for c in reversed(list(repo.iter_commits("HEAD")))]
+    envs, work = tmp / "envs", tmp / "work"
+    alert(path, shas[4], shas[5], work, envs, 0.1)  # builds the environment and installs c5, c6
+    python = next(envs.glob("*/bin/python"))
+    if pool is None:
+        t_add, t_iter = calibrate(work / "sites" / shas[5][:12], python)
+        print(f"calibration: TensorLike torch.add {t_add * 1e6:.2f} us; one loop iteration {t_iter * 1e9:.1f} ns",
+              flush=True)
+        loops = {p: max(1, round(p * t_add / t_iter)) for p in (0.05, 0.10, 0.30)}
+        pool = {"calibration": {"add_s": t_add, "iteration_s": t_iter, "loops": {f"{p:.2f}": k for p, k in loops.items()}},
+                "jobs": None, "rounds": []}
+    loops = {float(p): k for p, k in pool["calibration"]["loops"].items()}
+    commits = {"c5": shas[4], "c6": shas[5]}
+    for p, k in loops.items():
+        commits[f"+{p:.0%}"] = inject(repo, shas[5], k, f"{p:.0%}")
+        alert(path, shas[5], commits[f"+{p:.0%}"], work, envs, 0.1)  # installs it
+    sides = {arm: measure.Side(arm, sha, work / "sites" / sha[:12]) for arm, sha in commits.items()}
+    suite = path / "benchmarks"
+    evidence = measure.Evidence()
+    jobs = command.jobs_of({"base": measure.list_benchmarks(python, suite, sides["c6"]),
+                            "head": measure.list_benchmarks(python, suite, sides["c5"])}, None, evidence)
+    pool["jobs"] = {f"{n}|{i}": evidence.jobs[(n, i)]["name"] for n, i in jobs}
+    rng = random.Random(len(pool["rounds"]))
+    cache = tmp / "setup-cache"
+    cache.mkdir(exist_ok=True)
+    for r in range(rounds):
+        arms = list(ARMS)
+        rng.shuffle(arms)
+        record = {}
+        for arm in arms:
+            todo = jobs[:]
+            rng.shuffle(todo)
+            start = time.perf_counter()
+            results, died = measure._one_process(python, suite, sides[arm], todo, cache, timeout=600)
+            values, samples = {}, {}
+            for job, result in results.items():
+                if "samples" in result:
+                    values[f"{job[0]}|{job[1]}"] = stats.process_summary(result["samples"])
+                    samples[f"{job[0]}|{job[1]}"] = result["samples"]
+            # the blocks too: bench/changepoint_validation.py builds commits of several processes from them
+            record[arm] = {"values": values, "samples": samples, "seconds": time.perf_counter() - start,
+                           "died": died}
+        pool["rounds"].append({"order": arms, "arms": record})
+        atomic_write_text(pool_file, json.dumps(pool))
+        walls = [record[a]["seconds"] for a in arms]
+        print(f"round {len(pool['rounds'])}: {np.mean(walls):.1f} s a process", flush=True)
+    return pool
+
+
+def replay(pool: dict, base: str, head: str, n: int, draws: int, seed: int = 0) -> list[dict[str, str]]:
+    """The alert's verdicts on `draws` random subsets of n of the pool's rounds: [{job key: status}]."""
+    rng = np.random.default_rng(seed)
+    policy = decide.Policy()
+    rounds = [r for r in pool["rounds"] if base in r["arms"] and head in r["arms"]]
+    keys = list(pool["jobs"])
+    out = []
+    for _ in range(draws):
+        chosen = rng.choice(len(rounds), size=n, replace=False)
+        evidence = measure.Evidence()
+        jobs = []
+        for key in keys:
+            name, _, index = key.rpartition("|")
+            job = (name, int(index))
+            jobs.append(job)
+            evidence.jobs[job] = {"name": pool["jobs"][key], "params": [], "unit": "seconds",
+                                  "on_base": True, "on_head": True}
+        for k, r in enumerate(chosen):
+            arms = rounds[r]["arms"]
+            for job, key in zip(jobs, keys):
+                if job in evidence.decided:
+                    continue
+                for side, arm in (("base", base), ("head", head)):
+                    if key in arms[arm]["values"]:
+                        evidence.values[side].setdefault(job, []).append(arms[arm]["values"][key])
+            evidence.rounds = k + 1
+            if evidence.rounds >= 6:  # the alert's default --min-rounds
+                for job in jobs:
+                    if job not in evidence.decided:
+                        why = measure._interim(evidence, job, policy.threshold, policy.floor)
+                        if why:
+                            evidence.decided[job] = why
+        rows = decide.decide(evidence, policy)
+        out.append({r.name: r.status for r in rows} | {"_mde": {r.name: r.comparison.mde for r in rows
+                                                                 if r.comparison}})
+    return out
+
+
+def report(pool: dict, ns: list[int], draws: int) -> None:
+    total = len(pool["rounds"])
+    seconds = [a["seconds"] for r in pool["rounds"] for a in r["arms"].values()]
+    print(f"\n== pool: {total} rounds x {len(ARMS)} arms, {np.median(seconds):.1f} s a process (all six "
+          f"benchmarks); injected loops {pool['calibration']['loops']}")
+    names = list(pool["jobs"].values())
+    targets = [n for n in names if TARGET in n]
+    print(f"   targets: {', '.join(targets)}")
+    print(f"\n{'pair':16} {'rounds':>6} {'draws':>5}  {'targets flagged':>16}  {'other rows flagged':>18}  "
+          f"{'targets inconcl.':>16}  median MDE per benchmark")
+    for label, base, head, effect in PAIRS:
+        for n in ns:
+            if n > total:
+                continue
+            verdicts = replay(pool, base, head, n, draws)
+            wrong = "improved" if effect else None
+            t_hit = sum(v[t] == "regressed" for v in verdicts for t in targets) if effect else None
+            others = [t for t in names if effect is None or t not in targets]
+            flagged = sum(v[t] in ("regressed", "improved") for v in verdicts for t in others)
+            if effect:
+                flagged += sum(v[t] == wrong for v in verdicts for t in targets)
+            inconclusive = sum(v[t] == "inconclusive" for v in verdicts for t in targets)
+            mde = {t: np.median([v["_mde"].get(t, np.nan) for v in verdicts]) for t in names}
+            mdes = " ".join(f"{mde[t]:.1%}" for t in names)
+            hits = f"{t_hit}/{len(verdicts) * len(targets)} ({t_hit / (len(verdicts) * len(targets)):.0%})" \
+                if effect else "-"
+            print(f"{label:16} {n:>6} {draws:>5}  {hits:>16}  {flagged:>7}/{len(verdicts) * len(others):<4} "
+                  f"({flagged / (len(verdicts) * len(others)):.1%})  "
+                  f"{inconclusive:>10}/{len(verdicts) * len(targets):<5}  {mdes}", flush=True)
+    if max(ns) > total / 2:
+        print(f"\nnote: draws of n > {total // 2} rounds from {total} overlap heavily; they are not independent "
+              f"repeats, so those rates are optimistic about their own precision")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=60, help="rounds to add to the pool (default 60)")
+    parser.add_argument("--pool", type=Path, default=None, help="the pool file (default: a temporary one)")
+    parser.add_argument("--draws", type=int, default=60)
+    parser.add_argument("--n", type=int, nargs="+", default=[10, 20, 30])
+    parser.add_argument("--replay-only", action="store_true", help="replay an existing --pool, measure nothing")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="alert-power-") as tmp:
+        pool_file = args.pool or Path(tmp) / "pool.json"
+        if args.replay_only:
+            pool = json.loads(pool_file.read_text())
+        else:
+            pool = measure_pool(pool_file, args.rounds, Path(tmp))
+        report(pool, args.n, args.draws)
+
+
+if __name__ == "__main__":
+    main()
