@@ -142,7 +142,7 @@ def replay(pool: dict, base: str, head: str, n: int, draws: int, seed: int = 0) 
                     if key in arms[arm]["values"]:
                         evidence.values[side].setdefault(job, []).append(arms[arm]["values"][key])
             evidence.rounds = k + 1
-            if evidence.rounds >= 6:  # the alert's default --min-rounds
+            if measure.is_look(evidence.rounds, 6):  # the alert's default --min-rounds
                 for job in jobs:
                     if job not in evidence.decided:
                         why = measure._interim(evidence, job, policy.threshold, policy.floor)
@@ -164,6 +164,14 @@ def report(pool: dict, ns: list[int], draws: int) -> None:
     print(f"   targets: {', '.join(targets)}")
     print(f"\n{'pair':16} {'rounds':>6} {'draws':>5}  {'targets flagged':>16}  {'other rows flagged':>18}  "
           f"{'targets inconcl.':>16}  median MDE per benchmark")
+    for label, base, head, effect in PAIRS[1:]:  # the injected effect as the whole pool measures it
+        sizes = []
+        for key, name in pool["jobs"].items():
+            if TARGET in name:
+                b, h = ([r["arms"][arm]["values"][key] for r in pool["rounds"] if key in r["arms"][arm]["values"]]
+                        for arm in (base, head))
+                sizes.append(f"{stats.compare(b, h, resamples=2000).ratio - 1:+.1%}")
+        print(f"   {label}: the targets moved {' and '.join(sizes)} over all {total} rounds")
     for label, base, head, effect in PAIRS:
         for n in ns:
             if n > total:

@@ -11,7 +11,7 @@ asv continuous runs with its defaults (factor 1.1, its Mann-Whitney test) in the
 same environment; its flagged rows are counted with asv's own decision function
 (asv.commands.compare._is_result_better, as Compare.print_table applies it).
 
-    python bench/alert_validation.py [--repeats 2] [--budget-minutes 3]
+    python bench/alert_validation.py [--repeats 2] [--budget-minutes 9]
 """
 
 from __future__ import annotations
@@ -95,7 +95,10 @@ def alert(repo: Path, base: str, head: str, out: Path, envs: Path, budget: float
 def asv_continuous(conf: Path, base: str, head: str) -> tuple[dict[str, str], float]:
     """asv continuous with its defaults; {row name: '+'/'-'/' '} by asv's own decision function."""
     from asv.commands.compare import _is_result_better
+    from asv.machine import MachineCollection
 
+    if not Path(MachineCollection.get_machine_file_path()).exists():  # a fresh machine: asv would stop and ask
+        subprocess.run([sys.executable, "-m", "asv", "machine", "--yes"], check=True, capture_output=True)
     start = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "asv", "continuous", base, head, "--config", str(conf)],
                           capture_output=True, text=True, cwd=ROOT, env=harness_env())
@@ -103,6 +106,8 @@ def asv_continuous(conf: Path, base: str, head: str) -> tuple[dict[str, str], fl
     if proc.returncode not in (0, 1):
         sys.exit(f"asv continuous failed:\n{proc.stdout[-3000:]}")
     found = results.load(conf.parent / "results", commits={base, head})
+    if not found.rows:
+        sys.exit(f"asv continuous saved no results:\n{proc.stdout[-3000:]}\n{proc.stderr[-2000:]}")
     rows: dict[str, dict[str, results.Row]] = {}
     for row in found.rows:
         rows.setdefault(row.name, {})[row.commit] = row
@@ -124,7 +129,7 @@ def asv_continuous(conf: Path, base: str, head: str) -> tuple[dict[str, str], fl
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=2)
-    parser.add_argument("--budget-minutes", type=float, default=3.0)
+    parser.add_argument("--budget-minutes", type=float, default=9.0, help="the alert's (default: its default, 9)")
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="alert-validation-"))
     envs = tmp / "envs"

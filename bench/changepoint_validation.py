@@ -3,25 +3,32 @@
 1. Per-process values, measured here: `torchbench alert` on two commits of the
    example that change nothing measured gives ~20 fresh processes a side for
    each of its six dispatch benchmarks: the machine's real process-to-process
-   noise (fast and slow groups included).
-2. Synthetic histories of 30 commits built from those values, one process per
-   commit as a history measures: 100 A/A series per benchmark mix, and steps
-   of 5%, 10% and 30% injected at a random commit (50 series each).
-   * ours: changepoints.detect (candidates), then the confirmation replayed:
-     the alert's own decision (stats.compare, classify, the alert's default
-     policy) on fresh per-process values for the two commits around the step,
-     as many a side as `torchbench find` measures at its default budget;
-   * asv: step_detect.detect_steps with asv's weights (2 / the 99% interval's
-     width, as asv.graph gets them) and detect_regressions at asv's default
-     threshold (5%), which is what its regressions page and feed publish.
-3. The example history, measured here with `torchbench run`: its steps (ours:
-   the planted slowdown and its fix; asv's beside), then `torchbench find`
-   confirming them and naming the culprit, in minutes.
+   noise (fast and slow groups included). --evidence reuses such values, or
+   the larger pool of bench/alert_power.py (70 rounds: 140 processes a
+   benchmark).
+2. Synthetic histories of 30 commits built from those values, each commit K
+   processes (--processes: 1, 2 and run's default --rounds), their blocks
+   pooled as asv pools a benchmark's rounds: 100 A/A series per benchmark
+   mix, and steps of 5%, 10% and 30% injected at a random commit (50 series
+   each).
+   * ours: changepoints.detect on the commits' levels (stats.level), then the
+     confirmation replayed: the alert's own decision (stats.compare, classify,
+     the alert's default policy) on fresh per-process values for the two
+     commits around the step, as many a side as `torchbench find` measures at
+     its default budget;
+   * asv: step_detect.detect_steps on the commits' medians (asv's value) with
+     asv's weights (2 / the 99% interval's width, as asv.graph gets them) and
+     detect_regressions at asv's default threshold (5%), which is what its
+     regressions page and feed publish.
+3. The example history, measured here with `torchbench run` (its default
+   --rounds): its steps (ours: the planted slowdown and its fix; asv's
+   beside), then `torchbench find` confirming them and naming the culprit, in
+   minutes.
 4. An A/A history measured here: the example's last commit and 20 commits of
-   docs on top, each measured by `torchbench run` (one asv process per
-   commit): our steps and asv's; ours are then confirmed or refuted by `find`.
+   docs on top, each measured by `torchbench run` (default --rounds): our
+   steps and asv's; ours are then confirmed or refuted by `find`.
 
-    python bench/changepoint_validation.py [--evidence FILE ...] [--skip-histories]
+    python bench/changepoint_validation.py [--evidence FILE ...] [--processes K ...] [--skip-histories]
 """
 
 from __future__ import annotations
@@ -42,7 +49,7 @@ sys.path.insert(0, str(ROOT))
 
 from asv import step_detect  # noqa: E402
 
-from torchbench import changepoints, commits, example, find, results, stats, steprecord  # noqa: E402
+from torchbench import changepoints, commits, example, find, results, run, stats, steprecord  # noqa: E402
 from torchbench.alert import decide  # noqa: E402
 
 N_COMMITS = 30
@@ -73,9 +80,18 @@ def measure_pools(tmp: Path) -> list[np.ndarray]:
 
 
 def load_pools(paths: list[Path]) -> list[np.ndarray]:
+    """Per-process values of identical code, one pool per benchmark, each scaled to its median: from alert
+    evidence.json files, or from a pool of bench/alert_power.py (its two identical arms)."""
     pools = []
     for path in paths:
-        values = json.loads(Path(path).read_text())["values"]
+        doc = json.loads(Path(path).read_text())
+        if "rounds" in doc and "jobs" in doc:  # bench/alert_power.py
+            for key in doc["jobs"]:
+                both = np.asarray([r["arms"][a]["values"][key] for r in doc["rounds"] for a in ("c5", "c6")
+                                   if key in r["arms"][a]["values"]], dtype=float)
+                pools.append(both / np.median(both))
+            continue
+        values = doc["values"]
         for job in values["base"]:
             both = np.asarray(values["base"][job] + values["head"].get(job, []), dtype=float)
             if len(both) >= 10:
@@ -87,9 +103,18 @@ def load_pools(paths: list[Path]) -> list[np.ndarray]:
 
 # -- 2. synthetic histories --------------------------------------------------------------------------------
 
-def _intervals(v: np.ndarray) -> list[stats.Interval]:
-    # one process's own interval: its blocks agree to about +-1% here (the pages' 99% intervals)
-    return [stats.Interval(x, x * 0.99, x * 1.01, 50) for x in v]
+BLOCKS = 20  # blocks a process gives a benchmark (blocked_autorange at min_run_time 0.2 s: 20-40 here)
+BLOCK_SD = 0.004  # their spread inside one process, on the log scale (+-1% at 99%, as measured here)
+
+
+def _commits(pool: np.ndarray, levels: np.ndarray, processes: int, rng) -> list[stats.Interval]:
+    """Each commit as `torchbench run --rounds K` records it: K real per-process values, each process's
+    blocks around its value, pooled into one sample list (asv keeps no process boundaries)."""
+    out = []
+    for lv in levels:
+        procs = rng.choice(pool, processes) * lv
+        out.append(stats.interval(np.concatenate([p * np.exp(rng.normal(0, BLOCK_SD, BLOCKS)) for p in procs])))
+    return out
 
 
 def _asv_regressions(v: np.ndarray, iv: list[stats.Interval]) -> list[int]:
@@ -109,12 +134,12 @@ def _confirm(pool: np.ndarray, rng, before: float, after: float, direction: int)
     return verdict == (stats.REGRESSED if direction > 0 else stats.IMPROVED)
 
 
-def synthetic(pools: list[np.ndarray], seed: int = 0) -> None:
+def synthetic(pools: list[np.ndarray], processes: int, seed: int = 0) -> None:
     rng = np.random.default_rng(seed)
-    print(f"\n== synthetic histories: {N_COMMITS} commits, one real per-process value each "
-          f"({len(pools)} benchmark pools); confirmation replayed with {CONFIRM_PROCESSES} processes a side")
+    print(f"\n== synthetic histories: {N_COMMITS} commits of {processes} real per-process value(s) each "
+          f"({len(pools)} benchmark pools, {sum(map(len, pools))} processes); confirmation replayed with "
+          f"{CONFIRM_PROCESSES} processes a side")
     print(f"  {'series':22} {'ours: candidates':>17} {'ours: confirmed':>16} {'asv regressions':>16}")
-    rows = []
     for effect, count in ((0.0, 100), (0.05, 50), (0.10, 50), (0.30, 50)):
         cand = conf = asv = 0
         wrong_cand = wrong_conf = wrong_asv = 0
@@ -122,12 +147,11 @@ def synthetic(pools: list[np.ndarray], seed: int = 0) -> None:
             pool = pools[rng.integers(len(pools))]
             at = int(rng.integers(5, N_COMMITS - 4))
             level = np.where(np.arange(N_COMMITS) >= at, 1 + effect, 1.0) if effect else np.ones(N_COMMITS)
-            v = rng.choice(pool, N_COMMITS) * level
-            iv = _intervals(v)
-            found = changepoints.detect(v, iv)
+            iv = _commits(pool, level, processes, rng)
+            found = changepoints.detect([i.level for i in iv], iv)
             confirmed = [s for s in found if _confirm(pool, rng, level[s.at - 1], level[s.at],
                                                       1 if s.ratio > 1 else -1)]
-            jumps = _asv_regressions(v, iv)
+            jumps = _asv_regressions(np.array([i.median for i in iv]), iv)  # asv's value: the median
             hit = (lambda i: effect and i == at)
             cand += any(hit(s.at) and s.ratio > 1 for s in found)
             conf += any(hit(s.at) and s.ratio > 1 for s in confirmed)
@@ -140,8 +164,8 @@ def synthetic(pools: list[np.ndarray], seed: int = 0) -> None:
             print(f"  {name + ' found':22} {cand / count:17.0%} {conf / count:16.0%} {asv / count:16.0%}")
         per100 = 100 / count
         print(f"  {name + ' false /100':22} {wrong_cand * per100:17.1f} {wrong_conf * per100:16.1f} "
-              f"{wrong_asv * per100:16.1f}")
-        rows.append((name, cand, conf, asv, wrong_cand, wrong_conf, wrong_asv, count))
+              f"{wrong_asv * per100:16.1f}", flush=True)
+    print("  found: at its exact commit; false: any other step (one found a commit off counts as false)")
     print("  goals: >= 90% of +10% steps found; <= 1 false step per 100 series")
 
 
@@ -226,13 +250,17 @@ def aa_history(tmp: Path, extra: int = 20) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--evidence", type=Path, nargs="+", help="reuse alert evidence.json files for the pools")
+    parser.add_argument("--evidence", type=Path, nargs="+",
+                        help="per-process values to reuse: alert evidence.json files or a bench/alert_power.py pool")
+    parser.add_argument("--processes", type=int, nargs="+", default=[1, 2, run.DEFAULT_ROUNDS],
+                        help="processes a commit in the synthetic histories (run --rounds)")
     parser.add_argument("--skip-histories", action="store_true", help="only the synthetic part")
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="changepoint-validation-"))
     try:
         pools = load_pools(args.evidence) if args.evidence else measure_pools(tmp)
-        synthetic(pools)
+        for k in args.processes:
+            synthetic(pools, k)
         if not args.skip_histories:
             example_history(tmp)
             aa_history(tmp)

@@ -40,8 +40,10 @@ dependencies = ["torch"]
 """
 FAST = "def work(n):\n    return sum(range(n))\n"
 SLOW = "def work(n):\n    return sum(sum(range(n)) for _ in range(4))\n"
+ROUNDS = 3  # the flit history's processes per benchmark and commit (run --rounds)
 SUITE = '''\
 import ctypes
+import os
 import time
 
 import flitlib
@@ -52,6 +54,11 @@ class Work(TimerSuite):
     timers = [TimerSpec("flitlib.work(200)", globals={"flitlib": flitlib}, label="flitlib", sub_label="work(200)",
                         description="sum of a range")]
     min_run_time = 0.1
+
+
+def track_process():
+    """The process that measured it, in asv's sample form (asv pools the samples of a benchmark's rounds)."""
+    return {"samples": [float(os.getpid())], "number": 1}
 
 
 def track_raises():
@@ -118,7 +125,8 @@ def value(found, commit, benchmark, **params):
 def flit_history(flitlib, env_dir, tmp_path_factory):
     path, shas = flitlib
     out = tmp_path_factory.mktemp("flit-out")
-    return torchbench("--repo", path, "--last", 4, "--out", out, "--env-dir", env_dir), out, shas
+    return (torchbench("--repo", path, "--last", 4, "--out", out, "--env-dir", env_dir, "--rounds", ROUNDS), out,
+            shas)
 
 
 def test_a_flit_library_is_built_per_commit_and_its_slowdown_recorded(flit_history):
@@ -137,7 +145,15 @@ def test_a_commit_that_does_not_build_is_reported_and_the_history_goes_on(flit_h
     (broken,) = [line for line in lines if line.strip().startswith(shas[2][:8])]
     assert "NOT BUILT" in broken, explain(proc)
     (after,) = [line for line in lines if line.strip().startswith(shas[3][:8])]
-    assert "1 measured, 3 FAILED" in after
+    assert "2 measured, 3 FAILED" in after
+
+
+def test_rounds_measure_each_benchmark_in_that_many_fresh_processes_and_pool_their_samples(flit_history):
+    proc, out, shas = flit_history
+    found = results.load(out / "results")
+    for sha in (shas[0], shas[1], shas[3]):
+        (pids,) = [r.samples for r in found.rows if r.commit == sha and r.benchmark == "bench_work.track_process"]
+        assert len(pids) == len(set(pids)) == ROUNDS, explain(proc)
 
 
 def test_benchmarks_that_raise_crash_or_hang_fail_alone_named_and_exit_2(flit_history):

@@ -305,6 +305,7 @@ def test_bad_input_exits_2_with_a_message_that_names_it(tmp_path):
         (["run", "--repo", str(tmp_path / "lib"), "HEAD", "--last", "2", "--out", str(tmp_path / "o")],
          "give one of RANGE, --last and --hashfile"),
         (["run", "--existing", sys.executable, "--out", str(tmp_path / "o")], "--existing needs --repo"),
+        (["run", "--rounds", "0", "--out", str(tmp_path / "o")], "--rounds: must be at least 1, not 0"),
         (["publish", "--out", str(tmp_path / "none")], "no asv.conf.json"),
     ]
     for args, message in cases:

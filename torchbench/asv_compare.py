@@ -4,7 +4,7 @@
 (worsened, improved); a benchmark that newly fails counts as worsened. It is
 fed the Results that results.load read (malformed files already skipped),
 not asv's own file iterator. This is asv's per-benchmark Mann-Whitney test
-on samples from one process: informative, not a verdict to gate on (see
+on the blocks of a few processes, as if they were independent: informative, not a verdict to gate on (see
 `torchbench alert`).
 """
 

@@ -36,7 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--head", help="the head revision (the change)")
     parser.add_argument("-b", "--bench", action="append", default=[], metavar="REGEX",
                         help="only benchmarks whose name matches REGEX; repeatable")
-    add_measurement_arguments(parser, budget=10.0)
+    add_measurement_arguments(parser, budget=9.0)  # a verdict within 10 minutes, the last round and site included
     parser.add_argument("--base-results", type=Path, nargs="+", metavar="PATH",
                         help="decide from these asv result files or folders instead of measuring")
     parser.add_argument("--head-results", type=Path, nargs="+", metavar="PATH")
@@ -59,7 +59,8 @@ def add_measurement_arguments(parser: argparse.ArgumentParser, budget: float) ->
                         help=f"per comparison, stop adding rounds after this long (default {budget:g}); "
                              "decided benchmarks stop earlier")
     parser.add_argument("--min-rounds", type=int, default=6, help="rounds before any early stop (default 6)")
-    parser.add_argument("--max-rounds", type=int, default=40, help="at most this many rounds (default 40)")
+    parser.add_argument("--max-rounds", type=int, default=100,
+                        help="at most this many rounds (default 100: the budget binds first)")
     parser.add_argument("--fdr", type=float, default=0.01, help="false discovery rate across the suite (0.01)")
     parser.add_argument("--floor", type=float, default=0.02, help="never alert on a change below this (0.02)")
     parser.add_argument("--threshold", type=float, default=0.05,

@@ -6,16 +6,19 @@ undecided, in a shuffled order, with torchbench_core.asv_worker. A process is
 the unit of evidence: its summary of a benchmark (stats.process_summary) is
 one observation. Drift over time hits both sides alike.
 
-Adaptive: after `min_rounds`, and after every round from then on, a benchmark
+Adaptive: at interim looks, after `min_rounds` and then each time the rounds
+have grown by half (6, 9, 14, 21, 32, 48, 72, ...: `is_look`), a benchmark
 stops when it is clearly changed (Haybittle-Peto: p < 0.001 at an interim
-look, which leaves the final test's level nearly untouched) or clearly
+look; with a handful of looks that leaves the final test's level nearly
+untouched, where a look every round for 100 rounds would not) or clearly
 unchanged (its interval inside +-threshold). Borderline ones get more rounds,
-up to `max_rounds` or the time budget.
+up to `max_rounds` or the time budget, which then binds.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import random
 import subprocess
 import tempfile
@@ -27,9 +30,10 @@ from .. import stats
 from ..asv_driver import harness_env
 from ..errors import last_line
 
-__all__ = ["Evidence", "Side", "list_benchmarks", "measure_rounds", "collect_counts"]
+__all__ = ["Evidence", "Side", "list_benchmarks", "measure_rounds", "collect_counts", "is_look"]
 
 INTERIM_P = 0.001
+LOOK_GROWTH = 1.5  # an interim look each time the rounds have grown by this factor
 INTERIM_RESAMPLES = 4000  # p-values down to 2.5e-4, below INTERIM_P
 WORKER = ["-m", "torchbench_core.asv_worker"]
 MEASURED_TYPES = {"track", "time"}
@@ -121,6 +125,14 @@ def _record(evidence: Evidence, side: str, job: tuple[str, int], result: dict) -
         evidence.values[side].setdefault(job, []).append(float(result["value"]))
 
 
+def is_look(rounds: int, min_rounds: int) -> bool:
+    """Whether an interim look follows this round: at min_rounds, then each time the rounds grew by half."""
+    look = max(min_rounds, 1)
+    while look < rounds:
+        look = math.ceil(look * LOOK_GROWTH)
+    return look == rounds
+
+
 def _interim(evidence: Evidence, job: tuple[str, int], threshold: float, floor: float) -> str | None:
     base, head = evidence.values["base"].get(job, []), evidence.values["head"].get(job, [])
     if len(base) < 2 or len(head) < 2:
@@ -155,7 +167,7 @@ def measure_rounds(python: Path, suite: Path, sides: dict[str, Side], jobs: list
                 evidence.notes.append(f"round {r + 1}, {name}: {died}")
         failed |= set(evidence.errors["base"]) | set(evidence.errors["head"])
         evidence.rounds = r + 1
-        if evidence.rounds >= min_rounds:
+        if is_look(evidence.rounds, min_rounds):
             for job in active:
                 why = _interim(evidence, job, threshold, floor)
                 if why:
