@@ -173,7 +173,9 @@ def test_benchmarks_that_raise_crash_or_hang_fail_alone_named_and_exit_2(flit_hi
 @pytest.fixture(scope="session")
 def example_history(env_dir, tmp_path_factory):
     out = tmp_path_factory.mktemp("example-out")
-    return torchbench("--out", out, "--env-dir", env_dir), out
+    # one process a commit: the example's steps are 3x, and the suite's time matters (CI keeps under 30 min);
+    # --rounds itself is tested on the flit history, and the main job measures the example at its default
+    return torchbench("--out", out, "--env-dir", env_dir, "--rounds", 1), out
 
 
 def test_the_example_history_is_measured_whole(example_history):
