@@ -22,3 +22,25 @@ def test_publish_speed_script_prints_every_case_beside_asv_publish():
     for case in ("asv publish (asv's pages)", "torchbench pages alone, no cache", "ours again, nothing new",
                  "ours, one new commit (every label)", "ours, one new commit of one label"):
         assert f"| {case} |" in proc.stdout, proc.stdout
+
+
+POOL = ROOT / "tests" / "data" / "alert_pool_12_rounds.json"  # 12 real rounds of bench/alert_power.py's pool
+
+
+def test_alert_power_replays_every_pair_from_a_recorded_pool():
+    proc = subprocess.run([sys.executable, "bench/alert_power.py", "--replay-only", "--pool", str(POOL), "--n", "6",
+                           "--draws", "2"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    for pair in ("A/A (c6 vs c5)", "+5% injected", "+10% injected", "+30% injected"):
+        assert any(line.startswith(pair) and " 6 " in line for line in proc.stdout.splitlines()), proc.stdout
+    assert "the targets moved" in proc.stdout and "median MDE per benchmark" in proc.stdout
+
+
+def test_changepoint_validation_builds_histories_of_several_processes_from_a_recorded_pool():
+    proc = subprocess.run([sys.executable, "bench/changepoint_validation.py", "--evidence", str(POOL),
+                           "--skip-histories", "--processes", "2"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "30 commits of 2 real per-process value(s) each (6 benchmark pools, 144 processes)" in proc.stdout
+    for row in ("A/A false /100", "+10% step found", "goals:"):
+        assert row in proc.stdout
