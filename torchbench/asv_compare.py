@@ -4,8 +4,8 @@
 (worsened, improved); a benchmark that newly fails counts as worsened. It is
 fed the Results that results.load read (malformed files already skipped),
 not asv's own file iterator. This is asv's per-benchmark Mann-Whitney test
-on the blocks of a few processes, as if they were independent: informative, not a verdict to gate on (see
-`torchbench alert`).
+on the blocks of a few processes, as if they were independent: informative,
+not a verdict to gate on (see `torchbench alert`).
 """
 
 from __future__ import annotations

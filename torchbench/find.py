@@ -7,9 +7,9 @@
                                                      written to OUT/changepoints.json for the site
     torchbench find BENCHMARK --good REV --bad REV   bisect one step to its commit
 
-A history has a few processes per commit (`run --rounds`), and one process here
-can be 2x off, so a detected step is only a candidate until confirmed. Bisection never trusts a
-lone measurement either: each probe is compared, interleaved, with both ends,
+A history has a few processes per commit (`run --rounds`), and one process
+here can be 2x off, so a detected step is only a candidate until confirmed.
+Bisection never trusts a lone measurement either: each probe is compared, interleaved, with both ends,
 and it must sit clearly on one side of the step's midpoint, or the search
 stops and says "inconclusive" with the range it got to. Commits that do not
 build are skipped and named (as `git bisect skip`).

@@ -214,7 +214,8 @@ class Record(NamedTuple):
     description: str | None
     threads: int
     counts: bool  # instruction counts, not times
-    interval: tuple[float, float, float, int, float]  # stats.Interval's fields: plain data pickles fast (sitecache)
+    interval: tuple[float, float, float, int, float]  # stats.Interval's fields: plain data pickles fast
+    # (sitecache)
     samples: bytes  # per call, float64 (np.frombuffer): likewise
     number: int
     benchmark: str
@@ -230,8 +231,8 @@ def records(rows: Iterable[Row]) -> Iterator[Record]:
         samples = np.asarray(row.samples or (row.value,), dtype=float)
         i = stats.interval(samples)
         yield Record(row.machine, row.commit, row.env_name, row.date or 0, label, name, description, threads,
-                     row.unit == COUNT_UNIT, (i.median, i.low, i.high, i.n, i.level), samples.tobytes(), row.number or 1,
-                     row.benchmark, row.index)
+                     row.unit == COUNT_UNIT, (i.median, i.low, i.high, i.n, i.level), samples.tobytes(),
+                     row.number or 1, row.benchmark, row.index)
 
 
 def env_id_of(row: Row | Record) -> str:

@@ -38,8 +38,8 @@ from typing import Sequence
 
 import numpy as np
 
-__all__ = ["Comparison", "compare", "permutation_p", "classify", "fdr", "process_summary", "Interval", "interval", "level", "LEVEL_QUANTILE", "cells_differ",
-           "PAGE_FLOOR", "PAGE_CONFIDENCE", "REGRESSED", "IMPROVED", "UNCHANGED",
+__all__ = ["Comparison", "compare", "permutation_p", "classify", "fdr", "process_summary", "Interval", "interval",
+           "level", "LEVEL_QUANTILE", "cells_differ", "PAGE_FLOOR", "PAGE_CONFIDENCE", "REGRESSED", "IMPROVED", "UNCHANGED",
            "INCONCLUSIVE"]
 
 REGRESSED, IMPROVED, UNCHANGED, INCONCLUSIVE = "regressed", "improved", "unchanged", "inconclusive"
@@ -113,7 +113,7 @@ def compare(base: Sequence[float], head: Sequence[float], *, confidence: float =
 
 
 # The published pages colour a cell against its baseline cell. A history has a
-# few processes per commit (`run --rounds`, one by default in asv's way), so a
+# few processes per commit (`run --rounds`, 4 by default), so a
 # cell's interval is that of their pooled blocks: it says how precisely those
 # processes measured, not how much fresh ones would move (up to 2x on a shared
 # machine). The pages say so; `torchbench alert` is the verdict that accounts
