@@ -12,7 +12,11 @@ order, so that drift hits every arm alike:
                         (bench/alert_validation.py's calibrated injection)
 
 Each process runs all six benchmarks (torchbench_core.asv_worker, as the alert
-does), and its per-benchmark summary is one observation. The pool is saved
+does), and its per-benchmark summary is one observation. A fixed busy loop
+lands near its size, not on it, so the report prints what each injected arm
+moved by over the whole pool; two more pairs give exact effects on real
+noise: the identical arms with the head's processes multiplied by 1.05 and
+by 1.10 (every benchmark is then a target). The pool is saved
 after every round (--pool FILE), so a run can be stopped and resumed.
 
 Then the alert's own decision procedure is replayed on draws from the pool:
@@ -57,8 +61,12 @@ from torchbench.alert import command, decide, measure  # noqa: E402
 from torchbench_core.storage import atomic_write_text  # noqa: E402
 
 ARMS = ("c5", "c6", "+5%", "+10%", "+30%")
-PAIRS = [("A/A (c6 vs c5)", "c6", "c5", None), ("+5% injected", "c6", "+5%", 0.05),
-         ("+10% injected", "c6", "+10%", 0.10), ("+30% injected", "c6", "+30%", 0.30)]
+# (label, base arm, head arm, effect, scale): an injected arm is real code, whose effect the whole pool measures
+# (a fixed busy loop lands near, not on, its size); a scaled pair is the identical arms with the head's processes
+# multiplied by an exact factor: real noise, a known effect
+PAIRS = [("A/A (c6 vs c5)", "c6", "c5", None, 1.0), ("+5% injected", "c6", "+5%", 0.05, 1.0),
+         ("+10% injected", "c6", "+10%", 0.10, 1.0), ("+30% injected", "c6", "+30%", 0.30, 1.0),
+         ("A/A x 1.05", "c6", "c5", 0.05, 1.05), ("A/A x 1.10", "c6", "c5", 0.10, 1.10)]
 TARGET = "TensorLike"
 
 
@@ -116,8 +124,10 @@ def measure_pool(pool_file: Path, rounds: int, tmp: Path) -> dict:
     return pool
 
 
-def replay(pool: dict, base: str, head: str, n: int, draws: int, seed: int = 0) -> list[dict[str, str]]:
-    """The alert's verdicts on `draws` random subsets of n of the pool's rounds: [{job key: status}]."""
+def replay(pool: dict, base: str, head: str, n: int, draws: int, seed: int = 0, scale: float = 1.0
+           ) -> list[dict[str, str]]:
+    """The alert's verdicts on `draws` random subsets of n of the pool's rounds: [{job key: status}].
+    scale: the head's values are multiplied by it (a known effect on real noise)."""
     rng = np.random.default_rng(seed)
     policy = decide.Policy()
     rounds = [r for r in pool["rounds"] if base in r["arms"] and head in r["arms"]]
@@ -138,9 +148,9 @@ def replay(pool: dict, base: str, head: str, n: int, draws: int, seed: int = 0) 
             for job, key in zip(jobs, keys):
                 if job in evidence.decided:
                     continue
-                for side, arm in (("base", base), ("head", head)):
+                for side, arm, factor in (("base", base, 1.0), ("head", head, scale)):
                     if key in arms[arm]["values"]:
-                        evidence.values[side].setdefault(job, []).append(arms[arm]["values"][key])
+                        evidence.values[side].setdefault(job, []).append(arms[arm]["values"][key] * factor)
             evidence.rounds = k + 1
             if measure.is_look(evidence.rounds, 6):  # the alert's default --min-rounds
                 for job in jobs:
@@ -164,7 +174,7 @@ def report(pool: dict, ns: list[int], draws: int) -> None:
     print(f"   targets: {', '.join(targets)}")
     print(f"\n{'pair':16} {'rounds':>6} {'draws':>5}  {'targets flagged':>16}  {'other rows flagged':>18}  "
           f"{'targets inconcl.':>16}  median MDE per benchmark")
-    for label, base, head, effect in PAIRS[1:]:  # the injected effect as the whole pool measures it
+    for label, base, head, effect, _ in PAIRS[1:4]:  # the injected effect as the whole pool measures it
         sizes = []
         for key, name in pool["jobs"].items():
             if TARGET in name:
@@ -172,25 +182,27 @@ def report(pool: dict, ns: list[int], draws: int) -> None:
                         for arm in (base, head))
                 sizes.append(f"{stats.compare(b, h, resamples=2000).ratio - 1:+.1%}")
         print(f"   {label}: the targets moved {' and '.join(sizes)} over all {total} rounds")
-    for label, base, head, effect in PAIRS:
+    for label, base, head, effect, scale in PAIRS:
+        # the scaled pairs move every benchmark: each is a target
+        hit_rows = names if scale != 1.0 else targets
         for n in ns:
             if n > total:
                 continue
-            verdicts = replay(pool, base, head, n, draws)
+            verdicts = replay(pool, base, head, n, draws, scale=scale)
             wrong = "improved" if effect else None
-            t_hit = sum(v[t] == "regressed" for v in verdicts for t in targets) if effect else None
-            others = [t for t in names if effect is None or t not in targets]
+            t_hit = sum(v[t] == "regressed" for v in verdicts for t in hit_rows) if effect else None
+            others = [t for t in names if effect is None or t not in hit_rows]
             flagged = sum(v[t] in ("regressed", "improved") for v in verdicts for t in others)
             if effect:
-                flagged += sum(v[t] == wrong for v in verdicts for t in targets)
-            inconclusive = sum(v[t] == "inconclusive" for v in verdicts for t in targets)
+                flagged += sum(v[t] == wrong for v in verdicts for t in hit_rows)
+            inconclusive = sum(v[t] == "inconclusive" for v in verdicts for t in hit_rows)
             mde = {t: np.median([v["_mde"].get(t, np.nan) for v in verdicts]) for t in names}
             mdes = " ".join(f"{mde[t]:.1%}" for t in names)
-            hits = f"{t_hit}/{len(verdicts) * len(targets)} ({t_hit / (len(verdicts) * len(targets)):.0%})" \
-                if effect else "-"
+            rows_hit = len(verdicts) * len(hit_rows)
+            hits = f"{t_hit}/{rows_hit} ({t_hit / rows_hit:.0%})" if effect else "-"
+            rows_other = max(len(verdicts) * len(others), 1)
             print(f"{label:16} {n:>6} {draws:>5}  {hits:>16}  {flagged:>7}/{len(verdicts) * len(others):<4} "
-                  f"({flagged / (len(verdicts) * len(others)):.1%})  "
-                  f"{inconclusive:>10}/{len(verdicts) * len(targets):<5}  {mdes}", flush=True)
+                  f"({flagged / rows_other:.1%})  {inconclusive:>10}/{rows_hit:<5}  {mdes}", flush=True)
     if max(ns) > total / 2:
         print(f"\nnote: draws of n > {total // 2} rounds from {total} overlap heavily; they are not independent "
               f"repeats, so those rates are optimistic about their own precision")

@@ -31,7 +31,7 @@ def test_alert_power_replays_every_pair_from_a_recorded_pool():
     proc = subprocess.run([sys.executable, "bench/alert_power.py", "--replay-only", "--pool", str(POOL), "--n", "6",
                            "--draws", "2"], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    for pair in ("A/A (c6 vs c5)", "+5% injected", "+10% injected", "+30% injected"):
+    for pair in ("A/A (c6 vs c5)", "+5% injected", "+10% injected", "+30% injected", "A/A x 1.05", "A/A x 1.10"):
         assert any(line.startswith(pair) and " 6 " in line for line in proc.stdout.splitlines()), proc.stdout
     assert "the targets moved" in proc.stdout and "median MDE per benchmark" in proc.stdout
 
