@@ -21,8 +21,8 @@ after every round (--pool FILE), so a run can be stopped and resumed.
 
 Then the alert's own decision procedure is replayed on draws from the pool:
 for n rounds, a random subset of the pool's rounds (without replacement), fed
-round by round through the alert's interim rule (measure._interim: early stop
-when clearly changed or clearly within +-5%) and its final decision
+round by round through the alert's interim rule (measure.interim_decisions:
+early stop when clearly changed or clearly within +-5%) and its final decision
 (decide.decide: the permutation test, Benjamini-Hochberg across the six
 benchmarks, the floor, 'inconclusive'), with the default policy. Instruction
 counts are left out of the replay: counts would label an A/A row 'wall time
@@ -114,7 +114,8 @@ def measure_pool(pool_file: Path, rounds: int, tmp: Path) -> dict:
                 if "samples" in result:
                     values[f"{job[0]}|{job[1]}"] = stats.process_summary(result["samples"])
                     samples[f"{job[0]}|{job[1]}"] = result["samples"]
-            # the blocks too: bench/changepoint_validation.py builds commits of several processes from them
+            # the blocks too, for a later look at the spread inside a process (nothing reads them yet: the
+            # synthetic histories of bench/changepoint_validation.py model that spread)
             record[arm] = {"values": values, "samples": samples, "seconds": time.perf_counter() - start,
                            "died": died}
         pool["rounds"].append({"order": arms, "arms": record})
@@ -152,12 +153,7 @@ def replay(pool: dict, base: str, head: str, n: int, draws: int, seed: int = 0, 
                     if key in arms[arm]["values"]:
                         evidence.values[side].setdefault(job, []).append(arms[arm]["values"][key] * factor)
             evidence.rounds = k + 1
-            if measure.is_look(evidence.rounds, 6):  # the alert's default --min-rounds
-                for job in jobs:
-                    if job not in evidence.decided:
-                        why = measure._interim(evidence, job, policy.threshold, policy.floor)
-                        if why:
-                            evidence.decided[job] = why
+            measure.interim_decisions(evidence, jobs, measure.MIN_ROUNDS, policy.threshold, policy.floor)
         rows = decide.decide(evidence, policy)
         out.append({r.name: r.status for r in rows} | {"_mde": {r.name: r.comparison.mde for r in rows
                                                                  if r.comparison}})

@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from torchbench import example, results  # noqa: E402
-from torchbench.asv_driver import harness_env  # noqa: E402
+from torchbench.asv_driver import Asv, Timings, harness_env  # noqa: E402
 
 LOOP = "        for _ in range({k}):  # injected slowdown\n            pass\n"
 ANCHOR = "        if kwargs is None:\n            kwargs = {}\n"
@@ -95,10 +95,8 @@ def alert(repo: Path, base: str, head: str, out: Path, envs: Path, budget: float
 def asv_continuous(conf: Path, base: str, head: str) -> tuple[dict[str, str], float]:
     """asv continuous with its defaults; {row name: '+'/'-'/' '} by asv's own decision function."""
     from asv.commands.compare import _is_result_better
-    from asv.machine import MachineCollection
 
-    if not Path(MachineCollection.get_machine_file_path()).exists():  # a fresh machine: asv would stop and ask
-        subprocess.run([sys.executable, "-m", "asv", "machine", "--yes"], check=True, capture_output=True)
+    Asv(conf, Timings()).ensure_machine()  # a fresh machine has no asv machine file: asv would stop and ask
     start = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "asv", "continuous", base, head, "--config", str(conf)],
                           capture_output=True, text=True, cwd=ROOT, env=harness_env())

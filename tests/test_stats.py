@@ -167,7 +167,9 @@ def test_interim_looks_are_few_so_early_stops_barely_add_false_alarms():
         base, head = draw(rng, 72, slow_share=0.25), draw(rng, 72, slow_share=0.25)
         for r in range(1, 73):
             evidence.values["base"][job], evidence.values["head"][job] = list(base[:r]), list(head[:r])
-            why = measure._interim(evidence, job, 0.05, 0.02) if measure.is_look(r, 6) else None
+            evidence.rounds = r
+            measure.interim_decisions(evidence, [job], 6, 0.05, 0.02)  # the alert's own step (and the replay's)
+            why = evidence.decided.get(job)
             if why:
                 stopped_changed += why.startswith("clearly changed")
                 break

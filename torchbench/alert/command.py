@@ -58,7 +58,8 @@ def add_measurement_arguments(parser: argparse.ArgumentParser, budget: float) ->
     parser.add_argument("--budget-minutes", type=float, default=budget,
                         help=f"per comparison, stop adding rounds after this long (default {budget:g}); "
                              "decided benchmarks stop earlier")
-    parser.add_argument("--min-rounds", type=int, default=6, help="rounds before any early stop (default 6)")
+    parser.add_argument("--min-rounds", type=int, default=measure.MIN_ROUNDS,
+                        help=f"rounds before any early stop (default {measure.MIN_ROUNDS})")
     parser.add_argument("--max-rounds", type=int, default=100,
                         help="at most this many rounds (default 100: the budget binds first)")
     parser.add_argument("--fdr", type=float, default=0.01, help="false discovery rate across the suite (0.01)")

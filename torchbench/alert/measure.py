@@ -30,8 +30,10 @@ from .. import stats
 from ..asv_driver import harness_env
 from ..errors import last_line
 
-__all__ = ["Evidence", "Side", "list_benchmarks", "measure_rounds", "collect_counts", "is_look"]
+__all__ = ["Evidence", "Side", "list_benchmarks", "measure_rounds", "collect_counts", "is_look",
+           "interim_decisions", "MIN_ROUNDS"]
 
+MIN_ROUNDS = 6  # rounds before any early stop (the alert's and find's default --min-rounds)
 INTERIM_P = 0.001
 LOOK_GROWTH = 1.5  # an interim look each time the rounds have grown by this factor
 INTERIM_RESAMPLES = 4000  # p-values down to 2.5e-4, below INTERIM_P
@@ -145,6 +147,16 @@ def _interim(evidence: Evidence, job: tuple[str, int], threshold: float, floor: 
     return None
 
 
+def interim_decisions(evidence: Evidence, jobs, min_rounds: int, threshold: float, floor: float) -> None:
+    """After evidence.rounds rounds: at an interim look, mark the jobs among `jobs` that are clearly decided."""
+    if is_look(evidence.rounds, min_rounds):
+        for job in jobs:
+            if job not in evidence.decided:
+                why = _interim(evidence, job, threshold, floor)
+                if why:
+                    evidence.decided[job] = why
+
+
 def measure_rounds(python: Path, suite: Path, sides: dict[str, Side], jobs: list[tuple[str, int]],
                    evidence: Evidence, *, min_rounds: int, max_rounds: int, deadline: float, threshold: float,
                    floor: float, cache_dir: Path, on_round=None, seed: int = 0) -> None:
@@ -167,11 +179,7 @@ def measure_rounds(python: Path, suite: Path, sides: dict[str, Side], jobs: list
                 evidence.notes.append(f"round {r + 1}, {name}: {died}")
         failed |= set(evidence.errors["base"]) | set(evidence.errors["head"])
         evidence.rounds = r + 1
-        if is_look(evidence.rounds, min_rounds):
-            for job in active:
-                why = _interim(evidence, job, threshold, floor)
-                if why:
-                    evidence.decided[job] = why
+        interim_decisions(evidence, active, min_rounds, threshold, floor)
         if on_round:
             on_round(evidence, len(active))
 
