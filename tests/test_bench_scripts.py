@@ -1,4 +1,4 @@
-"""The bench/ scripts must keep running; their figures are not checked here."""
+"""The evaluation/ scripts must keep running; their figures are not checked here."""
 
 import subprocess
 import sys
@@ -8,7 +8,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_core_speed_script_prints_every_goal():
-    proc = subprocess.run([sys.executable, "bench/core_speed.py", "--quick"], cwd=ROOT,
+    proc = subprocess.run([sys.executable, "evaluation/core_speed.py", "--quick"], cwd=ROOT,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     for metric in ("loop overhead", "fixed cost", "default clock", "blocked_autorange(0.2) wall", "median of torch.add"):
@@ -16,7 +16,7 @@ def test_core_speed_script_prints_every_goal():
 
 
 def test_publish_speed_script_prints_every_case_beside_asv_publish():
-    proc = subprocess.run([sys.executable, "bench/publish_speed.py", "--commits", "4", "--benchmarks", "8",
+    proc = subprocess.run([sys.executable, "evaluation/publish_speed.py", "--commits", "4", "--benchmarks", "8",
                            "--repeats", "1"], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     for case in ("asv publish (asv's pages)", "torchbench pages alone, no cache", "ours again, nothing new",
@@ -24,11 +24,11 @@ def test_publish_speed_script_prints_every_case_beside_asv_publish():
         assert f"| {case} |" in proc.stdout, proc.stdout
 
 
-POOL = ROOT / "tests" / "data" / "alert_pool_12_rounds.json"  # 12 real rounds of bench/alert_power.py's pool
+POOL = ROOT / "tests" / "data" / "alert_pool_12_rounds.json"  # 12 real rounds of evaluation/alert_power.py's pool
 
 
 def test_alert_power_replays_every_pair_from_a_recorded_pool():
-    proc = subprocess.run([sys.executable, "bench/alert_power.py", "--replay-only", "--pool", str(POOL), "--n", "6",
+    proc = subprocess.run([sys.executable, "evaluation/alert_power.py", "--replay-only", "--pool", str(POOL), "--n", "6",
                            "--draws", "2"], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     for pair in ("A/A (c6 vs c5)", "+5% injected", "+10% injected", "+30% injected", "A/A x 1.05", "A/A x 1.10"):
@@ -37,7 +37,7 @@ def test_alert_power_replays_every_pair_from_a_recorded_pool():
 
 
 def test_changepoint_validation_builds_histories_of_several_processes_from_a_recorded_pool():
-    proc = subprocess.run([sys.executable, "bench/changepoint_validation.py", "--evidence", str(POOL),
+    proc = subprocess.run([sys.executable, "evaluation/changepoint_validation.py", "--evidence", str(POOL),
                            "--skip-histories", "--processes", "2"], cwd=ROOT, capture_output=True, text=True,
                           timeout=600)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]

@@ -7,8 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from torchbench import changepoints, stats
-from torchbench.results import Row
+from torchbench import stats
+from torchbench.history import changepoints
+from torchbench.asv_bridge.results import Row
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -84,7 +85,7 @@ def test_identical_code_under_regime_noise_rarely_gives_a_candidate():
 
     A run of slow processes is, to one process per commit, a real step and its fix; detection raises it
     as a candidate, and confirmation (alternating processes) refutes it. The screen's rate on series made
-    of real per-process values was 4 per 100 (bench/changepoint_validation.py); here at most 8 of 100."""
+    of real per-process values was 4 per 100 (evaluation/changepoint_validation.py); here at most 8 of 100."""
     rng = np.random.default_rng(6)
     found = [s for v in (regime(30, rng) for _ in range(100)) for s in changepoints.detect(v, tight(v))]
     assert len(found) <= 8, found

@@ -15,7 +15,7 @@ import pytest
 import browser
 from bs4 import BeautifulSoup
 from e2e import ROOT, cli, explain, make_repo
-from torchbench import find, steprecord
+from torchbench.history import find, step_record
 
 pytestmark = pytest.mark.slow
 
@@ -73,8 +73,8 @@ def test_find_confirms_the_step_and_bisects_it_to_the_culprit_skipping_what_does
     path, out, shas = history
     proc = cli("find", "Work", "--repo", path, "--out", out, "--env-dir", env_dir, *MEASURE)
     assert proc.returncode == 0, explain(proc)
-    record = json.loads((out / steprecord.RECORD).read_text())
-    assert record["schema"] == steprecord.SCHEMA
+    record = json.loads((out / step_record.RECORD).read_text())
+    assert record["schema"] == step_record.SCHEMA
     (step,) = record["steps"]
     assert (step["before"], step["after"]) == (shas[1], shas[7]) and step["ratio"] > 2
     assert step["status"] == "confirmed" and step["confirmation"]["ratio"] > 2, step["confirmation"]
@@ -103,7 +103,7 @@ def test_published_site_lists_the_step_with_its_culprit_and_a_valid_feed_and_jso
     feedparser = pytest.importorskip("feedparser")
     jsonschema = pytest.importorskip("jsonschema")
     path, out, shas = history
-    if not (out / steprecord.RECORD).exists():
+    if not (out / step_record.RECORD).exists():
         pytest.skip("needs the find test's record")
     proc = cli("publish", "--out", out)
     assert proc.returncode == 0, explain(proc)

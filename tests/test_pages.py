@@ -5,8 +5,9 @@ import math
 import numpy as np
 import pytest
 
-from torchbench import charts, pages, stats
-from torchbench.results import Row
+from torchbench import stats
+from torchbench.publish import charts, pages
+from torchbench.asv_bridge.results import Row
 
 LABEL = "__torch_function__ overhead"
 

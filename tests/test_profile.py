@@ -19,9 +19,11 @@ from pathlib import Path
 import git
 import pytest
 
-from torchbench import commits, example, profile
-from torchbench import flamegraph as fg
-from torchbench.asv_driver import harness_env
+from torchbench.profiling import record as profile
+from torchbench.project import commits, example
+from torchbench.profiling import flamegraph as fg
+from torchbench.asv_bridge.driver import harness_env
+from torchbench.asv_bridge.worker import list_benchmarks
 
 ROOT = Path(__file__).resolve().parents[1]
 NPM_CACHE = Path.home() / ".cache" / "torchbench" / "npm"
@@ -180,20 +182,20 @@ def test_the_differential_page_renders_from_disk_in_a_browser(tmp_path, chromium
 
 @pytest.fixture(scope="module")
 def own_suite_profiles(tmp_path_factory):
-    """Tensor and WithTorchFunction of benchmarks/torch_function.py, 1 s each, in this interpreter."""
+    """Tensor and WithTorchFunction of torchbench/suites/torch_function.py, 1 s each, in this interpreter."""
     pyspy = shutil.which("py-spy")
     if pyspy is None:
         pytest.fail("py-spy is not installed: scripts/install.sh installs it")
     out = tmp_path_factory.mktemp("own")
     commit = commits.Commit("0" * 40, "this working tree")
-    report = profile.profile_cases(Path(sys.executable), ROOT / "benchmarks", harness_env(), commit, out, pyspy=pyspy,
+    report = profile.profile_cases(Path(sys.executable), ROOT / "torchbench" / "suites", harness_env(), commit, out, pyspy=pyspy,
                                    only=lambda c: c.params["sub_label"] in ("'Tensor'", "'WithTorchFunction'"),
                                    seconds=1.0)
     return out, report, commit
 
 
 def test_default_cases_of_the_own_suite_are_its_four_timer_cases():
-    listing = profile.list_suite(Path(sys.executable), ROOT / "benchmarks", harness_env())
+    listing = list_benchmarks(Path(sys.executable), ROOT / "torchbench" / "suites", harness_env())
     cases = profile.select_cases(listing, [])
     assert {c.benchmark for c in cases} == {OVERHEAD}
     assert [c.params["sub_label"] for c in cases] == ["'Tensor'", "'SubTensor'", "'WithTorchFunction'",
@@ -228,13 +230,13 @@ def test_a_real_profile_shows_the_python_torch_function_under_torch_add(own_suit
     dispatched = sum(n for s, n in stacks.items()
                      if f"{ADD_FRAME};torch::handle_torch_function (libtorch_python.so)" in s)
     in_python = sum(n for s, n in stacks.items()
-                    if "WithTorchFunction.__torch_function__ (benchmarks/torch_function.py)" in s)
+                    if "WithTorchFunction.__torch_function__ (torchbench/suites/torch_function.py)" in s)
     assert dispatched > 0.5 * sum(stacks.values()) and in_python > 0
 
 
 def test_existing_profiles_are_skipped_unless_rerun(own_suite_profiles):
     out, _, commit = own_suite_profiles
-    report = profile.profile_cases(Path(sys.executable), ROOT / "benchmarks", harness_env(), commit, out,
+    report = profile.profile_cases(Path(sys.executable), ROOT / "torchbench" / "suites", harness_env(), commit, out,
                                    pyspy="py-spy-is-not-run-when-nothing-is-to-record",
                                    only=lambda c: c.params["sub_label"] in ("'Tensor'", "'WithTorchFunction'"))
     assert (report.recorded, report.existing, report.failures) == (0, 2, [])
@@ -286,13 +288,34 @@ def test_a_failing_case_is_named_and_the_others_are_recorded(tmp_path, capsys):
     assert under_mul > 0.5 * sum(plain.values())
 
 
-def test_without_py_spy_on_path_the_command_says_so_and_exits_2(tmp_path):
-    path = os.pathsep.join(d for d in os.environ["PATH"].split(os.pathsep) if d and not (Path(d) / "py-spy").exists())
-    proc = subprocess.run([sys.executable, "-m", "torchbench.profile", "--out", str(tmp_path / "out")], cwd=ROOT,
-                          capture_output=True, text=True, env=dict(os.environ, PATH=path), timeout=120)
+def _venv_without_py_spy(tmp_path: Path) -> tuple[Path, dict]:
+    """A venv that sees this Python's packages (torchbench included) but has no py-spy in its bin folder, and
+    an environment whose PATH has none either."""
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(tmp_path / "venv")],
+                   check=True)
+    path = os.pathsep.join(d for d in os.environ["PATH"].split(os.pathsep)
+                           if d and not (Path(d) / "py-spy").exists() and Path(d).resolve() != Path(sys.executable).resolve().parent)
+    return tmp_path / "venv" / "bin", dict(os.environ, PATH=path)
+
+
+def test_without_py_spy_the_command_says_so_and_exits_2(tmp_path):
+    bin_dir, env = _venv_without_py_spy(tmp_path)
+    proc = subprocess.run([str(bin_dir / "python"), "-m", "torchbench", "profile", "--out", str(tmp_path / "out")],
+                          cwd=ROOT, capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 2, proc.stderr
-    assert "py-spy is not installed (no `py-spy` on PATH)" in proc.stderr and "pip install py-spy" in proc.stderr
-    assert "Traceback" not in proc.stderr
+    assert "py-spy is not installed (no `py-spy` beside this Python or on PATH)" in proc.stderr
+    assert "pip install py-spy" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_py_spy_installed_beside_the_interpreter_is_found_without_activating_the_venv(tmp_path):
+    """`/path/venv/bin/torchbench ...` with py-spy installed in that venv and the venv not on PATH."""
+    pyspy = shutil.which("py-spy")
+    assert pyspy, "the test environment has py-spy (pyproject's dependencies)"
+    bin_dir, env = _venv_without_py_spy(tmp_path)
+    (bin_dir / "py-spy").symlink_to(pyspy)  # what `pip install py-spy` into that venv puts there
+    proc = subprocess.run([str(bin_dir / "python"), "-c", "from torchbench import tools; print(tools.find('py-spy'))"],
+                          capture_output=True, text=True, env=env, timeout=60)
+    assert proc.stdout.strip() == str(bin_dir / "py-spy"), proc.stderr
 
 
 # -- the command, end to end on the example library ---------------------------------------------------

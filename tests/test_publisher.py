@@ -20,7 +20,9 @@ import git
 import pytest
 from bs4 import BeautifulSoup
 
-from torchbench import pages, results, stats
+from torchbench import stats
+from torchbench.asv_bridge import results
+from torchbench.publish import pages
 from torchbench_core import Compare, Measurement, TaskSpec
 
 import browser

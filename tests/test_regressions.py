@@ -1,4 +1,4 @@
-"""The steps page, its JSON and asv's feed (regressions.py), from Compare pages built on result rows (fast)."""
+"""The steps page, its JSON and asv's feed (publish/steps_page.py), from Compare pages built on result rows (fast)."""
 
 import json
 from pathlib import Path
@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 from bs4 import BeautifulSoup
 
-from torchbench import pages, publisher, regressions, steprecord
-from torchbench.results import Row
+from torchbench.history import step_record
+from torchbench.publish import pages, publisher, steps_page
+from torchbench.asv_bridge.results import Row
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -35,7 +36,7 @@ def built():
 def test_steps_are_detected_on_the_pages_data_and_start_unconfirmed(built, tmp_path):
     shas, compare_pages, series_pages, revisions = built
     warnings = []
-    steps = regressions.collect(series_pages, revisions, tmp_path, warnings)
+    steps = steps_page.collect(series_pages, revisions, tmp_path, warnings)
     assert not warnings
     assert [(s["after"], s["ratio"] > 1, s["status"], s["name"]) for s in steps] == [
         (shas[2], True, "unconfirmed", "dispatch · TensorLike · torch.add(a, b)"),
@@ -47,7 +48,7 @@ def test_find_s_record_is_joined_and_only_confirmed_regressions_reach_the_feed(b
     feedparser = pytest.importorskip("feedparser")
     jsonschema = pytest.importorskip("jsonschema")
     shas, compare_pages, series_pages, revisions = built
-    fresh = regressions.collect(series_pages, revisions, tmp_path, [])
+    fresh = steps_page.collect(series_pages, revisions, tmp_path, [])
     up, down = fresh
     confirmation = {"status": "regressed", "label": "compute", "ratio": 1.98, "ci_low": 1.9, "ci_high": 2.05,
                     "p_value": 1e-4, "processes": [12, 12], "counts_delta": 0.9, "error": ""}
@@ -55,19 +56,19 @@ def test_find_s_record_is_joined_and_only_confirmed_regressions_reach_the_feed(b
                "skipped": [], "probes": [], "why": "", "jobs": [["bench.Dispatch.track_time", 1]],
                "profiles": {"bench.Dispatch.track_time|1": {"culprit": "profiles/x/c.svg"},
                             "bench.Dispatch.track_time|0": {"culprit": "profiles/x/other-job.svg"}}}
-    record = {steprecord.record_key(up): {**up, "status": "confirmed", "confirmation": confirmation,
+    record = {step_record.record_key(up): {**up, "status": "confirmed", "confirmation": confirmation,
                                           "culprit": culprit, "confirmed_at": "2026-11-22T07:00:00+00:00"},
-              steprecord.record_key(down): {**down, "status": "refuted", "confirmation": {**confirmation,
+              step_record.record_key(down): {**down, "status": "refuted", "confirmation": {**confirmation,
                                                                                          "status": "unchanged"}}}
     for entry in record.values():
         for key in ("series", "subject_before", "subject_after"):
             entry.pop(key)
-    steprecord.write_record(tmp_path, record)
-    steps = regressions.collect(series_pages, revisions, tmp_path, [])
+    step_record.write_record(tmp_path, record)
+    steps = steps_page.collect(series_pages, revisions, tmp_path, [])
     assert [s["status"] for s in steps] == ["confirmed", "refuted"]
     site, html = tmp_path / "html" / "torchbench", tmp_path / "html"
     site.mkdir(parents=True)
-    regressions.write(steps, html_dir=html, site=site, env=publisher._environment(), project="tensorlib")
+    steps_page.write(steps, html_dir=html, site=site, env=publisher._environment(), project="tensorlib")
 
     doc = json.loads((site / "regressions.json").read_text())
     jsonschema.validate(doc, json.loads((ROOT / "torchbench" / "schemas" / "regressions.schema.json").read_text()))
@@ -76,7 +77,7 @@ def test_find_s_record_is_joined_and_only_confirmed_regressions_reach_the_feed(b
     assert [r["class"] for r in rows] == [["step", "confirmed", "up"], ["step", "refuted", "down"]]
     assert shas[2][:8] in rows[0].get_text() and "compute" in rows[0].get_text() and "+98.0%" in rows[0].get_text()
     assert [a["href"] for a in rows[0].select("a.flame")] == ["profiles/x/c.svg"]  # its own case's only
-    feed = feedparser.parse(str(html / regressions.FEED))
+    feed = feedparser.parse(str(html / steps_page.FEED))
     assert not feed.bozo and feed.feed.title == "tensorlib performance regressions"
     (entry,) = feed.entries  # the refuted improvement is not an entry
     assert entry.title.startswith("+") and shas[2][:8] in entry.summary and "compute" in entry.summary
@@ -90,17 +91,17 @@ def test_the_feed_keeps_asv_s_feed_id_so_subscribers_keep_working(built, tmp_pat
 
     shas, compare_pages, series_pages, revisions = built
     (tmp_path / "site").mkdir()
-    regressions.write([], html_dir=tmp_path, site=tmp_path / "site", env=publisher._environment(),
+    steps_page.write([], html_dir=tmp_path, site=tmp_path / "site", env=publisher._environment(),
                       project="tensorlib")
     asv_feed.write_atom(str(tmp_path / "asv.xml"), [], author="Airspeed Velocity",
                         title="tensorlib performance regressions", address="tensorlib.asv")
-    ours, theirs = (feedparser.parse(str(tmp_path / name)) for name in (regressions.FEED, "asv.xml"))
+    ours, theirs = (feedparser.parse(str(tmp_path / name)) for name in (steps_page.FEED, "asv.xml"))
     assert ours.feed.id == theirs.feed.id and not ours.entries
 
 
 def test_a_broken_record_is_named_in_a_warning_and_the_fresh_steps_still_show(built, tmp_path):
     shas, compare_pages, series_pages, revisions = built
-    (tmp_path / steprecord.RECORD).write_text('{"schema": "torchbench.changepoints/1", "steps": [')
+    (tmp_path / step_record.RECORD).write_text('{"schema": "torchbench.changepoints/1", "steps": [')
     warnings = []
-    steps = regressions.collect(series_pages, revisions, tmp_path, warnings)
-    assert len(steps) == 2 and len(warnings) == 1 and steprecord.RECORD in warnings[0]
+    steps = steps_page.collect(series_pages, revisions, tmp_path, warnings)
+    assert len(steps) == 2 and len(warnings) == 1 and step_record.RECORD in warnings[0]

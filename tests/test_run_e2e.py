@@ -22,7 +22,7 @@ from pathlib import Path
 import git
 import pytest
 
-from torchbench import results
+from torchbench.asv_bridge import results
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[1]

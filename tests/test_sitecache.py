@@ -8,9 +8,10 @@ import pytest
 from asv.config import Config
 
 from tests.e2e import ROOT
-from torchbench import changepoints, publisher, sitecache
+from torchbench.history import changepoints
+from torchbench.publish import page_cache, publisher
 
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "evaluation"))
 import publish_speed as synthetic  # noqa: E402  (the publish bench's own history and result writer)
 
 
@@ -56,7 +57,7 @@ def test_a_new_commit_of_one_label_re_renders_that_label_alone(history, capsys):
     assert {f"compare/{label}", f"series/{label}"} <= changed
     assert history["shas"][4][:8].encode() in second[f"compare/{label}"]
     # and the result is what a publish without any cache writes
-    cache_dir = history["tmp"] / "out" / sitecache.FOLDER
+    cache_dir = history["tmp"] / "out" / page_cache.FOLDER
     for path in sorted(cache_dir.rglob("*"), reverse=True):
         path.unlink() if path.is_file() else path.rmdir()
     fresh = publish(history, 5)
@@ -68,7 +69,7 @@ def test_a_rewritten_result_file_is_read_again_and_a_broken_cache_entry_is_remad
     capsys.readouterr()
     results = history["tmp"] / "out" / "results" / "bench"
     rewritten = history["shas"][1][:8]
-    entries = (history["tmp"] / "out" / sitecache.FOLDER / "records" / "bench").glob("*.pickle")
+    entries = (history["tmp"] / "out" / page_cache.FOLDER / "records" / "bench").glob("*.pickle")
     next(e for e in entries if not e.name.startswith(rewritten)).write_bytes(b"not a pickle")
     assert any(f.name.startswith(rewritten) for f in results.glob("*.json"))
     synthetic.write_commit(history["tmp"] / "out" / "results", history["shas"][1], 1, history["benches"],

@@ -155,20 +155,23 @@ def test_cells_differ_only_with_disjoint_intervals_and_a_ratio_beyond_the_floor(
 def test_interim_looks_are_few_so_early_stops_barely_add_false_alarms():
     """The alert looks at rounds 6, 9, 14, 21, 32, 48, 72 (not every round): over 72 rounds of identical code
     with a slow cluster, 'clearly changed' (p < 0.001 at a look) stops at most 1 of 100 benchmarks."""
-    from torchbench.alert import measure
+    from torchbench.ab import rounds
+    from torchbench.ab.evidence import Evidence
+    from torchbench.ab.options import Policy
 
-    assert [r for r in range(1, 101) if measure.is_look(r, 6)] == [6, 9, 14, 21, 32, 48, 72]
-    assert [r for r in range(1, 12) if measure.is_look(r, 1)] == [1, 2, 3, 5, 8]
+    assert [r for r in range(1, 101) if rounds.is_look(r, 6)] == [6, 9, 14, 21, 32, 48, 72]
+    assert [r for r in range(1, 12) if rounds.is_look(r, 1)] == [1, 2, 3, 5, 8]
     rng = np.random.default_rng(11)
     job = ("bench.time_x", 0)
     stopped_changed = 0
     for _ in range(100):
-        evidence = measure.Evidence()
+        evidence = Evidence()
         base, head = draw(rng, 72, slow_share=0.25), draw(rng, 72, slow_share=0.25)
         for r in range(1, 73):
             evidence.values["base"][job], evidence.values["head"][job] = list(base[:r]), list(head[:r])
             evidence.rounds = r
-            measure.interim_decisions(evidence, [job], 6, 0.05, 0.02)  # the alert's own step (and the replay's)
+            # the alert's own step (and the replay's)
+            rounds.interim_decisions(evidence, [job], 6, Policy(threshold=0.05, floor=0.02))
             why = evidence.decided.get(job)
             if why:
                 stopped_changed += why.startswith("clearly changed")

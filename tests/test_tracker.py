@@ -13,8 +13,11 @@ from pathlib import Path
 import git
 import pytest
 
-from torchbench import asv_plugin, commits, config, example, lock, report, results
-from torchbench.asv_driver import Timings
+from torchbench.asv_bridge import plugin as asv_plugin, results
+from torchbench.history import report
+from torchbench.project import commits, config, example, lock
+from torchbench.asv_bridge.driver import Timings
+from torchbench import resources
 from torchbench.errors import EXIT_FAILURE, EXIT_OK, UserError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -142,16 +145,16 @@ def test_tool_problems_and_unreadable_files_exit_2(real_run):
 
 def test_commit_selection_by_range_last_and_hashfile(tmp_path):
     repo, shas = make_repo(tmp_path / "r", [{"f": str(i)} for i in range(5)])
-    assert [c.sha for c in commits.select(repo, last=3)] == shas[2:]
-    assert [c.sha for c in commits.select(repo, range_=f"{shas[1]}..{shas[3]}")] == shas[2:4]
-    assert [c.sha for c in commits.select(repo, range_=shas[0])] == shas[:1]
+    assert [c.sha for c in commits.select(repo, commits.Selection(last=3))] == shas[2:]
+    assert [c.sha for c in commits.select(repo, commits.Selection(range=f"{shas[1]}..{shas[3]}"))] == shas[2:4]
+    assert [c.sha for c in commits.select(repo, commits.Selection(range=shas[0]))] == shas[:1]
     hashfile = tmp_path / "hashes"
     hashfile.write_text(f"{shas[4][:10]}\n\n{shas[0]} first\n")
-    assert [c.sha for c in commits.select(repo, hashfile=hashfile)] == [shas[4], shas[0]]
+    assert [c.sha for c in commits.select(repo, commits.Selection(hashfile=hashfile))] == [shas[4], shas[0]]
     with pytest.raises(UserError, match="unknown revision 'nope'"):
-        commits.select(repo, range_="nope..HEAD")
+        commits.select(repo, commits.Selection(range="nope..HEAD"))
     with pytest.raises(UserError, match="holds no commits"):
-        commits.select(repo, range_=f"{shas[3]}..{shas[3]}")
+        commits.select(repo, commits.Selection(range=f"{shas[3]}..{shas[3]}"))
     with pytest.raises(UserError, match="not a git repository"):
         commits.open_repo(tmp_path)
 
@@ -187,7 +190,7 @@ def test_the_derived_config_points_asv_at_repo_and_output_and_loads_the_plugin(t
     conf = json.loads(path.read_text())
     assert conf["project"] == "mylib" and conf["repo"] == str(tmp_path / "lib")
     assert conf["results_dir"] == str(tmp_path / "out" / "results") and conf["env_dir"] == str(tmp_path / "envs")
-    assert conf["plugins"] == [".torchbench.asv_plugin", ".torchbench.publisher"]
+    assert conf["plugins"] == [".torchbench.asv_bridge.plugin", ".torchbench.publish.publisher"]
     assert conf["matrix"]["req"]["torch"] == "2.13.0"  # pinned: never the CUDA build
     assert "--no-deps" in conf["install_command"][0] and "--no-deps" in conf["build_command"][0]
     with pytest.raises(UserError, match="no such benchmark folder"):
@@ -247,7 +250,7 @@ def test_the_next_holder_of_the_lock_clears_what_a_killed_writer_left(tmp_path):
     with lock.exclusive(env, sweep=False):  # an environment folder inside: another lock's, left alone
         pass
     (env / ".pip-build.tmp").write_text("not ours")
-    for tree in ("sites/0123abcd/pkg", "html/torchbench"):  # trees the sweep does not walk
+    for tree in ("installs/0123abcd/pkg", "html/torchbench"):  # trees the sweep does not walk
         (out / tree).mkdir(parents=True)
         (out / tree / ".x.tmp").write_text("not walked")
     (out / "cache" / "site").mkdir(parents=True)  # one of ours, swept
@@ -270,7 +273,7 @@ def test_the_next_holder_of_the_lock_clears_what_a_killed_writer_left(tmp_path):
     assert sorted(p.name for p in (out / "results" / "m").iterdir()) == ["a.json"]
     assert (env / ".pip-build.tmp").exists()
     assert not list((out / "cache").rglob("*.tmp"))
-    assert all((out / tree / ".x.tmp").exists() for tree in ("sites/0123abcd/pkg", "html/torchbench"))
+    assert all((out / tree / ".x.tmp").exists() for tree in ("installs/0123abcd/pkg", "html/torchbench"))
 
 
 # -- the example ------------------------------------------------------------------------------------------
@@ -281,7 +284,7 @@ def test_the_example_is_made_from_its_patches_with_the_same_hashes_everywhere(tm
     head = git.Repo(one).head.commit
     assert head.hexsha == git.Repo(two).head.commit.hexsha
     history = list(git.Repo(one).iter_commits("HEAD"))
-    assert len(history) == len(list(example.PATCHES.glob("*.patch"))) == 6
+    assert len(history) == len(list(resources.example_patches().glob("*.patch"))) == 6
     project = config.read_project(git.Repo(one), head.hexsha, "tensorlib")
     assert project.name == "tensorlib" and project.build_requires[0].startswith("hatchling")
     assert (one / "benchmarks" / "bench_dispatch.py").exists()
@@ -305,7 +308,7 @@ def test_bad_input_exits_2_with_a_message_that_names_it(tmp_path):
         (["run", "--repo", str(tmp_path / "lib"), "HEAD", "--last", "2", "--out", str(tmp_path / "o")],
          "give one of RANGE, --last and --hashfile"),
         (["run", "--existing", sys.executable, "--out", str(tmp_path / "o")], "--existing needs --repo"),
-        (["run", "--rounds", "0", "--out", str(tmp_path / "o")], "--rounds: must be at least 1, not 0"),
+        (["run", "--rounds", "0", "--out", str(tmp_path / "o")], "argument --rounds: must be a whole number >= 1, not 0"),
         (["publish", "--out", str(tmp_path / "none")], "no asv.conf.json"),
     ]
     for args, message in cases:
@@ -328,3 +331,12 @@ def test_the_console_script_is_installed():
     assert exe is not None, "pip install -e . installs the torchbench command"
     proc = subprocess.run([exe, "--help"], capture_output=True, text=True)
     assert proc.returncode == 0 and "run" in proc.stdout and "publish" in proc.stdout
+
+
+def test_the_repository_s_asv_config_and_the_packaged_base_agree():
+    """asv.conf.json (this repository's own asv project) and torchbench/project/asv.conf.json (the base every
+    run derives from, shipped in the wheel) differ only in where the suites are."""
+    own = json.loads(config.strip_comments((ROOT / "asv.conf.json").read_text()))
+    base = config.base_config()
+    assert own.pop("benchmark_dir") == "torchbench/suites" and base.pop("benchmark_dir") == "suites"
+    assert own == base

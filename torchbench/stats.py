@@ -18,7 +18,7 @@ cut off), which is where the code's own speed shows:
   standard errors;
 * across a suite: Benjamini-Hochberg false discovery rate (statsmodels).
 
-Replayed on the same saved evidence (7 alert runs, bench/alert_validation.py),
+Replayed on the same saved evidence (7 alert runs, evaluation/alert_validation.py),
 the faster-half mean flagged the injected +30% in 2 of 2 runs, the lower
 quartile in 0 of 2 and Mann-Whitney on all processes in 1 of 2; none of the
 three flagged any of 24 rows of identical code.
@@ -39,7 +39,7 @@ from typing import Sequence
 import numpy as np
 
 __all__ = ["Comparison", "compare", "permutation_p", "classify", "fdr", "process_summary", "Interval", "interval",
-           "level", "LEVEL_QUANTILE", "cells_differ", "PAGE_FLOOR", "PAGE_CONFIDENCE", "REGRESSED", "IMPROVED", "UNCHANGED",
+           "level", "LEVEL_QUANTILE", "within", "cells_differ", "PAGE_FLOOR", "PAGE_CONFIDENCE", "REGRESSED", "IMPROVED", "UNCHANGED",
            "INCONCLUSIVE"]
 
 REGRESSED, IMPROVED, UNCHANGED, INCONCLUSIVE = "regressed", "improved", "unchanged", "inconclusive"
@@ -138,7 +138,7 @@ class Interval:
 # real per-process values of this machine (K = 4, 30-commit histories, 80 series, before confirmation):
 # the 10% quantile found a 10% step at its exact commit in 96% of series, the 25% quantile in 81%, the mean
 # of the faster half of the blocks (the alert's statistic, on blocks instead of processes) in 88%, the median in
-# about half; none raised a false step on identical code. bench/changepoint_validation.py measures the chosen one. The quantile's value depends on K (the fastest of
+# about half; none raised a false step on identical code. evaluation/changepoint_validation.py measures the chosen one. The quantile's value depends on K (the fastest of
 # more processes is faster): measure one history with one --rounds.
 LEVEL_QUANTILE = 0.1
 
@@ -209,6 +209,11 @@ def classify(c: Comparison, significant: bool, *, floor: float, threshold: float
     """
     if significant and abs(c.ratio - 1) >= floor and (c.ci_low > 1 or c.ci_high < 1):
         return REGRESSED if c.ratio > 1 else IMPROVED
-    if 1 / (1 + threshold) <= c.ci_low and c.ci_high <= 1 + threshold:
+    if within(c, threshold):
         return UNCHANGED
     return INCONCLUSIVE
+
+
+def within(c: Comparison, threshold: float) -> bool:
+    """The 'unchanged' rule: the whole interval lies inside +-threshold (on the ratio scale)."""
+    return 1 / (1 + threshold) <= c.ci_low and c.ci_high <= 1 + threshold

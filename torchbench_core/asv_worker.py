@@ -7,7 +7,7 @@ suite with asv_runner's own discovery and runs the selected (benchmark,
 parameter index) pairs in one process, in the order given, the way asv's
 runner runs one (setup_cache result loaded, setup, run, teardown).
 
-    python -m torchbench_core.asv_worker list  SUITE_DIR
+    python -m torchbench_core.asv_worker list  SUITE_DIR [--out LISTING.json]
     python -m torchbench_core.asv_worker run   SUITE_DIR --jobs JOBS.json --out OUT.jsonl [--cache-dir DIR]
     python -m torchbench_core.asv_worker counts SUITE_DIR --jobs JOBS.json --out OUT.json
     python -m torchbench_core.asv_worker profile SUITE_DIR --out OUT.jsonl --seconds S [--cache-dir DIR]
@@ -286,7 +286,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=1.0, help="profile: how long each job runs")
     args = parser.parse_args(argv)
     if args.mode == "list":
-        json.dump(list_benchmarks(args.suite), sys.stdout)
+        # a suite may print while it is imported: the listing goes to --out when given, never mixed with that
+        listing = json.dumps(list_benchmarks(args.suite))
+        if args.out:
+            args.out.write_text(listing)
+        else:
+            sys.stdout.write(listing)
         return 0
     if args.mode == "profile":
         profile(args.suite, args.out, args.seconds, args.cache_dir)

@@ -1,5 +1,6 @@
 """`torchbench alert`: pull-request regression alerts that can be trusted on a noisy machine.
 
-measure.py (alternating processes) -> decide.py (statistics from torchbench.stats,
-instruction-count labels) -> report.py (Markdown, JSON, exit status); command.py wires them.
+pull_request.py measures and decides (through torchbench.ab) -> evidence_site.py writes the evidence
+pages and flame graphs -> comment.py renders the Markdown comment, the JSON and the exit status;
+github.py posts the comment from the workflow. Nothing outside this package imports it.
 """

@@ -1,0 +1,51 @@
+"""What comparing two commits needs to know: how long to measure (Rounds) and how to decide (Policy).
+
+Both are checked when made, so a bad value fails at once with a message that
+names it, whether it came from the command line (whose flags are checked by
+these same rules: torchbench/validate.py) or from the Python API.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import UserError
+from ..validate import AT_LEAST_TWO, FRACTION, NON_NEGATIVE, POSITIVE, POSITIVE_WHOLE, check_all
+
+__all__ = ["MIN_ROUNDS", "Policy", "Rounds"]
+
+MIN_ROUNDS = 6  # rounds before any early stop (the alert's and find's default)
+
+
+@dataclass(frozen=True)
+class Policy:
+    """How evidence becomes a verdict (stats.classify across a suite)."""
+
+    fdr: float = 0.01  # false discovery rate across the suite (Benjamini-Hochberg)
+    floor: float = 0.02  # changes smaller than this are never alerts
+    threshold: float = 0.05  # the change that matters: 'unchanged' rules it out
+    confidence: float = 0.95  # of the reported interval
+    power: float = 0.8  # for the minimum detectable effect
+
+    RULES = {"fdr": FRACTION, "floor": NON_NEGATIVE, "threshold": NON_NEGATIVE, "confidence": FRACTION,
+             "power": FRACTION}
+
+    def __post_init__(self):
+        check_all(self)
+
+
+@dataclass(frozen=True)
+class Rounds:
+    """How two commits are measured: alternating processes, round after round, within a budget."""
+
+    budget_minutes: float = 9.0  # stop adding rounds after this long; decided benchmarks stop earlier
+    min_rounds: int = MIN_ROUNDS  # rounds before any early stop
+    max_rounds: int = 100  # at most this many (the budget binds first on a noisy machine)
+    counts: bool = True  # instruction counts under valgrind, once a side
+
+    RULES = {"budget_minutes": POSITIVE, "min_rounds": POSITIVE_WHOLE, "max_rounds": AT_LEAST_TWO}
+
+    def __post_init__(self):
+        check_all(self)
+        if self.min_rounds > self.max_rounds:
+            raise UserError(f"min_rounds ({self.min_rounds}) must be <= max_rounds ({self.max_rounds})")

@@ -1,0 +1,161 @@
+"""The alert's report: a Markdown comment for the pull request, the same as JSON, and the exit status.
+
+The comment is rendered by jinja2 (torchbench/templates/alert_comment.md.j2) with
+autoescape on; names, parameters and commit subjects also get their Markdown
+specials escaped, so a benchmark called `<img onerror=...>|x` stays text.
+It starts with a hidden marker by which the GitHub workflow finds the
+comment to update.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import urllib.parse
+from dataclasses import asdict, dataclass, field
+
+from markupsafe import Markup
+
+from torchbench_core.units import select_unit
+
+from .. import resources, stats
+from ..ab.options import Policy
+from ..ab.verdict import FAILED, NEW, REMOVED, Verdict
+from ..errors import EXIT_FAILURE, EXIT_OK, EXIT_REGRESSION
+from ..project.commits import Commit
+from .github import MARKER
+
+__all__ = ["MARKER", "AlertReport"]
+
+ORDER = [stats.REGRESSED, stats.IMPROVED, stats.UNCHANGED, stats.INCONCLUSIVE, NEW, FAILED, REMOVED]
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
+
+
+def md(text) -> Markup:
+    """Text for a Markdown table cell: one line, HTML's <, > and & as entities (GitHub renders
+    HTML in comments), and Markdown's emphasis, code, link and table characters backslashed."""
+    flat = " ".join(str(text).split())
+    html = flat.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return Markup(_MD_SPECIAL.sub(r"\\\1", html))
+
+
+def _time(value: float | None, unit: str | None) -> str:
+    if value is None:
+        return "—"
+    if unit in (None, "seconds"):
+        name, scale = select_unit(value)
+        return f"{value / scale:.3g} {name}"
+    return f"{value:.4g} {unit}"
+
+
+@dataclass
+class AlertReport:
+    base: Commit
+    head: Commit
+    rows: list[Verdict]
+    policy: Policy
+    rounds: int
+    notes: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # builds that failed, tool failures
+    # per regressed row name: its Compare row and flame graphs (evidence_site.py), as URLs when the
+    # site is served (site_url), else as paths inside the site folder
+    links: dict[str, dict] = field(default_factory=dict)
+    site_url: str | None = None
+
+    def counts(self) -> dict[str, int]:
+        out = {status: 0 for status in ORDER}
+        for r in self.rows:
+            out[r.status] += 1
+        return out
+
+    def exit_status(self) -> int:
+        counts = self.counts()
+        if self.problems or counts[FAILED]:
+            return EXIT_FAILURE
+        return EXIT_REGRESSION if counts[stats.REGRESSED] else EXIT_OK
+
+    def headline(self) -> str:
+        counts = self.counts()
+        if self.problems:
+            return "⚠️ could not compare: " + "; ".join(self.problems)
+        if counts[stats.REGRESSED]:
+            return f"❌ {counts[stats.REGRESSED]} regression(s)"
+        if counts[FAILED]:
+            return f"⚠️ {counts[FAILED]} benchmark(s) failed"
+        return "✅ no regression"
+
+    def _cells(self, r: Verdict) -> dict:
+        c = r.comparison
+        return {
+            "name": r.title, "label": r.label, "status": r.status, "error": r.error,
+            "mark": {stats.REGRESSED: "🔴", stats.IMPROVED: "🟢"}.get(r.status, ""),
+            "base_text": _time(r.base, r.unit), "head_text": _time(r.head, r.unit),
+            "ratio_text": f"{c.ratio:.3f}" if c else "—",
+            "ci_text": f"{c.ci_low:.3f}–{c.ci_high:.3f}" if c else "—",
+            "counts_text": f"{r.counts_delta:+.2%}" if r.counts_delta is not None else "—",
+            "n_text": f"{c.n_base}/{c.n_head}" if c else "—",
+            "mde_text": f"{c.mde:.1%}" if c else "—",
+        }
+
+    def _evidence(self) -> list[dict]:
+        """Per regression: where to look (Compare row, base/head/differential flame graphs)."""
+        out = []
+        for r in self.rows:
+            links = self.links.get(r.name)
+            if r.status == stats.REGRESSED and links:
+                out.append({"name": r.title, **{k: links.get(k) for k in ("table", "base", "head", "diff")}})
+        return out
+
+    def markdown(self) -> str:
+        env = resources.jinja_environment(keep_trailing_newline=True, filters={
+            "md": md, "urlpath": lambda url: Markup(urllib.parse.quote(url, safe=":/#?=&%-._~")),
+            "codepath": lambda path: Markup(str(path).replace("`", "'"))})  # code spans show < > as is
+        cells = [self._cells(r) for r in self.rows]
+        by = {s: [c for c in cells if c["status"] == s] for s in ORDER}
+        text = env.get_template("alert_comment.md.j2").render(
+            marker=MARKER, headline=self.headline(), counts=self.counts(), policy=self.policy,
+            base=self.base, head=self.head, rounds=self.rounds, processes=2 * self.rounds,
+            compared=sum(1 for r in self.rows if r.comparison is not None),
+            changed=by[stats.REGRESSED] + by[stats.IMPROVED], failed=by[FAILED],
+            inconclusive=by[stats.INCONCLUSIVE], mde_rows=[c for c in cells if c["mde_text"] != "—"],
+            notes=self.notes + self.problems, evidence=self._evidence(), site_url=self.site_url)
+        return re.sub(r"\n{3,}", "\n\n", text)
+
+    def to_dict(self) -> dict:
+        return {"schema": "torchbench.alert/1", "verdict": self.headline(), "exit_status": self.exit_status(),
+                "base": {"sha": self.base.sha, "subject": self.base.subject},
+                "head": {"sha": self.head.sha, "subject": self.head.subject},
+                "policy": asdict(self.policy), "rounds": self.rounds, "counts": self.counts(),
+                "rows": [r.to_dict() for r in self.rows], "notes": self.notes, "problems": self.problems,
+                "links": self.links, "site_url": self.site_url}
+
+    @classmethod
+    def from_dict(cls, doc: dict) -> "AlertReport":
+        """A report as `json()` wrote it (for re-rendering a recorded report)."""
+        if doc.get("schema") != "torchbench.alert/1":
+            raise ValueError(f"not a torchbench alert report (schema {doc.get('schema')!r})")
+        rows = []
+        for r in doc["rows"]:
+            r = {k: v for k, v in r.items() if k != "title"}
+            c = r.pop("comparison")
+            if c is not None:
+                c = stats.Comparison(**{k: math.inf if v is None else v for k, v in c.items()})
+            rows.append(Verdict(**r, comparison=c))
+        return cls(Commit(doc["base"]["sha"], doc["base"]["subject"]), Commit(doc["head"]["sha"], doc["head"]["subject"]),
+                   rows, Policy(**doc["policy"]), doc["rounds"], doc["notes"], doc["problems"],
+                   doc.get("links", {}), doc.get("site_url"))
+
+    def json(self) -> str:
+        return json.dumps(_finite(self.to_dict()), indent=1, allow_nan=False)
+
+
+def _finite(value):
+    """JSON has no infinity: an unbounded interval or effect is written as null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value

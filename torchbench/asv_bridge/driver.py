@@ -1,0 +1,192 @@
+"""The one place that starts asv (and pip inside asv's environments).
+
+asv runs as a subprocess where it must: `asv run` builds commits and spawns
+benchmark processes, and a subprocess is what a Ctrl-C or a kill can stop
+without taking our report with it. Every step is timed, its exit status
+checked, and a failing step raises UserError naming the step.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .. import resources
+from ..errors import UserError
+from ..project.config import Project, base_config
+
+__all__ = ["Asv", "Timings", "harness_env"]
+
+
+@dataclass
+class Timings:
+    """Wall time per named step, in the order the steps first ran."""
+
+    steps: dict[str, float] = field(default_factory=dict)
+
+    def add(self, name: str, seconds: float) -> None:
+        self.steps[name] = self.steps.get(name, 0.0) + seconds
+
+
+def harness_env() -> dict[str, str]:
+    """The environment asv runs in: our harness (the torchbench_core package folder) named for the suites
+    (see torchbench/suites/__init__.py)."""
+    return dict(os.environ, TORCHBENCH_HARNESS=str(resources.harness()), PYTHONUNBUFFERED="1")
+
+
+class Asv:
+    def __init__(self, conf_path: Path, timings: Timings, keep_fds: tuple[int, ...] = ()):
+        self.conf_path = conf_path
+        self.timings = timings
+        self.env = harness_env()
+        self.keep_fds = keep_fds  # the run's locks: asv holds them too while it runs (see lock.py)
+
+    def _run(self, step: str, cmd: list[str], *, check: bool = True, **kwargs) -> subprocess.CompletedProcess:
+        print(f"\n== {step}: {' '.join(cmd)}", flush=True)
+        start = time.perf_counter()
+        try:
+            proc = subprocess.run(cmd, env=self.env, pass_fds=self.keep_fds, **kwargs)
+        finally:
+            self.timings.add(step, time.perf_counter() - start)
+        if check and proc.returncode != 0:
+            raise UserError(f"{step} failed (exit status {proc.returncode}): {' '.join(cmd)}")
+        return proc
+
+    def asv(self, *args: str) -> list[str]:
+        return [sys.executable, "-m", "asv", *args, "--config", str(self.conf_path)]
+
+    def ensure_machine(self) -> None:
+        from asv.machine import MachineCollection
+
+        if not Path(MachineCollection.get_machine_file_path()).exists():
+            self._run("machine", [sys.executable, "-m", "asv", "machine", "--yes"])
+
+    def setup(self, env_dir: Path) -> list[Path]:
+        """Build the managed environments (only those asv finds absent); return their interpreters."""
+        from asv.config import Config
+        from asv.environment import get_environments
+
+        envs = list(get_environments(Config.load(str(self.conf_path)), None, verbose=False))
+        if any(not env.check_presence() for env in envs):
+            # asv 0.6.6's `setup` exits 1 on success (it returns its list of
+            # environments as the status), so presence is the check.
+            self._run("environment build", self.asv("setup"), check=False)
+        absent = [env.name for env in envs if not env.check_presence()]
+        if absent or not envs:
+            raise UserError(f"asv setup did not create the environment(s) {', '.join(absent) or '(none configured)'} "
+                            f"under {env_dir}; see its output above")
+        return [Path(env.find_executable("python")) for env in envs]
+
+    def prepare(self, pythons: list[Path], project: Project) -> None:
+        """What asv's matrix cannot say: the project's build backend and
+        dependencies (with their version ranges), and our harness."""
+        torch_pin = f"torch=={self._matrix_torch()}"
+        requirements = project.build_requires + project.dependencies
+        for python in pythons:
+            link_harness(python)
+            # pip takes ~2 s even when all is installed: remember what it installed
+            done = python.parent.parent / ".torchbench-requirements"
+            wanted = "\n".join([torch_pin, *requirements])
+            if not requirements or (done.exists() and done.read_text() == wanted):
+                continue
+            with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+                f.write(torch_pin + "\n")  # a dependency on torch must not pull another build
+            try:
+                self._run("build backend and dependencies",
+                          [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                           "-c", f.name, *requirements])
+            finally:
+                os.unlink(f.name)
+            done.write_text(wanted)
+
+    def _matrix_torch(self) -> str:
+        return base_config()["matrix"]["req"]["torch"]
+
+    def run(self, revisions: list[str], *, benchmarks: list[str], quick: bool, existing: Path | None = None,
+            set_commit_hash: str | None = None, skip_existing: bool = True, rounds: int = 1) -> int:
+        """`asv run` over the given commits; returns asv's exit status (2: some benchmark failed).
+
+        rounds: processes per benchmark and commit (asv's `rounds` attribute: round after round over the
+        whole suite, so the processes of one benchmark are spread over the run's time; their samples are
+        kept together in the one result)."""
+        with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+            f.write("\n".join(revisions) + "\n")
+        if existing is None:
+            args = ["run", f"HASHFILE:{f.name}"]
+        else:  # the build in `existing` is measured and filed under the commit it was built from
+            args = ["run", "--environment", f"existing:{existing}", "--set-commit-hash", set_commit_hash]
+        args += ["--record-samples", "--show-stderr"]
+        for regex in benchmarks:
+            args += ["-b", regex]
+        if rounds != 1 and not quick:
+            args += ["-a", f"rounds={rounds}"]
+        if quick:
+            args += ["--quick", "--dry-run"]  # asv saves --quick results otherwise
+        elif skip_existing:
+            args += ["--skip-existing"]
+        try:
+            proc = self._run("benchmarks", self.asv(*args), check=False)
+        finally:
+            os.unlink(f.name)
+        if proc.returncode not in (0, 2):
+            raise UserError(f"asv run failed (exit status {proc.returncode}); see its output above")
+        return proc.returncode
+
+    def publish(self) -> None:
+        self._run("publish", self.asv("publish"))
+
+
+def link_harness(python: Path) -> None:
+    """Make torchbench_core importable in an asv environment, as a symlink.
+
+    Suites import it (torchbench_core.asv_suite); the environment holds the
+    tracked project, not ours. A link to this tree's package, rather than a
+    copy or a .pth file for the whole tree, keeps the harness identical
+    across the history and puts nothing else of ours on the path.
+    """
+    out = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                         capture_output=True, text=True, check=True)
+    link = Path(out.stdout.strip()) / "torchbench_core"
+    target = resources.harness()
+    if link.is_symlink() and link.resolve() == target:
+        return
+    if link.is_symlink():
+        link.unlink()
+    elif link.exists():
+        return  # the tracked project ships its own copy (it is this repository): benchmarks/__init__ decides
+    link.symlink_to(target, target_is_directory=True)
+
+
+def python_can_import(python: Path, *modules: str) -> list[str]:
+    """The modules that `python` cannot import."""
+    missing = []
+    for module in modules:
+        proc = subprocess.run([str(python), "-c", f"import {module}"], capture_output=True, text=True,
+                              env=dict(os.environ, PYTHONPATH=""))
+        if proc.returncode != 0:
+            missing.append(module)
+    return missing
+
+
+
+def install_commit(python: Path, src: Path, target: Path) -> str | None:
+    """Build the project in `src` with `python`'s build backend and install it into `target` (not the
+    environment's site-packages), so two commits can live side by side. Returns None, or why it failed."""
+    pip = [str(python), "-m", "pip"]
+    quiet = ["-q", "--disable-pip-version-check", "--no-deps"]
+    with tempfile.TemporaryDirectory() as wheels:
+        proc = subprocess.run(pip + ["wheel", *quiet, "--no-build-isolation", "-w", wheels, str(src)],
+                              capture_output=True, text=True, env=harness_env())
+        if proc.returncode == 0:
+            proc = subprocess.run(pip + ["install", *quiet, "--target", str(target),
+                                         *map(str, Path(wheels).glob("*.whl"))],
+                                  capture_output=True, text=True, env=harness_env())
+    if proc.returncode != 0:
+        lines = [line for line in (proc.stdout + proc.stderr).splitlines() if line.strip()]
+        return f"pip {proc.args[3]} failed (exit status {proc.returncode}): {' | '.join(lines[-3:])}"
+    return None

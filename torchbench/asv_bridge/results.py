@@ -1,0 +1,268 @@
+"""asv result files -> rows and torchbench_core Measurements.
+
+Read through asv's own API (`asv.results.Results.load`), one file at a
+time: a malformed or foreign file is named in a warning and skipped, and
+every other file is still used. A row's env is the asv environment name and
+commit (`env_name@hash8`), as the suites' Timers name it.
+
+Each benchmark's asv parameters are the task-spec fields (label, sub_label,
+description, num_threads; see torchbench_core.asv_suite), so a row becomes a
+Measurement with its TaskSpec. Suites with other parameters still load:
+label = benchmark name, sub_label = the parameter values.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import hashlib
+import itertools
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator, NamedTuple
+
+from torchbench_core import Measurement, TaskSpec
+from torchbench_core.asv_suite import TASK_SPEC_PARAMS
+
+from .plugin import OUTCOME_SCHEMA
+
+__all__ = ["Outcome", "ResultFile", "ResultSet", "Row", "iter_files", "iter_rows", "load", "load_paths", "param_value"]
+
+
+@functools.lru_cache(maxsize=65536)  # a history repeats the same few parameter values in every file
+def param_value(text):
+    """asv keeps parameter values as repr strings; the value itself where it is a literal."""
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError):
+        return text
+
+
+@dataclass(frozen=True)
+class Row:
+    """One benchmark and parameter combination, measured on one commit in one environment."""
+
+    machine: str
+    commit: str
+    env_name: str
+    benchmark: str
+    index: int  # the parameter combination's position in asv's itertools.product order
+    params: tuple[tuple[str, object], ...]  # (name, value) in asv's order
+    value: float | None  # None: failed; nan: skipped (asv's convention)
+    samples: tuple[float, ...] | None
+    number: int | None
+    stats: dict | None
+    unit: str | None
+    date: int | None
+
+    @property
+    def status(self) -> str:
+        if self.value is None:
+            return "failed"
+        if isinstance(self.value, float) and math.isnan(self.value):
+            return "skipped"
+        return "ok"
+
+    @property
+    def env(self) -> str:
+        return f"{self.env_name}@{self.commit[:8]}"
+
+    @property
+    def name(self) -> str:
+        """asv's way of naming a parameterised row: name(value, value, ...)."""
+        if not self.params:
+            return self.benchmark
+        return f"{self.benchmark}({', '.join(repr(v) for _, v in self.params)})"
+
+    def placement(self) -> tuple[str, str, str | None, int]:
+        """(label, sub_label, description, num_threads): where Compare puts the row."""
+        params = dict(self.params)
+        if set(TASK_SPEC_PARAMS) <= params.keys():
+            return (str(params["label"]), str(params["sub_label"]), str(params["description"]),
+                    int(params["num_threads"]))
+        return self.benchmark, ", ".join(f"{k}={v!r}" for k, v in self.params) or self.benchmark, None, 1
+
+    def task_spec(self) -> TaskSpec:
+        label, sub_label, description, threads = self.placement()
+        return TaskSpec(stmt=self.benchmark, setup="pass", label=label, sub_label=sub_label,
+                        description=description, env=self.env, num_threads=threads)
+
+    def measurement(self) -> Measurement | None:
+        """The row as a Measurement (raw samples when asv recorded them); None unless status is ok."""
+        if self.status != "ok":
+            return None
+        number = self.number or 1
+        per_call = self.samples if self.samples else (self.value,)
+        return Measurement(number, [s * number for s in per_call], self.task_spec())
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What asv_plugin recorded for one results file: the build, and why benchmarks failed."""
+
+    build: dict | None  # {"built": bool, "log": str}, or None where nothing was built (existing env)
+    failures: dict[str, dict]  # benchmark name -> {"errcode": int, "stderr": str}
+
+    @property
+    def built(self) -> bool | None:
+        return None if self.build is None else bool(self.build.get("built"))
+
+
+@dataclass
+class ResultSet:
+    rows: list[Row] = field(default_factory=list)
+    outcomes: dict[tuple[str, str, str], Outcome] = field(default_factory=dict)  # (machine, commit, env)
+    durations: dict[tuple[str, str, str], dict[str, float]] = field(default_factory=dict)  # asv's, per file
+    warnings: list[str] = field(default_factory=list)
+    benchmarks: dict[str, dict] = field(default_factory=dict)  # benchmarks.json
+    files: list[tuple[str, object]] = field(default_factory=list)  # (machine, asv.results.Results) read
+
+    def for_commit(self, commit: str) -> list[Row]:
+        return [r for r in self.rows if r.commit == commit]
+
+    def measurements(self) -> list[Measurement]:
+        return [m for m in (r.measurement() for r in self.rows) if m is not None]
+
+
+def _load_benchmarks(results_dir: Path, warnings: list[str]) -> dict[str, dict]:
+    from asv import util
+    from asv.benchmarks import Benchmarks
+
+    path = results_dir / "benchmarks.json"
+    if not path.exists():
+        return {}
+    try:
+        return util.load_json(str(path), api_version=Benchmarks.api_version)
+    except (util.UserError, ValueError, OSError) as e:
+        warnings.append(f"{path}: skipped, not a readable asv benchmarks file ({e})")
+        return {}
+
+
+def _rows(results, machine: str, benchmarks: dict[str, dict]) -> list[Row]:
+    rows = []
+    for key in sorted(results.get_all_result_keys()):
+        params = results.get_result_params(key) or []
+        info = benchmarks.get(key, {})
+        names = info.get("param_names") or [f"param{i + 1}" for i in range(len(params))]
+        values, stats, samples = (get(key, params) for get in (
+            results.get_result_value, results.get_result_stats, results.get_result_samples))
+        for index, (combo, value, stat, sample) in enumerate(zip(itertools.product(*params), values, stats,
+                                                                  samples)):
+            number = stat.get("number") if stat else None
+            rows.append(Row(
+                machine=machine, commit=results.commit_hash, env_name=results.env_name, benchmark=key, index=index,
+                params=tuple((n, param_value(v)) for n, v in zip(names, combo)), value=value,
+                samples=tuple(sample) if sample else None,
+                number=int(number) if number else None, stats=stat or None, unit=info.get("unit"),
+                date=results.date))
+    return rows
+
+
+def _load_outcome(path: Path, warnings: list[str]) -> Outcome | None:
+    if not path.exists():
+        return None
+    try:
+        doc = json.loads(path.read_text())
+        if doc.get("schema") != OUTCOME_SCHEMA:
+            raise ValueError(f"schema is {doc.get('schema')!r}, expected {OUTCOME_SCHEMA!r}")
+        return Outcome(doc.get("build"), dict(doc.get("failures", {})))
+    except (ValueError, OSError, AttributeError) as e:
+        warnings.append(f"{path}: skipped, not a readable outcome record ({e})")
+        return None
+
+
+def _read(path: Path, benchmarks: dict[str, dict], warnings: list[str]):
+    """(asv Results, rows) of one file; None, with a warning naming it, when it cannot be read."""
+    from asv import util
+    from asv.results import Results
+
+    try:
+        results = Results.load(str(path))
+        return results, _rows(results, path.parent.name, benchmarks)
+    except (util.UserError, ValueError, KeyError, TypeError, IndexError, AttributeError, OSError) as e:
+        warnings.append(f"{path}: skipped, not a readable asv results file ({type(e).__name__}: {e})")
+        return None
+
+
+class ResultFile(NamedTuple):
+    """One result file, and what reads it: a caller that keeps what it made of a file (the site cache)
+    reads only the files whose stamp changed."""
+
+    path: Path
+    stamp: tuple  # (size, mtime ns, digest of benchmarks.json, which names the rows' parameters)
+    read: Callable[[], list[Row] | None]  # None, with a warning naming the file, when it cannot be read
+
+
+def iter_files(results_dir: Path, warnings: list[str]) -> Iterator[ResultFile]:
+    """Every result file under results_dir, in a stable order."""
+    if not results_dir.is_dir():
+        return
+    benchmarks = _load_benchmarks(results_dir, warnings)
+    definitions = results_dir / "benchmarks.json"
+    digest = hashlib.sha1(definitions.read_bytes()).hexdigest() if definitions.is_file() else ""
+    for path in _result_files(results_dir):
+        stat = path.stat()
+
+        def read(path: Path = path) -> list[Row] | None:
+            got = _read(path, benchmarks, warnings)
+            return None if got is None else got[1]
+
+        yield ResultFile(path, (stat.st_size, stat.st_mtime_ns, digest), read)
+
+
+def iter_rows(results_dir: Path, warnings: list[str]) -> Iterator[Row]:
+    """Every row of every readable result file, a file at a time (a site of 2000 commits need not hold
+    all of them as rows at once); unreadable files are named in `warnings`."""
+    for file in iter_files(results_dir, warnings):
+        yield from file.read() or ()
+
+
+def _load_file(out: ResultSet, path: Path, commits: set[str] | None) -> None:
+    machine = path.parent.name
+    read = _read(path, out.benchmarks, out.warnings)
+    if read is None:
+        return
+    results, rows = read
+    if commits is not None and results.commit_hash not in commits:
+        return
+    out.rows.extend(rows)
+    out.files.append((machine, results))
+    out.durations[(machine, results.commit_hash, results.env_name)] = dict(results.duration)
+    outcomes_dir = path.resolve().parent.parent.parent / "outcomes"
+    outcome = _load_outcome(outcomes_dir / machine / path.name, out.warnings)
+    if outcome is not None:
+        out.outcomes[(machine, results.commit_hash, results.env_name)] = outcome
+
+
+def _result_files(results_dir: Path) -> list[Path]:
+    return [path for machine_dir in sorted(p for p in results_dir.iterdir() if p.is_dir())
+            for path in sorted(machine_dir.glob("*.json")) if path.name != "machine.json"]
+
+
+def load(results_dir: Path, *, commits: set[str] | None = None) -> ResultSet:
+    """Every readable result file under `results_dir` (optionally only `commits`)."""
+    out = ResultSet()
+    out.benchmarks = _load_benchmarks(results_dir, out.warnings)
+    if results_dir.is_dir():
+        for path in _result_files(results_dir):
+            _load_file(out, path, commits)
+    return out
+
+
+def load_paths(paths: list[Path]) -> ResultSet:
+    """Result files, or results folders (RESULTS/MACHINE/*.json), given one by one."""
+    out = ResultSet()
+    for path in paths:
+        if path.is_dir():
+            root = path if (path / "benchmarks.json").exists() else path.parent
+            out.benchmarks.update(_load_benchmarks(root, out.warnings))
+            files = _result_files(path) if (path / "benchmarks.json").exists() else sorted(
+                p for p in path.glob("*.json") if p.name != "machine.json")
+        else:
+            out.benchmarks.update(_load_benchmarks(path.parent.parent, out.warnings))
+            files = [path]
+        for file in files:
+            _load_file(out, file, None)
+    return out

@@ -1,0 +1,84 @@
+"""Where a command measures: the derived asv config, its environment, and commits installed side by side.
+
+`run` lets asv build and install each commit in turn. `alert` and `profile`
+need several commits importable from one environment at once, so each
+commit is exported (git archive) and installed into its own folder
+(OUT/installs/<sha12>), which a process puts on PYTHONPATH. Both are made in a
+temporary folder and renamed into place, so an interrupted export or
+install is never mistaken for a whole one and is redone next time.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tarfile
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import git
+
+from ..project import commits, config
+from .driver import Asv, Timings, install_commit
+
+__all__ = ["Workspace", "open_workspace"]
+
+
+@dataclass
+class Workspace:
+    out: Path
+    env_dir: Path
+    repo_path: Path
+    repo: git.Repo
+    project: config.Project
+    bench_dir: Path
+    conf: Path
+    asv: Asv
+    _pythons: list[Path] = field(default_factory=list)
+
+    def pythons(self) -> list[Path]:
+        """The asv environments' interpreters, set up and given the project's build dependencies."""
+        if not self._pythons:
+            self._pythons = self.asv.setup(self.env_dir)
+            self.asv.prepare(self._pythons, self.project)
+        return self._pythons
+
+    def export(self, sha: str) -> Path:
+        """The commit's tree, as files, to build from."""
+        dest = self.out / "src" / sha[:12]
+        if dest.exists():
+            return dest
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
+        with tempfile.TemporaryFile() as f:
+            self.repo.archive(f, treeish=sha, format="tar")
+            f.seek(0)
+            with tarfile.open(fileobj=f) as tar:
+                tar.extractall(tmp, filter="data")
+        tmp.rename(dest)
+        return dest
+
+    def install(self, commit: commits.Commit, python: Path) -> tuple[Path | None, str | None]:
+        """The folder holding `commit` installed (built once, then reused); or None and why it failed."""
+        folder = self.out / "installs" / commit.sha[:12]
+        if folder.exists():
+            return folder, None
+        print(f"== building {commit.short} ({commit.subject[:50]})", flush=True)
+        partial = folder.with_name(f".{folder.name}.partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        why = install_commit(python, self.export(commit.sha), partial)
+        if why:
+            return None, why
+        partial.rename(folder)
+        return folder, None
+
+
+def open_workspace(*, out: Path, env_dir: Path, repo_path: Path, repo, project_sha: str,
+                   benchmarks: Path | None, fds: tuple[int, ...], timings: Timings | None = None,
+                   torch_build: bool = False) -> Workspace:
+    """Derive OUT/asv.conf.json for the repository (project read at `project_sha`) and its suites."""
+    project = config.read_project(repo, project_sha, repo_path.name)
+    bench_dir = config.benchmark_dir(repo_path, benchmarks, torch_build=torch_build)
+    conf = config.derive(repo=repo_path, project=project, out=out, env_dir=env_dir, benchmark_dir=bench_dir)
+    return Workspace(out=out, env_dir=env_dir, repo_path=repo_path, repo=repo, project=project,
+                     bench_dir=bench_dir, conf=conf, asv=Asv(conf, timings or Timings(), keep_fds=fds))

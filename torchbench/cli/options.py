@@ -1,0 +1,90 @@
+"""Options several subcommands share, and the typed options they become (library code never sees argparse)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Callable
+
+from ..ab.options import MIN_ROUNDS, Policy, Rounds
+from ..errors import UserError
+from ..project import commits
+from ..validate import check
+
+__all__ = ["add_folder_arguments", "add_measurement_arguments", "add_selection_arguments", "checked", "policy_of",
+           "rounds_of", "selection_of"]
+
+
+def add_folder_arguments(parser: argparse.ArgumentParser, out_help: str = "output folder (default ./.torchbench)",
+                         repo: bool = True) -> None:
+    if repo:
+        parser.add_argument("--repo", type=Path,
+                            help="git repository (default: the embedded example library, made under OUT)")
+    parser.add_argument("--benchmarks", type=Path, metavar="DIR",
+                        help="asv suite folder (default: REPO/benchmarks if it exists, else torchbench's own)")
+    parser.add_argument("--out", type=Path, default=Path(".torchbench"), help=out_help)
+    parser.add_argument("--env-dir", type=Path, metavar="DIR",
+                        help="where asv's environments live (default OUT/env); share it between output folders")
+
+
+def add_selection_arguments(parser: argparse.ArgumentParser, verb: str) -> None:
+    """RANGE, --last and --hashfile: how `run` and `profile` choose their commits."""
+    parser.add_argument("range", nargs="?", metavar="RANGE",
+                        help="git range A..B (first-parent commits of B not in A), or one revision")
+    parser.add_argument("--last", type=checked(commits.Selection, "last", int), default=None, metavar="N",
+                        help=f"the last N first-parent commits of HEAD (default {commits.DEFAULT_LAST})")
+    parser.add_argument("--hashfile", type=Path, metavar="F", help=f"{verb} the commits listed in F, one per line")
+
+
+def selection_of(args: argparse.Namespace) -> commits.Selection:
+    return commits.Selection(range=args.range, last=args.last, hashfile=args.hashfile)
+
+
+def add_measurement_arguments(parser: argparse.ArgumentParser, budget: float) -> None:
+    """How two commits are measured against each other and decided (alert and find)."""
+    defaults = Policy()
+    parser.add_argument("--budget-minutes", type=checked(Rounds, "budget_minutes"), default=budget,
+                        help=f"per comparison, stop adding rounds after this long (default {budget:g}); "
+                             "decided benchmarks stop earlier")
+    parser.add_argument("--min-rounds", type=checked(Rounds, "min_rounds", int), default=MIN_ROUNDS,
+                        help=f"rounds before any early stop (default {MIN_ROUNDS})")
+    parser.add_argument("--max-rounds", type=checked(Rounds, "max_rounds", int), default=Rounds().max_rounds,
+                        help=f"at most this many rounds (default {Rounds().max_rounds}: the budget binds first)")
+    parser.add_argument("--fdr", type=checked(Policy, "fdr"), default=defaults.fdr,
+                        help=f"false discovery rate across the suite, in (0, 1) (default {defaults.fdr:g})")
+    parser.add_argument("--floor", type=checked(Policy, "floor"), default=defaults.floor,
+                        help=f"never alert on a change below this (default {defaults.floor:g})")
+    parser.add_argument("--threshold", type=checked(Policy, "threshold"), default=defaults.threshold,
+                        help=f"the change that matters: 'unchanged' rules it out (default {defaults.threshold:g})")
+    parser.add_argument("--no-counts", action="store_true", help="skip instruction counts (valgrind)")
+
+
+def checked(cls, name: str, convert: Callable = float) -> Callable[[str], object]:
+    """An argparse type for the option field cls.NAME: converted, then checked by the field's own rule, so a
+    bad value is refused by argparse (exit 2, naming the flag) with the API's message."""
+    def parse(text: str):
+        value = convert(text)  # ValueError: argparse says "invalid float value"
+        try:
+            check(cls, name, value)
+        except UserError as e:
+            raise argparse.ArgumentTypeError(str(e).removeprefix(f"{name} ")) from None
+        return value
+
+    parse.__name__ = convert.__name__
+    return parse
+
+
+def _cross_checked(make):
+    try:
+        return make()
+    except UserError as e:  # a rule between two flags (min_rounds <= max_rounds)
+        raise UserError(f"bad options: {str(e).replace('_', '-')}") from None
+
+
+def rounds_of(args: argparse.Namespace) -> Rounds:
+    return _cross_checked(lambda: Rounds(budget_minutes=args.budget_minutes, min_rounds=args.min_rounds,
+                                         max_rounds=args.max_rounds, counts=not args.no_counts))
+
+
+def policy_of(args: argparse.Namespace) -> Policy:
+    return Policy(fdr=args.fdr, floor=args.floor, threshold=args.threshold)

@@ -1,0 +1,73 @@
+"""`torchbench run` and `torchbench publish`: arguments -> torchbench.history.run, then the site."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..errors import UserError
+from ..history.run import DEFAULT_ROUNDS, Existing, HistoryOptions, measure_history
+from ..project.folders import locked_folders
+from ..publish.site import publish, publish_folder
+from .options import add_folder_arguments, add_selection_arguments, checked, selection_of
+
+__all__ = ["add_arguments", "add_publish_arguments", "main", "publish_main"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_selection_arguments(parser, "measure")
+    add_folder_arguments(parser, "output folder: results, html, outcome records (default ./.torchbench)")
+    parser.add_argument("-b", "--bench", action="append", default=[], metavar="REGEX",
+                        help="only benchmarks matching REGEX (asv -b); repeatable")
+    parser.add_argument("--quick", action="store_true",
+                        help="smoke test: each benchmark once, nothing saved (asv --quick --dry-run)")
+    parser.add_argument("--rerun", action="store_true",
+                        help="measure again what already has results (default: skip it, so an interrupted "
+                             "run goes on where it stopped)")
+    parser.add_argument("--existing", type=Path, metavar="PYTHON",
+                        help="measure the torch importable in PYTHON (e.g. a source build) instead of "
+                             "building commits; needs asv_runner installed there")
+    parser.add_argument("--commit", metavar="SHA",
+                        help="with --existing: the commit to file the results under (default: PYTHON's "
+                             "torch.version.git_version)")
+    parser.add_argument("--rounds", type=checked(HistoryOptions, "rounds", int), default=DEFAULT_ROUNDS, metavar="K",
+                        help=f"fresh processes per benchmark and commit, round after round (asv's rounds; "
+                             f"default {DEFAULT_ROUNDS}): one process's value can be off by up to 2x on a shared "
+                             f"machine, and change points need several to find a 10%% step")
+    parser.add_argument("--no-publish", action="store_true", help="do not publish the site")
+
+
+def main(args: argparse.Namespace) -> int:
+    if args.existing is not None and args.repo is None:
+        raise UserError("--existing needs --repo: the torch checkout whose commit the build came from")
+    if args.commit is not None and args.existing is None:
+        raise UserError("--commit goes with --existing")
+    options = HistoryOptions(patterns=tuple(args.bench), rounds=args.rounds, quick=args.quick, rerun=args.rerun,
+                             benchmarks=args.benchmarks)
+    selection = selection_of(args)
+    existing = Existing(args.existing.absolute(), args.commit) if args.existing is not None else None
+    with locked_folders(args.out, args.env_dir, args.repo) as folders:
+        report, ws = measure_history(folders, selection, options, existing=existing)
+        if not args.no_publish and not args.quick and not report.problems:
+            try:
+                report.notes += publish(ws.asv, folders.out)
+            except UserError as e:
+                report.problems.append(str(e))
+    print(report.render())
+    site = folders.out / "html" / "index.html"
+    if site.exists() and not args.no_publish:
+        print(f"site: {site}  (or serve it: {sys.executable} -m asv preview --config {ws.conf})")
+    return report.exit_status()
+
+
+def add_publish_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--out", type=Path, default=Path(".torchbench"),
+                        help="output folder of `torchbench run` (default ./.torchbench)")
+
+
+def publish_main(args: argparse.Namespace) -> int:
+    for note in publish_folder(args.out):
+        print(f"note: {note}")
+    print(f"site: {args.out.resolve() / 'html' / 'index.html'}")
+    return 0

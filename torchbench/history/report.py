@@ -1,0 +1,121 @@
+"""The run report: per commit, what was measured, what failed and why, and where the time went.
+
+Built from the result files (results.load) and the outcome records of
+asv_plugin, never from asv's console output. `exit_status` applies the
+policy of errors.py: 0 only when every selected commit was built and every
+selected benchmark measured.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..asv_bridge.driver import Timings
+from ..project.commits import Commit
+from ..errors import EXIT_FAILURE, EXIT_OK, last_line
+from ..asv_bridge.results import ResultSet
+
+__all__ = ["CommitReport", "RunReport", "summarize"]
+
+
+@dataclass
+class CommitReport:
+    commit: Commit
+    measured: int = 0
+    skipped: int = 0
+    failed: list[tuple[str, str]] = field(default_factory=list)  # (row name, reason)
+    not_built: dict[str, str] = field(default_factory=dict)  # env name -> last line of the build log
+    has_results: bool = False
+
+    @property
+    def complete(self) -> bool:
+        return self.has_results and not self.failed and not self.not_built
+
+    def line(self) -> str:
+        head = f"{self.commit.short} {self.commit.subject[:60]}"
+        if not self.has_results:
+            return f"  {head}: no results (not run, or interrupted before its results were saved)"
+        if self.not_built:
+            reasons = "; ".join(f"{env}: {why}" for env, why in self.not_built.items())
+            return f"  {head}: NOT BUILT ({reasons})"
+        parts = [f"{self.measured} measured"]
+        if self.failed:
+            parts.append(f"{len(self.failed)} FAILED")
+        if self.skipped:
+            parts.append(f"{self.skipped} skipped")
+        return f"  {head}: {', '.join(parts)}"
+
+
+@dataclass
+class RunReport:
+    commits: list[CommitReport]
+    timings: Timings
+    warnings: list[str] = field(default_factory=list)
+    build_seconds: list[float] = field(default_factory=list)
+    setup_cache_seconds: float = 0.0
+    problems: list[str] = field(default_factory=list)  # tool failures, interruption
+    notes: list[str] = field(default_factory=list)  # what the caller wants said after the report (publish's)
+    quick: bool = False  # a smoke test (--quick): nothing was saved, so there is nothing to report per commit
+
+    def exit_status(self) -> int:
+        if self.problems or self.warnings or not all(c.complete for c in self.commits):
+            return EXIT_FAILURE
+        return EXIT_OK
+
+    def render(self) -> str:
+        if self.quick:
+            return "\n".join(f"torchbench: error: {p}" for p in self.problems)
+        lines = ["", "== report"]
+        lines += [c.line() for c in self.commits]
+        for c in self.commits:
+            for name, reason in c.failed:
+                lines.append(f"  FAILED {c.commit.short} {name}: {reason}")
+        lines += [f"  WARNING {w}" for w in self.warnings]
+        lines += [f"  ERROR {p}" for p in self.problems]
+        lines += ["", "== where the time went"]
+        lines += [f"  {name:32} {seconds:8.1f} s" for name, seconds in self.timings.steps.items()]
+        if self.build_seconds:
+            mean = sum(self.build_seconds) / len(self.build_seconds)
+            lines.append(f"  {'build+install, per commit':32} {mean:8.1f} s (mean of {len(self.build_seconds)})")
+        if self.setup_cache_seconds:
+            lines.append(f"  {'setup_cache, all commits':32} {self.setup_cache_seconds:8.1f} s")
+        verdict = "everything was measured" if self.exit_status() == EXIT_OK else "NOT everything was measured"
+        lines += ["", f"== {verdict} (exit status {self.exit_status()})"]
+        lines += [f"note: {note}" for note in self.notes]
+        return "\n".join(lines)
+
+
+def summarize(commits: list[Commit], results: ResultSet, timings: Timings) -> RunReport:
+    by_sha = {c.sha: CommitReport(c) for c in commits}
+    for row in results.rows:
+        report = by_sha.get(row.commit)
+        if report is None:
+            continue
+        report.has_results = True
+        if row.status == "ok":
+            report.measured += 1
+        elif row.status == "skipped":
+            report.skipped += 1
+    build_seconds, setup_cache = [], 0.0
+    for (machine, commit, env), durations in results.durations.items():
+        if commit not in by_sha:
+            continue
+        report = by_sha[commit]
+        outcome = results.outcomes.get((machine, commit, env))
+        if outcome is not None and outcome.built is False:
+            report.not_built[env] = last_line(outcome.build.get("log", ""))
+        for key, seconds in durations.items():
+            if key == "<build>":
+                build_seconds.append(seconds)
+            elif key.startswith("<setup_cache"):
+                setup_cache += seconds
+    for row in results.rows:
+        report = by_sha.get(row.commit)
+        if report is None or row.status != "failed" or report.not_built:
+            continue
+        outcome = results.outcomes.get((row.machine, row.commit, row.env_name))
+        failure = outcome.failures.get(row.benchmark) if outcome else None
+        reason = (f"exit status {failure['errcode']}: {last_line(failure.get('stderr', ''))}" if failure
+                  else "no result (see the benchmark's output above)")
+        report.failed.append((row.name, reason))
+    return RunReport(list(by_sha.values()), timings, list(results.warnings), build_seconds, setup_cache)

@@ -1,0 +1,115 @@
+"""The asv configuration derived for one run, and what it needs from the tracked project.
+
+The base is this repository's asv.conf.json (torch pinned in the matrix, the
+project built and installed with --no-deps, forkserver launch). A run points
+it at the tracked repository and the output folder, and loads our asv plugin
+(atomic result files, build and failure records; see asv_plugin).
+
+The tracked project is described by its pyproject.toml at the last commit of
+the range: its distribution name (asv uninstalls it between commits), its
+build-system requirements (hatchling, flit_core, poetry-core, setuptools...)
+and its runtime dependencies. Those go into each environment after `asv
+setup` (see asv_driver.prepare_environments) rather than into asv's matrix:
+asv 0.6.6 turns a matrix value such as ">=1.21" into "==1.21".
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import git
+
+from .. import resources
+from ..errors import UserError
+from torchbench_core.storage import atomic_write_text
+
+__all__ = ["PLUGIN", "PUBLISHER", "Project", "base_config", "benchmark_dir", "derive", "read_project"]
+
+PLUGIN = ".torchbench.asv_bridge.plugin"  # the leading dot: asv ignores plugin names without it
+PUBLISHER = ".torchbench.publish.publisher"  # our pages, in `torchbench publish` and a plain `asv publish` alike
+# PEP 517's fallback for a project without [build-system]
+LEGACY_BUILD_REQUIRES = ["setuptools>=40.8.0", "wheel"]
+# Never installed as a project dependency: the environment's torch is the pinned one.
+PINNED = {"torch"}
+
+
+@dataclass(frozen=True)
+class Project:
+    name: str
+    build_requires: list[str] = field(default_factory=list)
+    dependencies: list[str] = field(default_factory=list)
+
+    @property
+    def build_backend_packages(self) -> list[str]:
+        return [_requirement_name(r) for r in self.build_requires]
+
+
+def _requirement_name(requirement: str) -> str:
+    return re.split(r"[\s<>=!~;\[(@]", requirement.strip(), maxsplit=1)[0]
+
+
+def _normalise(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def read_project(repo: git.Repo, commit: str, fallback_name: str) -> Project:
+    """The project as its pyproject.toml at `commit` describes it."""
+    try:
+        text = repo.git.show(f"{commit}:pyproject.toml")
+    except git.GitCommandError:
+        return Project(fallback_name, list(LEGACY_BUILD_REQUIRES))  # setup.py-only project
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise UserError(f"{repo.working_dir}: pyproject.toml at {commit[:8]} is not valid TOML: {e}") from None
+    project = doc.get("project", {})
+    poetry = doc.get("tool", {}).get("poetry", {})
+    name = project.get("name") or poetry.get("name") or fallback_name
+    build_requires = doc.get("build-system", {}).get("requires", LEGACY_BUILD_REQUIRES)
+    dependencies = list(project.get("dependencies", []))
+    if not dependencies and isinstance(poetry.get("dependencies"), dict):
+        dependencies = [n for n in poetry["dependencies"] if n != "python"]
+    dependencies = [d for d in dependencies if _normalise(_requirement_name(d)) not in PINNED]
+    return Project(name, list(build_requires), dependencies)
+
+
+def benchmark_dir(repo: Path, explicit: Path | None, *, torch_build: bool = False) -> Path:
+    """The suites to run: --benchmarks, else the tracked project's own `benchmarks/`, else ours
+    (ours always for a torch build: a torch checkout's benchmarks/ is not an asv suite)."""
+    if explicit is not None:
+        return explicit.resolve()
+    if not torch_build and (repo / "benchmarks").is_dir():
+        return repo / "benchmarks"
+    return resources.suites()
+
+
+def strip_comments(text: str) -> str:
+    """asv.conf.json carries // comments (asv accepts them); json does not."""
+    return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("//"))
+
+
+def base_config() -> dict:
+    return json.loads(strip_comments(resources.base_config_file().read_text()))
+
+
+def derive(*, repo: Path, project: Project, out: Path, env_dir: Path, benchmark_dir: Path) -> Path:
+    """Write OUT/asv.conf.json for this run and return its path."""
+    if not benchmark_dir.is_dir():
+        raise UserError(f"{benchmark_dir}: no such benchmark folder")
+    conf = base_config()
+    conf.update(
+        repo=str(repo),
+        project=project.name,
+        benchmark_dir=str(benchmark_dir),
+        env_dir=str(env_dir),
+        results_dir=str(out / "results"),
+        html_dir=str(out / "html"),
+        plugins=[PLUGIN, PUBLISHER],
+    )
+    path = out / "asv.conf.json"
+    atomic_write_text(path, json.dumps(conf, indent=2) + "\n")
+    return path

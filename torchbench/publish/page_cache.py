@@ -1,0 +1,136 @@
+"""What a publish keeps for the next one, in OUT/cache/site, so that it redoes only what changed.
+
+    records/<machine>/<file>.pickle   what the pages made of each result file (pages.Record), with the
+                                      file's stamp (size, mtime, benchmarks.json's digest): an unchanged
+                                      file is not read through asv again
+    windows.pickle                    the change-point search's candidates per window of a series
+                                      (changepoints.detect's memo): a new commit re-searches only the
+                                      windows it falls in
+    pages/                            each label's rendered pages, under the digest of everything they
+                                      show: a label whose cells, commits and flame graphs are unchanged
+                                      is copied, not rendered
+
+Every entry is checked against what it was made from and is remade when it
+does not match, when it cannot be read, or when the code that made it changed
+(`RENDERER`, a digest of our templates and modules). The cache is ours alone:
+it is pickled, written atomically, and deleting it only costs time.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import pickle
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Iterator
+
+from .. import resources
+from ..asv_bridge import results
+from . import pages
+
+__all__ = ["SiteCache", "renderer"]
+
+FOLDER = Path("cache") / "site"
+
+
+@functools.lru_cache(maxsize=1)
+def renderer() -> str:
+    """A digest of what makes the pages: our templates and modules (a new version renders afresh)."""
+    h = hashlib.sha1()
+    for path in resources.package_files("publish", "history", "profiling", "asv_bridge"):
+        h.update(path.name.encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def _load(path: Path, key) -> object | None:
+    try:
+        with path.open("rb") as f:
+            stored_key, value = pickle.load(f)
+    except (OSError, EOFError, pickle.UnpicklingError, ValueError, TypeError, AttributeError, ImportError):
+        return None
+    return value if stored_key == key else None
+
+
+def _store(path: Path, key, value) -> None:
+    # storage.atomic_write_text's rename, without its fsync: a cache lost to a power cut costs only time,
+    # and a cold publish writes one entry per result file (2000 fsyncs would cost seconds)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            pickle.dump((key, value), f, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+class SiteCache:
+    def __init__(self, out_dir: Path):
+        self.root = out_dir / FOLDER
+        self.read = self.reused = 0  # result files read through asv / taken from the cache
+        self.rendered = self.copied = 0  # labels rendered / copied
+
+    # -- result files ----------------------------------------------------------------------------------
+    def records(self, results_dir: Path, warnings: list[str]) -> Iterator[pages.Record]:
+        """pages.records of every readable result file; from the cache where the file is unchanged."""
+        seen = set()
+        for file in results.iter_files(results_dir, warnings):
+            entry = self.root / "records" / file.path.parent.name / f"{file.path.name}.pickle"
+            seen.add(entry)
+            key = (renderer(), file.stamp)
+            found = _load(entry, key)
+            if found is None:
+                rows = file.read()
+                if rows is None:  # named in a warning by the reader; nothing to keep
+                    continue
+                found = list(pages.records(rows))
+                _store(entry, key, found)
+                self.read += 1
+            else:
+                self.reused += 1
+            yield from found
+        for stale in (self.root / "records").glob("*/*.pickle"):  # a result file that is gone
+            if stale not in seen:
+                stale.unlink(missing_ok=True)
+
+    # -- change-point windows --------------------------------------------------------------------------
+    def windows(self) -> dict:
+        """changepoints.detect's memo from the last publish (empty when there is none)."""
+        found = _load(self.root / "windows.pickle", renderer())
+        return found if isinstance(found, dict) else {}
+
+    def keep_windows(self, used: dict) -> None:
+        """Keep the windows this publish looked at (changepoints.Windows.used), and only those."""
+        _store(self.root / "windows.pickle", renderer(), used)
+
+    # -- pages -----------------------------------------------------------------------------------------
+    def page(self, name: str, digest: str, targets: dict[str, Path]) -> bool:
+        """Copy the label's pages rendered under `digest` to `targets` (their names -> where); False when
+        they must be rendered."""
+        folder = self.root / "pages" / name
+        if _load(folder / "digest.pickle", renderer()) != digest:
+            return False
+        if not all((folder / f).is_file() for f in targets):
+            return False
+        for f, dest in targets.items():
+            shutil.copyfile(folder / f, dest)
+        self.copied += 1
+        return True
+
+    def keep_page(self, name: str, digest: str, targets: dict[str, Path]) -> None:
+        folder = self.root / "pages" / name
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "digest.pickle").unlink(missing_ok=True)  # no digest over half-copied pages
+        for f, dest in targets.items():
+            shutil.copyfile(dest, folder / f)
+        _store(folder / "digest.pickle", renderer(), digest)
+        self.rendered += 1
+
+    def summary(self) -> str:
+        return (f"result files: {self.read} read, {self.reused} from the cache; "
+                f"labels: {self.rendered} rendered, {self.copied} unchanged")

@@ -1,0 +1,371 @@
+"""asv publisher plugin: torchbench's pages inside every asv site (plugins: [".torchbench.publisher"]).
+
+asv runs every imported OutputPublisher subclass after it has emptied
+html_dir and copied its own www/ there, so `torchbench publish` and a plain
+`asv publish` both produce:
+
+    html/torchbench/index.html              every label, with its Compare and series pages
+    html/torchbench/compare/<label>.html    Compare-style table across commits and envs
+    html/torchbench/series/<label>.html     the label's cases over the history; the
+                                            __torch_function__ overhead against plain Tensor
+    html/torchbench/regressions.html        steps in the history, joined with `torchbench find`'s
+                                            confirmations and culprits (steps_page.py; also
+                                            regressions.json, and asv's feed html/regressions.xml)
+    html/torchbench/profiles/...            flame graphs (recorded by `torchbench profile`
+                                            outside html_dir, copied in on every publish) and
+                                            differential flame graphs between adjacent commits
+
+Every page is rendered by jinja2 (autoescape on) from torchbench/templates/, carries
+its data inline and draws its charts as inline SVG, so it works opened from
+disk. asv's nav bar gets one link to our index, and asv's own page is pointed
+at local copies of its CDN scripts (assets.py) when npm can fetch them.
+Results are read through results.py (asv's own Results API); a malformed
+file is named in a warning on our index page and skipped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import hashlib
+import math
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+from asv.publishing import OutputPublisher
+from torchbench_core.units import select_unit
+
+from .. import resources, stats
+from ..history import changepoints
+from ..profiling import flamegraph
+from . import assets, charts, page_cache, pages, steps_page
+
+__all__ = ["TorchbenchPages", "render_pages", "render_site", "row_anchor"]
+
+SITE = "torchbench"  # our folder inside html_dir
+NAV_ITEM = (f'<li id="nav-li-torchbench"><a href="{SITE}/index.html">Compare tables &amp; flame graphs</a></li>'
+            f'<li id="nav-li-torchbench-steps"><a href="{SITE}/regressions.html">Steps</a></li>')
+
+
+def _environment():
+    # tojson_script: the differential page's, for the same reason
+    return resources.jinja_environment(filters={"tojson_script": flamegraph.script_json},
+                                       globals={"anchor": steps_page.anchor}, trim_blocks=True, lstrip_blocks=True)
+
+
+def _subjects(repo_path: str | None, shas: set[str]) -> dict[str, str]:
+    """Commit subjects for the pages (gitpython); none where the repository cannot be read."""
+    if not repo_path:
+        return {}
+    try:
+        import git
+
+        repo = git.Repo(repo_path)
+        out = {}
+        for sha in shas:
+            try:
+                out[sha] = repo.commit(sha).summary
+            except (ValueError, git.BadName):
+                continue
+        return out
+    except (git.exc.GitError, OSError):
+        return {}
+
+
+def _cell_class(direction: int) -> str:
+    return {1: "slower", -1: "faster"}.get(direction, "")
+
+
+def _compare_context(page: pages.ComparePage, profiles: dict) -> dict:
+    chosen = page.default_envs
+    baselines = page.baselines(chosen)
+    view = page.table(chosen)
+    envs = {e.id: e for e in page.envs}
+    blocks: list[dict] = []
+    for row in view.rows:
+        if not blocks or blocks[-1]["threads"] != row.num_threads:
+            blocks.append({"threads": row.num_threads, "rows": []})
+        env = envs[row.env]
+        cells = []
+        for column, cell in zip(view.columns, row.cells):
+            if cell is None:
+                cells.append(None)
+                continue
+            data = page.cells[(row.env, row.num_threads, row.name, column)]
+            i = data.interval
+            cells.append({
+                "text": cell.text, "direction": _cell_class(page.differ(row.env, row.num_threads, row.name, column,
+                                                                          baselines)),
+                "ci": _ci_text(i, page.unit_kind),
+                "baseline": baselines.get(env.group) == row.env,
+                "profile": profiles.get((env.commit, data.benchmark, data.index)),
+                "counts": None if data.counts is None else f"{data.counts.median:,.0f}",
+            })
+        blocks[-1]["rows"].append({"id": row_anchor(env, row.num_threads, row.name), "env": env, "name": row.name,
+                                   "cells": cells, "first_of_env": not blocks[-1]["rows"]
+                                   or blocks[-1]["rows"][-1]["env"].id != env.id})
+    data = page.data()
+    if profiles:  # each cell's flame graph, where it has one (the script writes the CI tooltip itself)
+        for (env_id, threads, name, column), c in page.cells.items():
+            profile = profiles.get((envs[env_id].commit, c.benchmark, c.index))
+            if profile:
+                data["cells"][env_id][f"{threads}|{name}|{'' if column is None else column}"].append(profile)
+    return {"page": page, "view": view, "blocks": blocks, "data": data, "floor": stats.PAGE_FLOOR,
+            "confidence": stats.PAGE_CONFIDENCE}
+
+
+def _ci_text(i: stats.Interval, kind: str) -> str:
+    """A cell's tooltip; html_templates/static/compare.js `ciText` writes the same for the cells it lays."""
+    if math.isnan(i.low):
+        return f"{i.n} sample(s): too few for an interval"
+    if kind == pages.COUNT_UNIT:
+        return f"{stats.PAGE_CONFIDENCE:.0%} CI {i.low:.6g} to {i.high:.6g} ({i.n} samples)"
+    name, scale = select_unit(i.median)
+    return f"{stats.PAGE_CONFIDENCE:.0%} CI {i.low / scale:.4g} to {i.high / scale:.4g} {name} ({i.n} samples)"
+
+
+def row_anchor(env: pages.EnvInfo, threads: int, name: str) -> str:
+    """The id of a table row: stable across publishes (the alert comment links to it)."""
+    return f"r-{env.id}-{threads}-{pages.slug(name)}".replace(".", "-")
+
+
+DASHES = ["", "6 3", "2 3", "8 3 2 3"]  # one per (machine, environment) on a page
+
+
+def _series_context(page: pages.SeriesPage, profiles: dict, diffs: dict) -> dict:
+    groups: dict[tuple, list[pages.Series]] = {}
+    for s in page.series:
+        groups.setdefault((s.threads, s.column), []).append(s)
+    x_labels = {p.env.position: p.env.short for s in page.series for p in s.points}
+    colors = charts.colors_for(s.name for s in page.series)
+    env_groups = list(dict.fromkeys(s.group for s in page.series))
+    dash = {g: DASHES[i % len(DASHES)] for i, g in enumerate(env_groups)}
+
+    def legend(s: pages.Series) -> str:
+        return s.name if len(env_groups) == 1 else f"{s.name} [{s.group_label}]"
+
+    panels = []
+    for (threads, column), members in groups.items():
+        unit_name, scale = (pages.COUNT_UNIT, 1.0) if page.unit_kind == pages.COUNT_UNIT else select_unit(
+            min(p.interval.median for s in members for p in s.points))
+
+        def tooltip(text: str, s: pages.Series, env: pages.EnvInfo, value: float, unit: str = unit_name):
+            # made only for the dots drawn (a long history draws few): a closure, not 400,000 strings
+            return lambda: f"{legend(s)} @ {env.short}{text}: {value:.4g} {unit}"
+
+        lines = []
+        for s in members:
+            marks = [charts.Mark(p.env.position, p.interval.median / scale, p.interval.low / scale,
+                                 p.interval.high / scale, profiles.get((p.env.commit, p.benchmark, p.index)),
+                                 tooltip(f" {p.env.subject}", s, p.env, p.interval.median / scale)) for p in s.points]
+            lines.append(charts.Line(legend(s), marks, case=s.name, dash=dash[s.group]))
+        title = f"{column} ({threads} thread{'s' if threads != 1 else ''})" if column else f"{threads} threads"
+        time_chart = charts.chart(title, unit_name, lines, x_labels, colors)
+        overhead_chart = None
+        if page.overhead_baseline:
+            o_lines = []
+            for s in members:
+                if s.name == page.overhead_baseline or not s.overhead:
+                    continue
+                points = {p.env.id: p for p in s.points}
+                marks = [charts.Mark(env.position, ns, low, high,
+                                     profiles.get((env.commit, points[env.id].benchmark, points[env.id].index)),
+                                     tooltip("", s, env, ns, f"ns over {page.overhead_baseline}"))
+                         for env, ns, low, high in s.overhead]
+                o_lines.append(charts.Line(legend(s), marks, case=s.name, dash=dash[s.group]))
+            overhead_chart = charts.chart(f"overhead over {page.overhead_baseline}: {title}", "ns", o_lines,
+                                          x_labels, colors)
+        # flame-graph columns only for the commits that have one (a long history has few)
+        profiled = {p.env.position: p.env for s in members for p in s.points
+                    if (p.env.commit, p.benchmark, p.index) in profiles}
+        flame_rows = []
+        for s in members:
+            row = {"name": legend(s), "at": {}}
+            previous = None
+            for p in s.points:
+                key = (p.env.commit, p.benchmark, p.index)
+                if p.env.position in profiled:
+                    row["at"][p.env.position] = {"env": p.env, "profile": profiles.get(key),
+                                                 "diff": diffs.get((previous, key)) if previous else None}
+                previous = key
+            flame_rows.append(row)
+        panels.append({"time": time_chart, "overhead": overhead_chart, "flames": flame_rows,
+                       "commits": sorted(profiled.values(), key=lambda e: e.position)})
+    return {"page": page, "panels": panels}
+
+
+def _copy_profiles(out_dir: Path, site: Path, warnings: list[str], commits: set[str] | None) -> tuple[dict, dict]:
+    """Copy the recorded flame graphs in (those of `commits`, when given) and vendor the differential
+    view's scripts. Returns {(sha, benchmark, index): path from site/} and what _write_diffs needs."""
+    found = {k: v for k, v in flamegraph.available(out_dir).items() if commits is None or k[0] in commits}
+    if not found:
+        return {}, {}
+    links = {}
+    for key, profile in found.items():
+        rel = Path("profiles") / key[0] / key[1] / f"{key[2]}.svg"
+        (site / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(profile.svg, site / rel)
+        links[key] = rel.as_posix()
+    try:
+        assets = flamegraph.vendor_assets(site, out_dir / "site-assets")
+    except (RuntimeError, OSError) as e:
+        warnings.append(f"differential flame graphs not written: {e}")
+        return links, {}
+    return links, {"assets": assets, "found": found}
+
+
+@contextlib.contextmanager
+def _without_cycle_collection():
+    """A site of 2000 commits x 200 rows holds over a million small objects (cells, points, marks) that
+    live until the pages are written and form no reference cycles; the cyclic collector would traverse
+    all of them again and again as they are made. Measured (evaluation/publish_speed.py's data): 60 s with
+    it, 31 s without. Reference counting still frees everything; the collector's state is restored, as
+    asv runs us in its own process."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def render_site(conf, revisions: dict[str, int]) -> list[str]:
+    """Write our pages into conf.html_dir (asv's site); returns the warnings shown on the index page."""
+    with _without_cycle_collection():
+        return _render_site(conf, revisions)
+
+
+def _render_site(conf, revisions: dict[str, int]) -> list[str]:
+    html_dir = Path(conf.html_dir)
+    warnings: list[str] = []
+    out_dir = Path(conf.results_dir).resolve().parent
+    project = getattr(conf, "project", "")
+    cache = page_cache.SiteCache(out_dir)
+    _, series_pages = render_pages(cache.records(Path(conf.results_dir), warnings), html_dir / SITE,
+                                   out_dir=out_dir, revisions=revisions,
+                                   subjects=lambda shas: _subjects(getattr(conf, "repo", None), shas),
+                                   project=project, warnings=warnings, cache=cache)
+    windows = changepoints.Windows(cache.windows())
+    steps = steps_page.collect(series_pages, revisions, out_dir, warnings, windows=windows)
+    cache.keep_windows(windows.used)
+    steps_page.write(steps, html_dir=html_dir, site=html_dir / SITE, env=_environment(), project=project)
+    _add_nav_link(html_dir / "index.html")
+    print(f"torchbench: {cache.summary()}", file=sys.stderr)
+    return warnings
+
+
+def render_pages(found, site: Path, *, out_dir: Path, revisions: dict[str, int], subjects, project: str,
+                 warnings: list[str] | None = None, commits: set[str] | None = None,
+                 cache: page_cache.SiteCache | None = None):
+    """Our pages for `found` (pages.Record: pages.records of result rows, or the site cache's) in `site`,
+    with the flame graphs under OUT/profiles (of `commits` only, when given) copied in; a label whose pages
+    `cache` holds under the same digest is copied from it. Returns (compare pages, series pages)."""
+    warnings = warnings if warnings is not None else []
+    compare_pages, series_pages = pages.build_from(found, revisions, subjects)
+    site.mkdir(parents=True, exist_ok=True)
+    for static in resources.static().iterdir():
+        shutil.copyfile(static, site / static.name)
+    profiles, flame = _copy_profiles(out_dir, site, warnings, commits)
+    diffs = _write_diffs(site, series_pages, flame) if flame.get("found") else {}
+
+    env = _environment()
+    (site / "compare").mkdir(exist_ok=True)
+    (site / "series").mkdir(exist_ok=True)
+    up = {k: f"../{v}" for k, v in profiles.items()}
+    up_diffs = {k: f"../{v}" for k, v in diffs.items()}
+    for page, series in zip(compare_pages, series_pages):
+        targets = {"compare.html": site / "compare" / f"{page.slug}.html",
+                   "series.html": site / "series" / f"{page.slug}.html"}
+        digest = _digest(page, up, up_diffs, project) if cache else ""
+        if cache and cache.page(page.slug, digest, targets):
+            continue
+        text = env.get_template("compare.html.j2").render(**_compare_context(page, up), root="../")
+        targets["compare.html"].write_text(text)
+        text = env.get_template("series.html.j2").render(**_series_context(series, up, up_diffs), root="../")
+        targets["series.html"].write_text(text)
+        if cache:
+            cache.keep_page(page.slug, digest, targets)
+    index = env.get_template("index.html.j2").render(
+        compare_pages=compare_pages, series_pages=series_pages, warnings=warnings, root="",
+        profiles=len(profiles), project=project)
+    (site / "index.html").write_text(index)
+    return compare_pages, series_pages
+
+
+def _digest(page: pages.ComparePage, profiles: dict, diffs: dict, project: str) -> str:
+    """Everything a label's two pages show: its cells (and the samples its default tables keep), its
+    commits with their subjects and positions, and the flame graphs and differential graphs of its cells."""
+    envs = [(e.id, e.machine, e.env_name, e.commit, e.position, e.subject) for e in page.envs]
+    cells = list(page.cells.items())
+    h = hashlib.sha1(repr((page.label, page.unit_kind, envs, page.columns, page.default_envs, project,
+                           [(k, c.benchmark, c.index, c.number) for k, c in cells])).encode())
+    nan = math.nan
+    h.update(np.array([(c.interval.median, c.interval.low, c.interval.high, c.interval.n,
+                        c.counts.median if c.counts else nan, c.counts.low if c.counts else nan,
+                        c.counts.high if c.counts else nan) for _, c in cells], dtype=float).tobytes())
+    for _, c in cells:
+        if c.samples is not None:
+            h.update(c.samples.tobytes())
+    shown = {(page.env(k[0]).commit, c.benchmark, c.index) for k, c in cells}
+    h.update(repr(sorted((k, v) for k, v in profiles.items() if k in shown)).encode())
+    h.update(repr(sorted((k, v) for k, v in diffs.items() if k[1] in shown)).encode())
+    return h.hexdigest()
+
+
+def _write_diffs(site: Path, series_pages: list[pages.SeriesPage], flame: dict) -> dict:
+    """A differential flame graph for each case between each pair of adjacent commits with profiles."""
+    found, diffs = flame["found"], {}
+    for page in series_pages:
+        for s in page.series:
+            keys = [(p.env.commit, p.benchmark, p.index) for p in s.points]
+            for base, head in zip(keys, keys[1:]):
+                if base not in found or head not in found or (base, head) in diffs:
+                    continue
+                rel = Path("profiles") / "diff" / f"{base[0][:8]}-{head[0][:8]}" / head[1] / f"{head[2]}.html"
+                dest = site / rel
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                depth = len(rel.parts) - 1
+                flamegraph.write_differential_page(
+                    found[base], found[head], dest, "../" * depth + flame["assets"],
+                    f"{s.name} · {s.column or ''}: {base[0][:8]} → {head[0][:8]}")
+                diffs[(base, head)] = rel.as_posix()
+    return diffs
+
+
+def _add_nav_link(index: Path) -> None:
+    """asv's nav bar is hard-coded in www/index.html: add one item after its last page link."""
+    if not index.exists():
+        return
+    text = index.read_text()
+    if "nav-li-torchbench" in text:
+        return
+    anchor = '<li id="nav-li-regressions">'
+    at = text.find(anchor)
+    if at < 0:
+        return
+    end = text.find("</li>", at) + len("</li>")
+    index.write_text(text[:end] + "\n\t" + NAV_ITEM + text[end:])
+
+
+class TorchbenchPages(OutputPublisher):
+    name = "torchbench"
+    button_label = "Compare tables"
+    description = "Compare-style tables across commits and envs, series and flame graphs"
+    order = 10  # after asv's own (0-3)
+
+    @classmethod
+    def publish(cls, conf, repo, benchmarks, graphs, revisions):
+        warnings = render_site(conf, revisions)
+        for warning in warnings:
+            print(f"torchbench: warning: {warning}", file=sys.stderr)
+        html_dir = Path(conf.html_dir)
+        try:
+            remaining = assets.localize(html_dir, Path(conf.results_dir).resolve().parent / "site-assets")
+        except (RuntimeError, OSError) as e:
+            print(f"torchbench: note: asv's page keeps its CDN links ({e})", file=sys.stderr)
+        else:
+            for url in remaining:
+                print(f"torchbench: note: asv's page still loads {url} from the internet", file=sys.stderr)

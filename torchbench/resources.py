@@ -1,0 +1,89 @@
+"""torchbench's package data, found with importlib.resources, and the one jinja environment.
+
+Templates and static files, the default asv suites, the base asv
+configuration, the example's patch series and the JSON schemas ship inside
+the package (pyproject's package-data), so an installed wheel finds them from
+any folder exactly as an editable checkout does. asv and git need real
+folders, so each is returned as a filesystem path; a package imported from a
+zip (which pip never installs) is refused with a clear error.
+"""
+
+from __future__ import annotations
+
+import functools
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:
+    import jinja2
+
+__all__ = ["base_config_file", "example_patches", "harness", "jinja_environment", "package_files", "schema",
+           "static", "suites", "templates"]
+
+
+def _path(package: str, *parts: str) -> Path:
+    node = resources.files(package).joinpath(*parts)
+    if not isinstance(node, Path):  # a zipped package: asv and git cannot read folders inside it
+        raise RuntimeError(f"{package} is not installed as files ({node}); install it with pip")
+    return node
+
+
+def templates() -> Path:
+    """The jinja2 templates (pages, differential flame graph, alert comment)."""
+    return _path("torchbench", "templates")
+
+
+def static() -> Path:
+    """The pages' CSS and script, copied into every site."""
+    return _path("torchbench", "templates", "static")
+
+
+def suites() -> Path:
+    """torchbench's own asv suites (the `__torch_function__` overhead, operators, counts...): the default
+    suite folder, and the one a torch build (`run --existing`) is measured with."""
+    return _path("torchbench", "suites")
+
+
+def base_config_file() -> Path:
+    """The base asv configuration that every run's configuration is derived from."""
+    return _path("torchbench", "project", "asv.conf.json")
+
+
+def example_patches() -> Path:
+    """The embedded example library's patch series (examples of the flow: see its README)."""
+    return _path("torchbench", "project", "tensorlib", "patches")
+
+
+def schema(name: str) -> Path:
+    return _path("torchbench", "schemas", name)
+
+
+def harness() -> Path:
+    """The torchbench_core package folder: the harness benchmark processes import."""
+    return _path("torchbench_core")
+
+
+def package_files(*subpackages: str) -> list[Path]:
+    """The .py files of these torchbench subpackages and the templates: what a rendered page depends on."""
+    files = [p for sub in subpackages for p in _path("torchbench", sub).glob("*.py")]
+    return sorted([*files, *(p for p in templates().rglob("*") if p.is_file())])
+
+
+@functools.lru_cache(maxsize=None)
+def _loader() -> "jinja2.FileSystemLoader":
+    import jinja2
+
+    return jinja2.FileSystemLoader(templates())
+
+
+def jinja_environment(*, filters: dict[str, Callable] | None = None, globals: dict | None = None,
+                      **options) -> "jinja2.Environment":
+    """The jinja2 environment every page, comment and flame-graph page is rendered with: autoescaped,
+    undefined names an error. `options` are jinja's whitespace settings (trim_blocks, ...)."""
+    import jinja2
+
+    env = jinja2.Environment(loader=_loader(), autoescape=True, undefined=jinja2.StrictUndefined, **options)
+    env.filters.update(filters or {})
+    env.globals.update(globals or {})
+    return env
