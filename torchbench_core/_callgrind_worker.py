@@ -21,6 +21,7 @@ glibc malloc's dynamic thresholds.
 import collections
 import functools
 import gc
+import io
 import json
 import operator
 import pickle
@@ -47,6 +48,9 @@ WARMUP_SENDS = 64  # resumptions before counting: the per-block path specialises
 def _build(case, torch):
     namespace = dict(case["globals"])
     namespace.setdefault("torch", torch)
+    # TorchScript cannot be pickled; it arrives as torch.jit.save bytes.
+    for name, blob in case.get("scripted", {}).items():
+        namespace[name] = torch.jit.load(io.BytesIO(blob))
     code = _TEMPLATE.format(
         setup=textwrap.indent(case["setup"] or "pass", " " * 4),
         stmt=textwrap.indent(case["stmt"] or "pass", " " * 12),
@@ -129,7 +133,7 @@ def main():
         if case["baseline"] and case["number"] not in baselines:
             # The empty loop's cost depends only on `number`: one per process.
             try:
-                gen, loops = _build(dict(case, stmt="pass", setup="", stmt_fn=None, setup_fn=None), torch)
+                gen, loops = _build(dict(case, stmt="pass", setup="", stmt_fn=None, setup_fn=None, scripted={}), torch)
                 _warm_up(gen, loops)
                 baselines[case["number"]] = counted(gen, loops)
                 report(event="baseline", number=case["number"], dump=baselines[case["number"]])

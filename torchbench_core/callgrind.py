@@ -52,8 +52,12 @@ WORKER_ENV = {
 }
 
 
-class CallgrindError(RuntimeError):
-    """A statement (or the valgrind process) failed; the message says which and why."""
+class CallgrindError(OSError, RuntimeError):
+    """A statement (or the valgrind process) failed; the message says which and why.
+
+    An OSError because torch raises OSError when its valgrind process fails, so
+    `except OSError` written for torch catches it; still a RuntimeError, as before.
+    """
 
 
 class FunctionCount(NamedTuple):
@@ -253,9 +257,11 @@ class CallgrindStats:
 class CopyIfCallgrind:
     """torch's marker for a global to copy into the valgrind process.
 
-    Accepted for compatibility; here every global is copied (pickled through
-    the worker's stdin), so wrapping is optional. `setup` runs before the
-    value is bound, as in torch.
+    Here every global is copied, wrapped or not, and of any type that pickles
+    (torch raises ValueError for others; see the README's list of differences).
+    TorchScript functions and modules go through torch.jit.save/load, as in
+    torch. `setup` runs in the valgrind process ahead of the Timer's setup.
+    Timing uses the value itself.
     """
 
     def __init__(self, value: Any, *, setup: str | None = None) -> None:

@@ -10,6 +10,7 @@ resets stateful setup and multiplies expensive setup by the block count).
 from __future__ import annotations
 
 import gc
+import io
 import itertools
 import math
 import textwrap
@@ -17,6 +18,7 @@ import warnings
 from typing import Any, Callable, Generator
 
 from . import clock
+from .callgrind import CopyIfCallgrind
 from .measurement import Measurement
 from .task_spec import Language, TaskSpec
 from .threads import set_torch_threads
@@ -113,7 +115,9 @@ class Timer:
             setup=textwrap.indent(setup_src or "pass", " " * 4),
             stmt=textwrap.indent(stmt_src or "pass", " " * 12),
         )
-        namespace = self._globals
+        # Timing runs on the values themselves, as torch's does; the wrappers
+        # only tell collect_callgrind how to copy them.
+        namespace = {k: v.value if isinstance(v, CopyIfCallgrind) else v for k, v in self._globals.items()}
         exec(compile(code, "<torchbench_core.Timer>", "exec"), namespace)
         self._inner = namespace.pop("_torchbench_inner")
 
@@ -137,7 +141,7 @@ class Timer:
             raise TypeError(f"{what} must be a str or a callable, got {type(code).__name__}")
         src = _clean(code)
         _check_compiles(src, what)
-        return ("" if src == "pass" else src), None
+        return src, None  # "pass" stays: the task spec, repr and Compare show it, as torch's
 
     @property
     def task_spec(self) -> TaskSpec:
@@ -146,9 +150,7 @@ class Timer:
     # -- instruction counts -------------------------------------------------
     def _worker_case(self) -> dict[str, Any]:
         """What the callgrind worker needs to rebuild this statement in its process."""
-        from .callgrind import CopyIfCallgrind
-
-        setup_lines, values = [], {}
+        setup_lines, values, scripted = [], {}, {}
         for name, value in self._globals.items():
             if name == "torch" and value is self._torch:
                 continue  # the worker imports its own
@@ -156,13 +158,20 @@ class Timer:
                 if value.setup:
                     setup_lines.append(_clean(value.setup))
                 value = value.value
-            values[name] = value
+            if isinstance(value, (self._torch.jit.ScriptFunction, self._torch.jit.ScriptModule)):
+                # TorchScript does not pickle; torch copies it with torch.jit.save/load too.
+                buffer = io.BytesIO()
+                self._torch.jit.save(value, buffer)
+                scripted[name] = buffer.getvalue()
+            else:
+                values[name] = value
         return {
             "stmt": self._stmt_src,
             "setup": "\n".join([*setup_lines, self._setup_src]),
             "stmt_fn": self._stmt_fn,
             "setup_fn": self._setup_fn,
             "globals": values,
+            "scripted": scripted,
             "num_threads": self._task_spec.num_threads,
         }
 
