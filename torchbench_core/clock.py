@@ -68,6 +68,3 @@ def timer() -> float:
     """
     return (_resolved or default_clock())()
 
-
-def has_accelerator() -> bool:
-    return default_clock() is not time.perf_counter

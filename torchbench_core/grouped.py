@@ -236,10 +236,6 @@ class GroupedVariants:
         return cls(tuple(cases), setup, _threads(num_threads))
 
 
-def init_from_variants(py_block: str = "", cpp_block: str = "", num_threads: int | tuple[int, ...] = 1) -> GroupedVariants:
-    return GroupedVariants.from_block(py_block, cpp_block, num_threads)
-
-
 Definition = Union[TimerArgs, GroupedBenchmark, GroupedVariants]
 Definitions = dict[Any, Any]  # nested: str / tuple-of-str / None keys -> Definition or Definitions
 

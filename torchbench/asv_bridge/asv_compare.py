@@ -15,7 +15,7 @@ from pathlib import Path
 
 from .results import ResultSet
 
-__all__ = ["AsvVerdict", "compare"]
+__all__ = ["AsvVerdict", "print_table"]
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ def _resultset(results: ResultSet, machine: str, commit: str):
                    asv_results.benchmark_version.get(key), machine, asv_results.env_name)
 
 
-def compare(conf_path: Path, results: ResultSet, base: str, head: str, *, factor: float = 1.1,
+def print_table(conf_path: Path, results: ResultSet, base: str, head: str, *, factor: float = 1.1,
             names: dict[str, str] | None = None) -> list[AsvVerdict]:
     """Print asv's compare table of base -> head for each machine that has both; return the verdicts."""
     from asv.commands.compare import Compare

@@ -25,7 +25,7 @@ import json
 import os
 from pathlib import Path
 
-from torchbench_core.storage import atomic_write_text
+from torchbench_core.storage import atomic_path, atomic_write_text
 
 OUTCOME_SCHEMA = "torchbench.outcome/1"
 STDERR_TAIL = 4000
@@ -37,14 +37,8 @@ def outcome_path(results_dir: str | os.PathLike, results_filename: str) -> Path:
 
 
 def _atomic_write_json(original, path, data, api_version=None, compact=False):
-    path = os.path.abspath(path)
-    tmp = f"{os.path.dirname(path)}{os.sep}.{os.path.basename(path)}.{os.getpid()}.tmp"
-    try:
-        original(tmp, data, api_version=api_version, compact=compact)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    with atomic_path(path) as tmp:
+        original(str(tmp), data, api_version=api_version, compact=compact)
 
 
 def _recording_install(original, self, conf, repo, commit_hash=None):

@@ -2,7 +2,7 @@
 
     torchbench find [BENCHMARK]                      steps in OUT's history (changepoints), each confirmed
                                                      by measuring the commits on both sides of it in
-                                                     alternating processes (the alert's A/B), and narrowed
+                                                     alternating processes (torchbench.ab, as the alert does), and narrowed
                                                      to one commit where the step spans several;
                                                      written to OUT/changepoints.json for the site
     torchbench find BENCHMARK --good REV --bad REV   bisect one step to its commit
@@ -75,7 +75,7 @@ class Session:
     def python(self) -> Path:
         return self.ws.pythons()[0]
 
-    def compare(self, a: commits.Commit, b: commits.Commit, jobs: set[Job], work: str) -> dict[Job, Verdict]:
+    def verdicts(self, a: commits.Commit, b: commits.Commit, jobs: set[Job], work: str) -> dict[Job, Verdict]:
         """a against b, interleaved, on the benchmark cases of `jobs`; verdicts by job."""
         self.comparisons += 1
         print(f"== comparing {a.short} with {b.short} ({', '.join(sorted({n for n, _ in jobs}))})", flush=True)
@@ -131,7 +131,7 @@ def bisect(session: Session, repo: git.Repo, good: commits.Commit, bad: commits.
               "skipped": [], "probes": [], "range": [good.sha, bad.sha], "why": "", "jobs": []}
     if steps is None:
         jobs = _suite_jobs(session, good, bad, pattern)
-        rows = session.compare(good, bad, jobs, "bisect")
+        rows = session.verdicts(good, bad, jobs, "bisect")
         steps = {job: r.comparison.ratio for job, r in rows.items()
                  if r.status in (stats.REGRESSED, stats.IMPROVED) and r.comparison}
         result["reference"] = {f"{j[0]}|{j[1]}": _summary(r) for j, r in rows.items()}
@@ -153,8 +153,8 @@ def bisect(session: Session, repo: git.Repo, good: commits.Commit, bad: commits.
             result["skipped"].append({"sha": chain[mid].sha, "subject": chain[mid].subject, "why": why[-500:]})
             print(f"== {chain[mid].short} does not build: skipped", flush=True)
             continue
-        left = session.compare(chain[lo], chain[mid], set(steps), "bisect")
-        right = session.compare(chain[mid], chain[hi], set(steps), "bisect")
+        left = session.verdicts(chain[lo], chain[mid], set(steps), "bisect")
+        right = session.verdicts(chain[mid], chain[hi], set(steps), "bisect")
         against_good = {_side_of(left.get(j), s) for j, s in steps.items()}
         against_bad = {_side_of(right.get(j), s) for j, s in steps.items()}
         # at the old level: no step from good, the whole step to bad; at the new level the reverse
@@ -248,7 +248,7 @@ def _confirm(session: Session, repo: git.Repo, group: list[tuple[changepoints.Fo
     """Re-measure the commits around the steps of GROUP (one pair of commits); each (step, its record entry)."""
     before, after = group[0][0].before, group[0][0].after
     jobs = {(f.history.benchmark, f.history.index) for f, _ in group}
-    rows = session.compare(commits.resolve(repo, before), commits.resolve(repo, after), jobs, "confirm")
+    rows = session.verdicts(commits.resolve(repo, before), commits.resolve(repo, after), jobs, "confirm")
     for f, entry in group:
         row = rows.get((f.history.benchmark, f.history.index))
         want = stats.REGRESSED if f.step.ratio > 1 else stats.IMPROVED

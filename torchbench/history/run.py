@@ -128,7 +128,7 @@ def measure_history(folders: Folders, selection: commits.Selection = commits.Sel
         base, head = measured[-2], measured[-1]
         print(f"\n== asv compare {base.short} -> {head.short} (asv's statistics: informative, not a gate)")
         try:
-            asv_compare.compare(ws.conf, found, base.sha, head.sha,
+            asv_compare.print_table(ws.conf, found, base.sha, head.sha,
                                 names={c.sha: c.subject[:40] for c in (base, head)})
         except Exception as e:  # asv's compare must not cost us the report
             problems.append(f"asv compare failed: {type(e).__name__}: {e}")

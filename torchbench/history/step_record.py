@@ -14,13 +14,14 @@ from pathlib import Path
 from torchbench_core.storage import atomic_write_text
 
 from ..errors import UserError
+from ..stats import INCONCLUSIVE  # a step whose confirmation could not decide: the verdict's own word
 
 __all__ = ["RECORD", "SCHEMA", "CONFIRMED", "REFUTED", "UNCONFIRMED", "INCONCLUSIVE", "read_record",
            "record_key", "write_record"]
 
 RECORD = "changepoints.json"
 SCHEMA = "torchbench.changepoints/1"
-CONFIRMED, REFUTED, UNCONFIRMED, INCONCLUSIVE = "confirmed", "refuted", "unconfirmed", "inconclusive"
+CONFIRMED, REFUTED, UNCONFIRMED = "confirmed", "refuted", "unconfirmed"
 
 
 def record_key(entry: dict) -> str:

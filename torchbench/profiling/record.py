@@ -59,7 +59,7 @@ from ..project.folders import Folders
 from ..validate import POSITIVE, POSITIVE_WHOLE, check_all
 from .flamegraph import location, parse_collapsed, render_svg
 
-__all__ = ["Case", "CommitReport", "ProfileOptions", "profile_cases", "profile_history", "render_report",
+__all__ = ["Case", "CommitProfiles", "ProfileOptions", "profile_cases", "profile_history", "render_report",
            "select_cases"]
 
 DEFAULT_SECONDS = 1.0
@@ -98,7 +98,7 @@ class Case:
 
 
 @dataclass
-class CommitReport:
+class CommitProfiles:
     commit: commits.Commit
     recorded: int = 0
     existing: int = 0
@@ -336,7 +336,7 @@ def _save(out: Path, commit: commits.Commit, case: Case, stacks: dict[str, int],
 
 
 def _keep(out: Path, commit: commits.Commit, case: Case, result: dict, recording: _Recording, rate: int,
-          python: Path, pyspy_version: str, report: CommitReport) -> str | None:
+          python: Path, pyspy_version: str, report: CommitProfiles) -> str | None:
     """Store one case's profile from the worker's result and the recording; or say why there is none."""
     if result.get("skipped"):
         report.skipped += 1
@@ -362,10 +362,10 @@ def _pyspy_version(pyspy: str) -> str:
 def profile_cases(python: Path, suite: Path, env: dict[str, str], commit: commits.Commit, out: Path, *,
                   pyspy: str, patterns: list[str] = (), only: Callable[[Case], bool] | None = None,
                   seconds: float = DEFAULT_SECONDS, rate: int = DEFAULT_RATE, rerun: bool = False,
-                  report: CommitReport | None = None) -> CommitReport:
+                  report: CommitProfiles | None = None) -> CommitProfiles:
     """Record the selected cases (select_cases(listing, patterns), then `only`) of `commit`, importable by
     `python` with `env`, into OUT/profiles; the cases already there are skipped unless `rerun`."""
-    report = report or CommitReport(commit)
+    report = report or CommitProfiles(commit)
     start = time.monotonic()
     todo: list[Case] | None = None  # unknown until the first process has listed the suite
 
@@ -420,9 +420,9 @@ def profile_cases(python: Path, suite: Path, env: dict[str, str], commit: commit
 # -- the command ---------------------------------------------------------------------------------
 
 def _profile_commit(ws: Workspace, python: Path, commit: commits.Commit, pyspy: str,
-                    options: ProfileOptions) -> CommitReport:
+                    options: ProfileOptions) -> CommitProfiles:
     """Build (or reuse) the commit's installation and record its cases; a failure here is the commit's own."""
-    report = CommitReport(commit)
+    report = CommitProfiles(commit)
     start = time.monotonic()
     install, why = ws.install(commit, python)
     if why:
@@ -441,7 +441,7 @@ class Profiled:
     """What `profile_history` did: one report per commit reached, and notes (an interruption)."""
 
     selected: list[commits.Commit]
-    reports: list[CommitReport] = field(default_factory=list)
+    reports: list[CommitProfiles] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
     @property

@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import os
 import pickle
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Iterator
+
+from torchbench_core.storage import atomic_write_bytes
 
 from .. import resources
 from ..asv_bridge import results
@@ -56,17 +56,9 @@ def _load(path: Path, key) -> object | None:
 
 
 def _store(path: Path, key, value) -> None:
-    # storage.atomic_write_text's rename, without its fsync: a cache lost to a power cut costs only time,
-    # and a cold publish writes one entry per result file (2000 fsyncs would cost seconds)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            pickle.dump((key, value), f, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    # without fsync: a cache lost to a power cut costs only time, and a cold publish writes one entry per
+    # result file (2000 fsyncs would cost seconds)
+    atomic_write_bytes(path, pickle.dumps((key, value), protocol=pickle.HIGHEST_PROTOCOL), fsync=False)
 
 
 class SiteCache:
