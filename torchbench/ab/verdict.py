@@ -99,14 +99,18 @@ def decide(evidence: Evidence, policy: Policy) -> list[Verdict]:
         elif len(base) < 2 or len(head) < 2:
             row.status, row.error = FAILED, "fewer than 2 processes measured it on a side"
         else:
-            row.comparison = stats.compare(base, head, confidence=policy.confidence, alpha=policy.fdr,
-                                           power=policy.power)
-            compared.append(row)
+            compared.append((row, base, head))
         row.base = float(np.median(base)) if base else None
         row.head = float(np.median(head)) if head else None
         row.counts_base, row.counts_head, row.counts_delta, moved = _counts(evidence, job)
         row.label = NO_COUNTS if moved is None else COMPUTE if moved else WALL_ONLY
         rows.append(row)
+    # draws enough for a lone change to pass the strictest bar at this suite's size (wall time only: q/10)
+    resamples = stats.resamples_for(policy.fdr / 10, len(compared))
+    for row, base, head in compared:
+        row.comparison = stats.compare(base, head, confidence=policy.confidence, alpha=policy.fdr,
+                                       power=policy.power, resamples=resamples)
+    compared = [row for row, _, _ in compared]
     p = [r.comparison.p_value for r in compared]
     significant = stats.fdr(p, policy.fdr)
     strict = stats.fdr(p, policy.fdr / 10)
