@@ -108,8 +108,10 @@ def decide(evidence: Evidence, policy: Policy) -> list[Verdict]:
     # draws enough for a lone change to pass the strictest bar at this suite's size (wall time only: q/10)
     resamples = stats.resamples_for(policy.fdr / 10, len(compared))
     for row, base, head in compared:
-        row.comparison = stats.compare(base, head, confidence=policy.confidence, alpha=policy.fdr,
-                                       power=policy.power, resamples=resamples)
+        # the minimum detectable effect at the bar a lone change must pass here: BH's q/m (wall time only: q/10m)
+        bar = policy.fdr / max(len(compared), 1) / (10 if row.label == WALL_ONLY else 1)
+        row.comparison = stats.compare(base, head, confidence=policy.confidence, alpha=bar, power=policy.power,
+                                       resamples=resamples)
     compared = [row for row, _, _ in compared]
     p = [r.comparison.p_value for r in compared]
     significant = stats.fdr(p, policy.fdr)
