@@ -191,3 +191,12 @@ def test_the_workflows_pass_zizmor():
     proc = subprocess.run([zizmor, "--offline", "--no-progress", *map(str, WORKFLOWS)], capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_mentions_in_commit_subjects_and_names_notify_nobody():
+    """`@name` in a subject or a benchmark name would notify that person or team on GitHub."""
+    report = AlertReport.from_dict(json.loads((DATA / "alert_report.json").read_text()))
+    report.head = type(report.head)(report.head.sha, "Revert @alice's change, cc @pytorch/core")
+    text = report.markdown()
+    assert "@alice" not in text and "@pytorch/core" not in text
+    assert "@&#8203;alice" in text and "@&#8203;pytorch/core" in text

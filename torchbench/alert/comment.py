@@ -34,10 +34,12 @@ _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
 
 def md(text) -> Markup:
     """Text for a Markdown table cell: one line, HTML's <, > and & as entities (GitHub renders
-    HTML in comments), and Markdown's emphasis, code, link and table characters backslashed."""
+    HTML in comments), Markdown's emphasis, code, link and table characters backslashed, and every @
+    followed by a zero-width space, so a commit subject's `@name` or `@org/team` notifies nobody (as
+    Dependabot writes mentions it quotes)."""
     flat = " ".join(str(text).split())
     html = flat.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return Markup(_MD_SPECIAL.sub(r"\\\1", html))
+    return Markup(_MD_SPECIAL.sub(r"\\\1", html).replace("@", "@&#8203;"))
 
 
 def _time(value: float | None, unit: str | None) -> str:
