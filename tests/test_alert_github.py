@@ -200,3 +200,23 @@ def test_mentions_in_commit_subjects_and_names_notify_nobody():
     text = report.markdown()
     assert "@alice" not in text and "@pytorch/core" not in text
     assert "@&#8203;alice" in text and "@&#8203;pytorch/core" in text
+
+
+def test_the_pull_request_cannot_change_the_tool_that_judges_it_nor_run_unapproved():
+    """The self-hosted runner runs a pull request's code only once a maintainer labelled it, and measures it
+    with the torchbench of the base commit, installed before the pull request's code is checked out."""
+    yaml = pytest.importorskip("yaml")
+    flow = yaml.safe_load((ROOT / ".github" / "workflows" / "benchmark-alert.yml").read_text())
+    assert flow[True]["pull_request"]["types"] == ["labeled"]  # PyYAML reads the key `on` as True
+    job = flow["jobs"]["alert"]
+    assert job["if"] == "github.event.label.name == 'benchmark'"
+    steps = job["steps"]
+    names = [s.get("name", s.get("uses", "")) for s in steps]
+    tool, install, subject = (next(i for i, n in enumerate(names) if key in n)
+                              for key in ("Check out the tool", "Install torchbench", "Check out the subject"))
+    assert tool < install < subject
+    assert steps[tool]["with"]["ref"] == "${{ github.event.pull_request.base.sha }}"
+    assert steps[install]["run"] == "bash tool/scripts/install.sh"
+    assert "ref" not in steps[subject]["with"] and steps[subject]["with"]["path"] == "subject"
+    compare = next(s for s in steps if s.get("name") == "Compare base and head")["run"]
+    assert '--repo "$GITHUB_WORKSPACE/subject"' in compare and 'cd "$RUNNER_TEMP"' in compare
