@@ -117,6 +117,30 @@ def test_a_malformed_pull_request_number_is_refused(github, tmp_path, number):
     assert state["calls"] == []
 
 
+@pytest.mark.parametrize("body, number, message", [
+    ("x" * (2 << 20), "12", "more than the 1048576 a torchbench artifact holds"),  # refused unread
+    ("<!-- torchbench-alert -->\nok", "1" * 40, "more than the 32 a torchbench artifact holds"),
+    ("hello <!-- torchbench-alert -->", "12", "does not start with the alert's marker"),
+], ids=["huge comment", "long number", "marker not first"])
+def test_an_oversized_or_malformed_artifact_is_refused_before_anything_is_posted(github, tmp_path, body, number,
+                                                                                 message):
+    state, api = github
+    proc = comment_script(tmp_path, api, body=body, number=number)
+    assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+    assert state["written"] == []
+
+
+def test_a_comment_that_is_not_utf8_is_refused(github, tmp_path):
+    state, api = github
+    comment_script(tmp_path, api)  # writes the files
+    (tmp_path / "comment.md").write_bytes(b"<!-- torchbench-alert -->\n\xff\xfe")
+    env = dict(os.environ, GITHUB_EVENT_PATH=str(EVENT), GITHUB_API_URL=api, GITHUB_TOKEN="test-token")
+    proc = subprocess.run([sys.executable, "-m", "torchbench.alert.github", "--comment", str(tmp_path / "comment.md"),
+                           "--pr-file", str(tmp_path / "pr-number")], capture_output=True, text=True, env=env,
+                          cwd=ROOT, timeout=60)
+    assert proc.returncode == 2 and "not UTF-8 text" in proc.stderr
+
+
 def test_a_body_without_the_marker_is_refused_and_a_huge_one_is_cut(github, tmp_path):
     state, api = github
     proc = comment_script(tmp_path, api, body="hello")

@@ -10,8 +10,10 @@ triggered it (GITHUB_EVENT_PATH). The artifact is untrusted, so:
 * the number must be a plain integer, and the pull request it names must
   have the head commit the triggering run measured (a fork cannot aim its
   comment at another pull request);
-* the comment must carry the alert's hidden marker, and is cut to GitHub's
-  size limit.
+* the files must be small (the comment at most MAX_ARTIFACT bytes, read only
+  after its size is checked; the number a few bytes) and UTF-8;
+* the comment must start with the alert's hidden marker, and is cut to
+  GitHub's size limit.
 
 One comment per pull request: the one with the marker is edited, else one is
 created. Only the standard library is used (the job installs nothing). The
@@ -33,6 +35,8 @@ __all__ = ["MARKER", "main", "post"]
 MARKER = "torchbench-alert"  # the hidden <!-- marker --> by which the comment is found again
 
 MAX_BODY = 65536  # GitHub's limit for a comment body
+MAX_ARTIFACT = 1 << 20  # a comment file larger than this is not a torchbench comment
+MAX_NUMBER = 32
 TRUNCATED = "\n\n> (cut to fit GitHub's comment size limit; the whole report is in the workflow's artifact)\n"
 
 
@@ -59,8 +63,8 @@ def post(*, api: str, token: str, repo: str, number: int, head_sha: str, body: s
         raise GitHubError(f"pull request #{number} is at {pull.get('head', {}).get('sha')}, not at the measured "
                           f"commit {head_sha}: refusing to comment")
     marker = f"<!-- {MARKER} -->"
-    if marker not in body:
-        raise GitHubError("the comment does not carry the alert's marker; is it a torchbench alert report?")
+    if not body.startswith(marker):
+        raise GitHubError("the comment does not start with the alert's marker; is it a torchbench alert report?")
     if len(body) > MAX_BODY:
         body = body[: MAX_BODY - len(TRUNCATED)] + TRUNCATED
     page = 1
@@ -77,6 +81,17 @@ def post(*, api: str, token: str, repo: str, number: int, head_sha: str, body: s
     return "created"
 
 
+def _read_small(path: Path, limit: int) -> str:
+    """An artifact file's text, refused unread when it is larger than LIMIT bytes or not UTF-8."""
+    size = path.stat().st_size
+    if size > limit:
+        raise GitHubError(f"{path}: {size} bytes, more than the {limit} a torchbench artifact holds")
+    try:
+        return path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError:
+        raise GitHubError(f"{path}: not UTF-8 text") from None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m torchbench.alert.github", description=__doc__.splitlines()[0])
     parser.add_argument("--comment", type=Path, required=True, help="the Markdown comment (from the artifact)")
@@ -86,12 +101,12 @@ def main(argv: list[str] | None = None) -> int:
         event = json.loads(Path(os.environ["GITHUB_EVENT_PATH"]).read_text())
         run = event["workflow_run"]
         repo, head_sha = event["repository"]["full_name"], run["head_sha"]
-        text = args.pr_file.read_text().strip()
+        text = _read_small(args.pr_file, MAX_NUMBER).strip()
         if not text.isdigit():
             raise GitHubError(f"{args.pr_file}: not a pull request number: {text[:40]!r}")
         outcome = post(api=os.environ.get("GITHUB_API_URL", "https://api.github.com"),
                        token=os.environ["GITHUB_TOKEN"], repo=repo, number=int(text), head_sha=head_sha,
-                       body=args.comment.read_text())
+                       body=_read_small(args.comment, MAX_ARTIFACT))
     except (KeyError, OSError, ValueError, GitHubError) as e:
         print(f"torchbench comment: {type(e).__name__}: {e}", file=sys.stderr)
         return 2
