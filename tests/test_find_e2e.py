@@ -79,6 +79,7 @@ def test_find_confirms_the_step_and_bisects_it_to_the_culprit_skipping_what_does
     (step,) = record["steps"]
     assert (step["before"], step["after"]) == (shas[1], shas[7]) and step["ratio"] > 2
     assert step["status"] == "confirmed" and step["confirmation"]["ratio"] > 2, step["confirmation"]
+    assert step["confirmation"]["fdr"] == 0.01  # one comparison: the whole FDR (several would share it)
     culprit = step["culprit"]
     assert culprit["status"] == "found" and culprit["culprit"] == shas[6], culprit
     assert culprit["subject"] == "four times the work" and culprit["parent"] == shas[5]

@@ -17,6 +17,7 @@ build are skipped and named (as `git bisect skip`).
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import json
 import math
@@ -254,6 +255,8 @@ def _confirm(session: Session, repo: git.Repo, group: list[tuple[changepoints.Fo
         want = stats.REGRESSED if f.step.ratio > 1 else stats.IMPROVED
         status = row.status if row else "failed"
         entry["confirmation"] = _summary(row)
+        if entry["confirmation"] is not None:
+            entry["confirmation"]["fdr"] = session.options.policy.fdr  # after the run's split across comparisons
         entry["confirmed_at"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
         if status == want:
             entry["status"] = CONFIRMED
@@ -299,6 +302,11 @@ def find_steps(out: Path, repo: git.Repo, session: Callable[[], Session], *, bra
             todo.setdefault((f.before, f.after), []).append((f, entry))
     write_record(out, record)
     s = session() if todo else None
+    if s is not None and len(todo) > 1:
+        # every confirmation of this run at fdr / (number of comparisons): Benjamini-Hochberg within each
+        # comparison, Bonferroni across them, so the run's false confirmations stay within the one FDR
+        policy = s.options.policy
+        s.options = dataclasses.replace(s.options, policy=dataclasses.replace(policy, fdr=policy.fdr / len(todo)))
     for group in todo.values():
         _confirm(s, repo, group)
         write_record(out, record)  # each confirmation is kept as soon as it is made
