@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+
 import pytest
 import torch.utils.benchmark as torch_benchmark
 from torch.utils.benchmark.utils.common import TaskSpec as TorchTaskSpec
@@ -21,6 +23,17 @@ def measurement_pair(raw_times, number_per_run=1, **spec):
 @pytest.fixture
 def pair():
     return measurement_pair
+
+
+def pytest_configure(config):
+    """Once, before any worker starts (pytest-xdist runs this in the controller too): asv's machine file. A
+    fresh machine has none, and two workers' `asv machine --yes` at once would write it together."""
+    if hasattr(config, "workerinput"):
+        return
+    from torchbench.asv_bridge.driver import MACHINE_COMMAND, machine_file
+
+    if not machine_file().exists():
+        subprocess.run(MACHINE_COMMAND, check=True, capture_output=True)
 
 
 @pytest.fixture(scope="session")

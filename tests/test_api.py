@@ -14,7 +14,7 @@ SLOWDOWN = ("b2e29fb6", "00d31233")  # the example's commit that makes TensorLik
 
 
 def test_a_history_is_run_read_and_published_from_python(tmp_path, env_dir):
-    report = torchbench.run_history(None, torchbench.Selection(range="HEAD~4..HEAD~2"), out=tmp_path,
+    report = torchbench.run_history(None, torchbench.Selection(range="HEAD~5..HEAD~3"), out=tmp_path,
                                     env_dir=env_dir,
                                     options=torchbench.HistoryOptions(patterns=("Dispatch",), rounds=1))
     assert isinstance(report, torchbench.RunReport) and report.exit_status() == 0, report.render()

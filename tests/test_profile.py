@@ -7,7 +7,6 @@ end on the example library's regressing commit and its parent, in a real asv
 environment, its differential page opened from disk in headless chromium.
 """
 
-import argparse
 import json
 import os
 import re
@@ -19,6 +18,7 @@ from pathlib import Path
 import git
 import pytest
 
+import torchbench.cli
 from torchbench.profiling import record as profile
 from torchbench.project import commits, example
 from torchbench.profiling import flamegraph as fg
@@ -321,9 +321,8 @@ def test_py_spy_installed_beside_the_interpreter_is_found_without_activating_the
 # -- the command, end to end on the example library ---------------------------------------------------
 
 def run_profile(*argv) -> int:
-    parser = argparse.ArgumentParser()
-    profile.add_arguments(parser)
-    return profile.main(parser.parse_args([str(a) for a in argv]))
+    """`torchbench profile ARGV...` in this process (its output captured by pytest)."""
+    return torchbench.cli.main(["profile", *map(str, argv)])
 
 
 @pytest.fixture(scope="module")

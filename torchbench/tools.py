@@ -28,18 +28,27 @@ def find(name: str) -> str | None:
 
 
 def npm_package(spec: str, cache: Path) -> Path:
-    """The unpacked npm package `spec` (name@version), fetched with `npm pack` unless cached."""
+    """The unpacked npm package `spec` (name@version), fetched with `npm pack` unless cached. Unpacked in a
+    temporary folder and renamed into the cache, so an interrupted fetch, or two processes fetching at
+    once, never leave half a package there."""
     target = cache / spec.replace("/", "_")
     if not (target / "package").is_dir():
         npm = find("npm")
         if npm is None:
             raise RuntimeError(f"npm is not installed: cannot fetch {spec}")
-        with tempfile.TemporaryDirectory() as tmp:
+        cache.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=cache, prefix=f".{target.name}.") as tmp:
             proc = subprocess.run([npm, "pack", spec, "--silent"], cwd=tmp, capture_output=True, text=True,
                                   timeout=300)
             if proc.returncode != 0:
                 raise RuntimeError(f"npm pack {spec} failed: {proc.stderr.strip()[-500:]}")
             tarball = next(Path(tmp).glob("*.tgz"))
             with tarfile.open(tarball) as tar:
-                tar.extractall(target, filter="data")
+                tar.extractall(Path(tmp) / "unpacked", filter="data")
+            if target.exists() and not (target / "package").is_dir():  # half unpacked by an older torchbench
+                shutil.rmtree(target, ignore_errors=True)
+            try:
+                (Path(tmp) / "unpacked").rename(target)
+            except OSError:  # another process put it there first: theirs is whole too
+                pass
     return target / "package"

@@ -20,7 +20,7 @@ from .. import resources
 from ..errors import UserError
 from ..project.config import Project, base_config
 
-__all__ = ["Asv", "Timings", "harness_env"]
+__all__ = ["MACHINE_COMMAND", "Asv", "Timings", "harness_env", "machine_file"]
 
 
 @dataclass
@@ -61,10 +61,8 @@ class Asv:
         return [sys.executable, "-m", "asv", *args, "--config", str(self.conf_path)]
 
     def ensure_machine(self) -> None:
-        from asv.machine import MachineCollection
-
-        if not Path(MachineCollection.get_machine_file_path()).exists():
-            self._run("machine", [sys.executable, "-m", "asv", "machine", "--yes"])
+        if not machine_file().exists():
+            self._run("machine", MACHINE_COMMAND)
 
     def setup(self, env_dir: Path) -> list[Path]:
         """Build the managed environments (only those asv finds absent); return their interpreters."""
@@ -139,6 +137,16 @@ class Asv:
 
     def publish(self) -> None:
         self._run("publish", self.asv("publish"))
+
+
+MACHINE_COMMAND = [sys.executable, "-m", "asv", "machine", "--yes"]  # asv's own description of this machine
+
+
+def machine_file() -> Path:
+    """asv's machine file (~/.asv-machine.json): a fresh machine has none, and asv would stop to ask."""
+    from asv.machine import MachineCollection
+
+    return Path(MachineCollection.get_machine_file_path())
 
 
 def link_harness(python: Path) -> None:
