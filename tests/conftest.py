@@ -30,10 +30,12 @@ def pytest_configure(config):
     fresh machine has none, and two workers' `asv machine --yes` at once would write it together."""
     if hasattr(config, "workerinput"):
         return
+    from torchbench import resources
     from torchbench.asv_bridge.driver import MACHINE_COMMAND, machine_file
 
     if not machine_file().exists():
-        subprocess.run(MACHINE_COMMAND, check=True, capture_output=True)
+        subprocess.run([*MACHINE_COMMAND, "--config", str(resources.base_config_file())], check=True,
+                       capture_output=True)
 
 
 @pytest.fixture(scope="session")

@@ -12,6 +12,7 @@ import math
 import os
 import shutil
 import signal
+import site
 import subprocess
 import sys
 import threading
@@ -242,8 +243,43 @@ def test_the_example_site_renders_in_a_real_browser(example_history):
 
 # -- a torch developer's own build ----------------------------------------------------------------------
 
+def venv_over_a_bare_interpreter(path: Path) -> Path:
+    """PATH/venv/bin/python: a venv whose python is a symlink to an interpreter that, run by itself, cannot
+    import torch, numpy or asv_runner; only the venv can.
+
+    That is a developer's venv over a bare system python. This machine's python has everything installed,
+    so a venv made from it would not tell the venv's python from the interpreter it links to; the bare
+    interpreter is therefore a copy of it in a venv of its own without site packages (PATH/base), and the
+    venv links to it. The venv sees what this test's interpreter sees (its site folders, .pth files
+    included, so this holds when the tests themselves run in a venv)."""
+    base, venv = path / "base", path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", "--copies", str(base)], check=True)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    for name in ("python", "python3", version):
+        (venv / "bin" / name).unlink(missing_ok=True)
+    (venv / "bin" / version).symlink_to(base / "bin" / version)
+    (venv / "bin" / "python").symlink_to(version)
+    (venv / "bin" / "python3").symlink_to(version)
+    (site_packages,) = (venv / "lib").glob("python3.*/site-packages")
+    outer = [p for p in [*site.getsitepackages(), site.getusersitepackages()] if Path(p).is_dir()]
+    (site_packages / "outer.pth").write_text("".join(f"import site; site.addsitedir({p!r})\n" for p in outer))
+
+    python = venv / "bin" / "python"
+    assert python.is_symlink() and python.resolve() == (base / "bin" / version).resolve()
+
+    def imports(py):
+        return subprocess.run([str(py), "-c", "import torch, numpy, asv_runner"], check=False,
+                              capture_output=True, env=dict(os.environ, PYTHONPATH="")).returncode == 0
+
+    assert imports(python) and not imports(python.resolve())
+    return python
+
+
 def test_an_existing_torch_build_is_measured_and_filed_under_its_commit(tmp_path, env_dir):
-    """This machine's torch stands in for a local source build; a throwaway repository for its checkout."""
+    """This machine's torch, seen through a venv, stands in for a local source build; a throwaway repository
+    for its checkout. The venv's python is given as is: its link target lacks the venv's packages."""
+    python = venv_over_a_bare_interpreter(tmp_path / "envs")
     checkout = tmp_path / "pytorch"
     checkout.mkdir()
     repo = git.Repo.init(checkout, initial_branch="main")
@@ -253,17 +289,18 @@ def test_an_existing_torch_build_is_measured_and_filed_under_its_commit(tmp_path
     repo.index.add(["README"])
     sha = repo.index.commit("the commit the build came from").hexsha
     out = tmp_path / "out"
-    proc = torchbench("--existing", sys.executable, "--repo", checkout, "--commit", sha[:10], "-b",
+    proc = torchbench("--existing", python, "--repo", checkout, "--commit", sha[:10], "-b",
                       "TorchFunctionOverhead", "--out", out)
     assert proc.returncode == 0, explain(proc)
     found = results.load(out / "results")
     assert {r.commit for r in found.rows} == {sha}
-    assert all(r.env_name.startswith("existing-") for r in found.rows)
+    # the environment is named after the venv's python, not the interpreter it links to
+    assert all(r.env_name.startswith("existing-") and "venv_bin_python" in r.env_name for r in found.rows)
     rows = {dict(r.params)["sub_label"]: r for r in found.rows}
     assert set(rows) == {"Tensor", "SubTensor", "WithTorchFunction", "SubWithTorchFunction"}
     assert all(r.status == "ok" and len(r.samples) >= 5 for r in rows.values())
     # filed under the commit: a second build of the same commit goes on from the saved results
-    again = torchbench("--existing", sys.executable, "--repo", checkout, "--commit", sha, "-b",
+    again = torchbench("--existing", python, "--repo", checkout, "--commit", sha, "-b",
                        "TorchFunctionOverhead", "--out", out, "--no-publish")
     assert again.returncode == 0 and "4 measured" in again.stdout, explain(again)
 

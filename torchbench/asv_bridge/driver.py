@@ -62,7 +62,7 @@ class Asv:
 
     def ensure_machine(self) -> None:
         if not machine_file().exists():
-            self._run("machine", MACHINE_COMMAND)
+            self._run("machine", [*MACHINE_COMMAND, "--config", str(self.conf_path)])
 
     def setup(self, env_dir: Path) -> list[Path]:
         """Build the managed environments (only those asv finds absent); return their interpreters."""
@@ -139,7 +139,8 @@ class Asv:
         self._run("publish", self.asv("publish"))
 
 
-MACHINE_COMMAND = [sys.executable, "-m", "asv", "machine", "--yes"]  # asv's own description of this machine
+# asv's own description of this machine; asv wants a configuration with it (--config), from any folder
+MACHINE_COMMAND = [sys.executable, "-m", "asv", "machine", "--yes"]
 
 
 def machine_file() -> Path:
