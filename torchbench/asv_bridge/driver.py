@@ -44,7 +44,7 @@ class Asv:
         self.conf_path = conf_path
         self.timings = timings
         self.env = harness_env()
-        self.keep_fds = keep_fds  # the run's locks: asv holds them too while it runs (see lock.py)
+        self.keep_fds = keep_fds  # the run's locks: asv holds them too while it runs (see project/lock.py)
 
     def _run(self, step: str, cmd: list[str], *, check: bool = True, **kwargs) -> subprocess.CompletedProcess:
         print(f"\n== {step}: {' '.join(cmd)}", flush=True)

@@ -1,4 +1,4 @@
-"""asv plugin loaded by every derived configuration ("plugins": [".torchbench.asv_plugin"]).
+"""asv plugin loaded by every derived configuration ("plugins": [".torchbench.asv_bridge.plugin"]).
 
 asv 0.6.6 has no hooks for what a tracker must not lose, so `setup()` (which
 asv calls when it loads the plugin) wraps three of its functions:

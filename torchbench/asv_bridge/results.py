@@ -100,7 +100,7 @@ class Row:
 
 @dataclass(frozen=True)
 class Outcome:
-    """What asv_plugin recorded for one results file: the build, and why benchmarks failed."""
+    """What our asv plugin (plugin.py) recorded for one results file: the build, and why benchmarks failed."""
 
     build: dict | None  # {"built": bool, "log": str}, or None where nothing was built (existing env)
     failures: dict[str, dict]  # benchmark name -> {"errcode": int, "stderr": str}

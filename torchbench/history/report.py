@@ -1,7 +1,7 @@
 """The run report: per commit, what was measured, what failed and why, and where the time went.
 
 Built from the result files (results.load) and the outcome records of
-asv_plugin, never from asv's console output. `exit_status` applies the
+asv_bridge/plugin.py, never from asv's console output. `exit_status` applies the
 policy of errors.py: 0 only when every selected commit was built and every
 selected benchmark measured.
 """

@@ -1,9 +1,9 @@
 """The asv configuration derived for one run, and what it needs from the tracked project.
 
-The base is this repository's asv.conf.json (torch pinned in the matrix, the
+The base is torchbench/project/asv.conf.json, shipped in the package (torch pinned in the matrix, the
 project built and installed with --no-deps, forkserver launch). A run points
 it at the tracked repository and the output folder, and loads our asv plugin
-(atomic result files, build and failure records; see asv_plugin).
+(atomic result files, build and failure records; see asv_bridge/plugin.py).
 
 The tracked project is described by its pyproject.toml at the last commit of
 the range: its distribution name (asv uninstalls it between commits), its

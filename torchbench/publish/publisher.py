@@ -19,7 +19,7 @@ Every page is rendered by jinja2 (autoescape on) from torchbench/templates/, car
 its data inline and draws its charts as inline SVG, so it works opened from
 disk. asv's nav bar gets one link to our index, and asv's own page is pointed
 at local copies of its CDN scripts (assets.py) when npm can fetch them.
-Results are read through results.py (asv's own Results API); a malformed
+Results are read through asv_bridge/results.py (asv's own Results API); a malformed
 file is named in a warning on our index page and skipped.
 """
 
