@@ -44,3 +44,12 @@ def test_changepoint_validation_builds_histories_of_several_processes_from_a_rec
     assert "30 commits of 2 real per-process value(s) each (6 benchmark pools, 144 processes)" in proc.stdout
     for row in ("A/A false /100", "+10% step found", "goals:"):
         assert row in proc.stdout
+
+
+def test_suite_scale_prints_ours_beside_the_old_floor_for_every_size_and_effect():
+    proc = subprocess.run([sys.executable, "evaluation/suite_scale.py", "--sizes", "6", "150", "--effects", "0.5",
+                           "--suites", "1"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    rows = [line.split() for line in proc.stdout.splitlines() if line.strip()[:1].isdigit()]
+    assert [(r[0], r[2] if r[1] == "A/A" else r[3]) for r in rows] == [
+        (m, d) for m in ("6", "150") for _ in ("A/A", "+50%") for d in ("ours", "anchor")]
