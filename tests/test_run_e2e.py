@@ -207,8 +207,10 @@ def test_the_example_history_has_the_step_up_and_the_step_down(example_history):
     tensor_like = series("TensorLike")
     regressed, unchanged = tensor_like[2:4], tensor_like[:2] + tensor_like[4:]
     assert min(regressed) > 1.3 * max(unchanged), tensor_like  # up at commit 3, down at commit 5
+    # plain Tensor has no step: not the TensorLike's 3x. One process a commit can be up to 2x off here (more
+    # with a second test worker beside it), so a tighter bound than 3x tests the machine, not the history.
     tensor = series("Tensor")
-    assert max(tensor) < 2 * min(tensor), tensor  # plain Tensor has no step
+    assert max(tensor) < 3 * min(tensor), tensor
 
 
 def test_the_example_site_is_published_and_needs_no_internet(example_history):
