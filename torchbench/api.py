@@ -19,6 +19,7 @@ from .ab.options import Policy, Rounds
 from .alert.comment import AlertReport
 from .alert.pull_request import AlertOptions, alert, alert_from_results
 from .asv_bridge import results
+from .errors import UserError
 from .asv_bridge.results import ResultSet
 from .history.report import RunReport
 from .history.run import Existing, HistoryOptions, measure_history
@@ -58,7 +59,10 @@ def run_history(repo: PathLike | None, selection: Selection = Selection(), *, ou
     with locked_folders(_path(out), _path(env_dir), _path(repo)) as folders:
         report, ws = measure_history(folders, selection, options, existing=existing)
         if publish and not options.quick and not report.problems:
-            report.notes += _publish_with(ws.asv, folders.out)
+            try:
+                report.notes += _publish_with(ws.asv, folders.out)
+            except UserError as e:  # the measurements are kept: a failed publish is one more problem reported
+                report.problems.append(str(e))
     return report
 
 

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 from .. import stats
-from ..asv_bridge.driver import harness_env
+from ..asv_bridge.driver import install_env
 from ..asv_bridge.worker import WORKER, read_json, read_json_lines
 from ..errors import UserError, last_line
 from .evidence import Evidence, Job, Side
@@ -41,7 +41,7 @@ INTERIM_RESAMPLES = 4000  # p-values down to 2.5e-4, below INTERIM_P
 
 def side_env(side: Side) -> dict[str, str]:
     """The environment of a process that imports this side's installation."""
-    return dict(harness_env(), PYTHONPATH=str(side.install))
+    return install_env(side.install)
 
 
 def _one_process(python: Path, suite: Path, side: Side, jobs: list[Job], cache_dir: Path,

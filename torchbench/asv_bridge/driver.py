@@ -20,7 +20,7 @@ from .. import resources
 from ..errors import UserError
 from ..project.config import Project, base_config
 
-__all__ = ["MACHINE_COMMAND", "Asv", "Timings", "harness_env", "machine_file"]
+__all__ = ["MACHINE_COMMAND", "Asv", "Timings", "harness_env", "install_env", "machine_file"]
 
 
 @dataclass
@@ -31,6 +31,11 @@ class Timings:
 
     def add(self, name: str, seconds: float) -> None:
         self.steps[name] = self.steps.get(name, 0.0) + seconds
+
+
+def install_env(install: Path) -> dict[str, str]:
+    """The environment of a process that imports a commit installed into its own folder (Workspace.install)."""
+    return dict(harness_env(), PYTHONPATH=str(install))
 
 
 def harness_env() -> dict[str, str]:

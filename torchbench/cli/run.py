@@ -1,4 +1,4 @@
-"""`torchbench run` and `torchbench publish`: arguments -> torchbench.history.run, then the site."""
+"""`torchbench run` and `torchbench publish`: arguments -> torchbench.api.run_history (measure, then publish)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import sys
 from pathlib import Path
 
 from ..errors import UserError
-from ..history.run import DEFAULT_ROUNDS, Existing, HistoryOptions, measure_history
-from ..project.folders import locked_folders
-from ..publish.site import publish, publish_folder
+from ..api import run_history
+from ..history.run import DEFAULT_ROUNDS, Existing, HistoryOptions
+from ..publish.site import publish_folder
 from .options import add_folder_arguments, add_selection_arguments, checked, selection_of
 
 __all__ = ["add_arguments", "add_publish_arguments", "main", "publish_main"]
@@ -45,19 +45,14 @@ def main(args: argparse.Namespace) -> int:
         raise UserError("--commit goes with --existing")
     options = HistoryOptions(patterns=tuple(args.bench), rounds=args.rounds, quick=args.quick, rerun=args.rerun,
                              benchmarks=args.benchmarks)
-    selection = selection_of(args)
     existing = Existing(args.existing.absolute(), args.commit) if args.existing is not None else None
-    with locked_folders(args.out, args.env_dir, args.repo) as folders:
-        report, ws = measure_history(folders, selection, options, existing=existing)
-        if not args.no_publish and not args.quick and not report.problems:
-            try:
-                report.notes += publish(ws.asv, folders.out)
-            except UserError as e:
-                report.problems.append(str(e))
+    report = run_history(args.repo, selection_of(args), out=args.out, options=options, existing=existing,
+                         env_dir=args.env_dir, publish=not args.no_publish)
     print(report.render())
-    site = folders.out / "html" / "index.html"
-    if site.exists() and not args.no_publish:
-        print(f"site: {site}  (or serve it: {sys.executable} -m asv preview --config {ws.conf})")
+    out = args.out.resolve()
+    if (out / "html" / "index.html").exists() and not args.no_publish:
+        print(f"site: {out / 'html' / 'index.html'}  (or serve it: {sys.executable} -m asv preview "
+              f"--config {out / 'asv.conf.json'})")
     return report.exit_status()
 
 

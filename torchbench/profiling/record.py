@@ -50,7 +50,7 @@ from typing import Callable
 from torchbench_core.storage import atomic_write_text
 
 from .. import tools
-from ..asv_bridge.driver import harness_env
+from ..asv_bridge.driver import install_env
 from ..asv_bridge.worker import WORKER, combinations
 from ..asv_bridge.workspace import Workspace, open_workspace
 from ..errors import UserError, last_line
@@ -429,7 +429,7 @@ def _profile_commit(ws: Workspace, python: Path, commit: commits.Commit, pyspy: 
         report.failures.append(f"{commit.short} does not build: {why}")
         print(f"torchbench profile: {report.failures[-1]}", file=sys.stderr, flush=True)
     else:
-        profile_cases(python, ws.bench_dir, dict(harness_env(), PYTHONPATH=str(install)), commit, ws.out,
+        profile_cases(python, ws.bench_dir, install_env(install), commit, ws.out,
                       pyspy=pyspy, patterns=list(options.patterns), seconds=options.seconds, rate=options.rate,
                       rerun=options.rerun, report=report)
     report.seconds = time.monotonic() - start
