@@ -59,7 +59,7 @@ from alert_validation import alert, calibrate, inject  # noqa: E402
 from torchbench import stats  # noqa: E402
 from torchbench.ab import rounds as measure  # noqa: E402
 from torchbench.ab.evidence import Evidence, JobInfo, Side  # noqa: E402
-from torchbench.ab.options import MIN_ROUNDS, Policy  # noqa: E402
+from torchbench.ab.options import MIN_ROUNDS, Policy, Rounds  # noqa: E402
 from torchbench.ab.pair import select_jobs  # noqa: E402
 from torchbench.ab.verdict import decide  # noqa: E402
 from torchbench.asv_bridge.worker import list_benchmarks  # noqa: E402
@@ -149,6 +149,8 @@ def replay(pool: dict, base: str, head: str, n: int, draws: int, seed: int = 0, 
             job = (name, int(index))
             jobs.append(job)
             evidence.jobs[job] = JobInfo(pool["jobs"][key], unit="seconds", on_base=True, on_head=True)
+        # the alert's own design: its looks planned for n rounds
+        measure.plan_design(evidence, jobs, policy, Rounds(min_rounds=min(MIN_ROUNDS, n), max_rounds=max(n, 2)))
         for k, r in enumerate(chosen):
             arms = rounds[r]["arms"]
             for job, key in zip(jobs, keys):
@@ -158,7 +160,7 @@ def replay(pool: dict, base: str, head: str, n: int, draws: int, seed: int = 0, 
                     if key in arms[arm]["values"]:
                         evidence.values[side].setdefault(job, []).append(arms[arm]["values"][key] * factor)
             evidence.rounds = k + 1
-            measure.interim_decisions(evidence, jobs, MIN_ROUNDS, policy)
+            measure.interim_decisions(evidence, jobs, policy)
         rows = decide(evidence, policy)
         out.append({r.name: r.status for r in rows} | {"_mde": {r.name: r.comparison.mde for r in rows
                                                                  if r.comparison}})

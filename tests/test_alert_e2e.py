@@ -71,13 +71,30 @@ def test_the_regressing_commit_exits_1_with_the_right_rows_labelled_compute(exam
     regressed = {t for t, r in verdicts.items() if r["status"] == "regressed"}
     assert regressed == {"TensorLike · torch.add(a, b) (__torch_function__ dispatch)",
                          "TensorLike · torch.mul(a, b) (__torch_function__ dispatch)"}, explain(proc)
-    for title in regressed:
+    for title in regressed:  # decided by their counts, from one valgrind process a side
         assert verdicts[title]["label"] == "compute" and verdicts[title]["counts_delta"] > 0.5
+        assert verdicts[title]["decided_by"] == "instruction counts"
+        assert verdicts[title]["stopped"].startswith("decided by instruction counts")
         assert verdicts[title]["comparison"]["ci_low"] > 1.5
     assert not [t for t, r in verdicts.items() if r["status"] in ("improved", "failed")]
     comment = (tmp_path / "comment.md").read_text()
     assert comment.startswith("<!-- torchbench-alert -->") and "❌ 2 regression(s)" in comment
+    assert "2 decided by instruction counts" in comment
     assert comment in proc.stdout  # the report is printed too
+    # where the time went: every phase, rounds a minute, and the costliest benchmarks
+    spent = doc["time_spent"]
+    assert {"build and list", "instruction counts", "rounds", "evidence site"} <= set(spent["phases"])
+    assert spent["rounds_per_minute"] > 0 and spent["processes"] == 2 * doc["rounds"] and spent["costliest"]
+    assert "rounds a minute" in comment and "costliest:" in comment
+    assert "6 case(s) from the cache, 0 counted" not in proc.stdout
+
+    # The counts are cached per commit, environment and suite: a second alert of the same commits counts nothing
+    again = alert("--repo", path, "--base", shas[1], "--head", shas[2], "--max-rounds", 2, "--min-rounds", 2,
+                  "--no-profile", "--json", tmp_path / "again.json", out=tmp_path / "out", env_dir=env_dir)
+    assert again.returncode in (0, 1, 3), explain(again)
+    assert again.stdout.count("6 case(s) from the cache, 0 counted") == 2, explain(again)
+    cached = {r["title"]: r["counts_delta"] for r in json.loads((tmp_path / "again.json").read_text())["rows"]}
+    assert cached == {t: r["counts_delta"] for t, r in verdicts.items()}
 
     # Each regression links its Compare row and its flame graphs, and every link is in the site.
     site = tmp_path / "out" / "alert" / f"{shas[1][:8]}..{shas[2][:8]}" / "site"

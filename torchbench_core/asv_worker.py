@@ -16,7 +16,11 @@ runner runs one (setup_cache result loaded, setup, run, teardown).
 result after), so a benchmark that kills the process is known by its start
 line without an end. A result is {"samples": [...], "number": n} for a
 benchmark that returns asv's sample form (or a time_ benchmark), {"value": x}
-for a plain track_ value, {"skipped": true}, or {"error": "..."}.
+for a plain track_ value, {"skipped": true}, or {"error": "..."}; each with
+"elapsed", the job's seconds in the process (set-up included). A job in
+JOBS.json is [name, index], or [name, index, run_time]: a TimerSuite case's
+seconds of timed blocks in this process (blocked_autorange's min_run_time),
+as `torchbench alert` allocates them.
 
 `counts` collects instruction counts (callgrind) for the jobs that are
 TimerSuite cases, all in one valgrind process: {job key: [counts per run, ...]}.
@@ -111,8 +115,11 @@ def _load_cache(benchmark, cache_dir: Path | None):
     return cache
 
 
-def _run_one(benchmark, index: int, cache) -> dict:
+def _run_one(benchmark, index: int, cache, run_time: float | None = None) -> dict:
     benchmark.set_param_idx(index)
+    suite_instance = _timer_suite(benchmark)
+    if run_time is not None and suite_instance is not None:
+        suite_instance.min_run_time = run_time  # this process's share of time for the case (torchbench alert)
     benchmark.set_cache(cache)
     if benchmark.do_setup():
         return {"skipped": True}
@@ -130,23 +137,27 @@ def _run_one(benchmark, index: int, cache) -> dict:
 
 
 def _each_job(suite: Path, benchmarks: dict, jobs: list, cache_dir: Path | None, f, measure_one) -> None:
-    """Run `jobs` in order, one JSON line before each ({"start": job}) and one after (its result), so a
-    benchmark that kills the process is known by its start line. measure_one(benchmark, index,
-    setup_cache value, position) gives the result; an exception is that job's error alone."""
+    """Run `jobs` in order, one JSON line before each ({"start": job}) and one after (its result, with the
+    seconds it took, set-up included, as "elapsed"), so a benchmark that kills the process is known by its start line.
+    A job is [name, index] or [name, index, run_time] (a TimerSuite case's seconds of blocks in this
+    process). measure_one(benchmark, index, setup_cache value, position, run_time) gives the result; an
+    exception is that job's error alone."""
     caches: dict = {}
-    for position, (name, index) in enumerate(jobs):
+    for position, (name, index, *rest) in enumerate(jobs):
         f.write(json.dumps({"start": [name, index]}) + "\n")
         benchmark = benchmarks.get(name)
+        started = time.perf_counter()
         try:
             if benchmark is None:
                 raise LookupError(f"{name}: no such benchmark in {suite}")
             if benchmark.setup_cache_key not in caches:
                 caches[benchmark.setup_cache_key] = _load_cache(benchmark, cache_dir)
-            result = measure_one(benchmark, index, caches[benchmark.setup_cache_key], position)
+            result = measure_one(benchmark, index, caches[benchmark.setup_cache_key], position,
+                                 float(rest[0]) if rest else None)
         except Exception as e:  # one benchmark's failure is its own; the process goes on
             tail = traceback.format_exc().strip().splitlines()[-6:]
             result = {"error": f"{type(e).__name__}: {e}", "traceback": "\n".join(tail)}
-        f.write(json.dumps({"job": [name, index], **result}) + "\n")
+        f.write(json.dumps({"job": [name, index], **result, "elapsed": time.perf_counter() - started}) + "\n")
         f.flush()
 
 
@@ -154,7 +165,7 @@ def run(suite: Path, jobs: list[list], out: Path, cache_dir: Path | None) -> Non
     benchmarks = _discover(suite)
     with open(out, "a", buffering=1) as f:
         _each_job(suite, benchmarks, jobs, cache_dir, f,
-                  lambda benchmark, index, cache, _: _run_one(benchmark, index, cache))
+                  lambda benchmark, index, cache, _, run_time: _run_one(benchmark, index, cache, run_time))
 
 
 def counts(suite: Path, jobs: list[list], out: Path) -> None:
@@ -272,7 +283,7 @@ def profile(suite: Path, out: Path, seconds: float, cache_dir: Path | None) -> N
         f.write(json.dumps({"ready": os.getpid(), "benchmarks": _listing(benchmarks)}) + "\n")
         line = sys.stdin.readline()
         jobs = json.loads(line) if line.strip() else []  # nothing: the parent has nothing to profile
-        _each_job(suite, benchmarks, jobs, cache_dir, f, lambda benchmark, index, cache, position: _profile_one(
+        _each_job(suite, benchmarks, jobs, cache_dir, f, lambda benchmark, index, cache, position, _: _profile_one(
             benchmark, index, cache, seconds, PROFILE_MARKER.format(position)))
 
 

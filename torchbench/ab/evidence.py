@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from .sequential import Design
+
 __all__ = ["Evidence", "Job", "JobInfo", "SIDES", "Side"]
 
 Job = tuple[str, int]  # (benchmark name, parameter index)
@@ -54,6 +56,16 @@ class Evidence:
     decided: dict[Job, str] = field(default_factory=dict)  # job -> why it stopped early
     rounds: int = 0
     notes: list[str] = field(default_factory=list)
+    design: Design | None = None  # the planned looks (None: one analysis at the end)
+    looks: dict[Job, list[float]] = field(default_factory=dict)  # each interim look's p-value, in order
+    # where the time went: seconds per job and side (set-up and measuring), per process, and each phase's total
+    seconds: dict[str, dict[Job, float]] = field(default_factory=lambda: {s: {} for s in SIDES})
+    # per process of a job: (blocks, variance of the log block times, seconds of blocks): within-process noise
+    within: dict[str, dict[Job, list[tuple[int, float, float]]]] = field(default_factory=lambda: {s: {} for s in SIDES})
+    process_seconds: list[float] = field(default_factory=list)
+    phases: dict[str, float] = field(default_factory=dict)
+    run_time: dict[Job, float] = field(default_factory=dict)  # each job's time per process, where allocated
+    weights: dict[Job, float] = field(default_factory=dict)  # weighted BH's weight, set with the design
 
     def add_job(self, job: Job, info: JobInfo, side: str) -> JobInfo:
         """Register the job as listed on `side` (the first listing's info is kept)."""
@@ -64,6 +76,23 @@ class Evidence:
     def on_both(self, jobs: list[Job]) -> list[Job]:
         return [j for j in jobs if self.jobs[j].on_base and self.jobs[j].on_head]
 
+    def time_spent(self, top: int = 5) -> dict:
+        """Where the time went: each phase, rounds per minute, process start-up, the costliest benchmarks."""
+        measuring = {job: sum(self.seconds[s].get(job, 0.0) for s in SIDES) for job in self.jobs}
+        total = sum(measuring.values())
+        rounds_seconds = self.phases.get("rounds", 0.0)
+        run_times = sorted(self.run_time.values())
+        return {
+            "phases": dict(self.phases), "rounds": self.rounds, "processes": len(self.process_seconds),
+            "rounds_per_minute": 60 * self.rounds / rounds_seconds if rounds_seconds > 0 else None,
+            "start_up_seconds": (sum(self.process_seconds) - total) / len(self.process_seconds)
+            if self.process_seconds else None,
+            "costliest": [{"name": self.jobs[job].name, "seconds": sec, "share": sec / total if total else 0.0}
+                          for job, sec in sorted(measuring.items(), key=lambda kv: -kv[1])[:top] if sec > 0],
+            "run_time": {"benchmarks": len(run_times), "min": run_times[0], "median": run_times[len(run_times) // 2],
+                         "max": run_times[-1]} if run_times else None,
+        }
+
     def to_dict(self) -> dict:
         def keyed(d):
             return {f"{name}|{index}": v for (name, index), v in d.items()}
@@ -72,4 +101,7 @@ class Evidence:
                 "notes": self.notes, "values": {s: keyed(v) for s, v in self.values.items()},
                 "errors": {s: keyed(v) for s, v in self.errors.items()},
                 "counts": {s: keyed(v) for s, v in self.counts.items()},
-                "skipped": sorted(f"{n}|{i}" for n, i in self.skipped), "decided": keyed(self.decided)}
+                "skipped": sorted(f"{n}|{i}" for n, i in self.skipped), "decided": keyed(self.decided),
+                "design": self.design.to_dict() if self.design else None, "looks": keyed(self.looks),
+                "seconds": {s: keyed(v) for s, v in self.seconds.items()}, "process_seconds": self.process_seconds,
+                "phases": self.phases, "run_time": keyed(self.run_time)}

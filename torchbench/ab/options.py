@@ -26,9 +26,11 @@ class Policy:
     threshold: float = 0.05  # the change that matters: 'unchanged' rules it out
     confidence: float = 0.95  # of the reported interval
     power: float = 0.8  # for the minimum detectable effect
+    count_floor: float = 0.01  # instruction counts moved this much (beyond their noise) decide a row alone
 
     RULES = {"fdr": FRACTION, "floor": NON_NEGATIVE, "threshold": NON_NEGATIVE, "confidence": FRACTION,
-             "power": FRACTION}
+             "power": FRACTION,
+             "count_floor": NON_NEGATIVE}
 
     def __post_init__(self):
         check_all(self)

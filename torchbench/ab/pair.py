@@ -22,6 +22,7 @@ from ..asv_bridge.worker import MEASURED_TYPES, combinations, list_benchmarks
 from ..errors import UserError
 from ..project.commits import Commit
 from . import rounds as rounds_mod
+from .counts_cache import CountsCache
 from .evidence import SIDES, Evidence, Job, JobInfo, Side
 from .options import Policy, Rounds
 
@@ -72,6 +73,7 @@ def measure_pair(ws: Workspace, base: Commit, head: Commit, rounds: Rounds, poli
     """Measure both sides in alternating processes; the evidence is saved in WORK (default
     OUT/alert/BASE..HEAD). `only`: these jobs alone, of the benchmarks `patterns` select (find measures the
     stepped parameter combinations, not all of a benchmark's)."""
+    began = time.monotonic()
     measured = Measured(Evidence())
     evidence = measured.evidence
     python = ws.pythons()[0]
@@ -101,13 +103,19 @@ def measure_pair(ws: Workspace, base: Commit, head: Commit, rounds: Rounds, poli
         raise UserError(f"{ws.bench_dir}: no timed benchmark matches {list(patterns) or 'the suite'}")
     both = evidence.on_both(jobs)
     start = time.monotonic()
+    evidence.phases["build and list"] = start - began
     if rounds.counts:
-        if tools.find("valgrind") is None:
+        valgrind = tools.find("valgrind")
+        if valgrind is None:
             evidence.notes.append("instruction counts skipped: valgrind is not installed")
         else:
+            cache = CountsCache(ws.out / "counts", python, ws.bench_dir, valgrind)
             for name in SIDES:
-                print(f"== instruction counts, {name} (one valgrind process)", flush=True)
-                rounds_mod.collect_counts(python, ws.bench_dir, sides[name], both, evidence)
+                counted = rounds_mod.collect_counts(python, ws.bench_dir, sides[name], both, evidence, cache)
+                print(f"== instruction counts, {name}: {len(both) - counted} case(s) from the cache, {counted} "
+                      "counted (one valgrind process)", flush=True)
+    evidence.phases["instruction counts"] = time.monotonic() - start
+    start = time.monotonic()
 
     def progress(ev: Evidence, active: int) -> None:
         print(f"== round {ev.rounds}: {active} benchmark(s) measured, {len(ev.decided)} decided early, "
@@ -120,6 +128,7 @@ def measure_pair(ws: Workspace, base: Commit, head: Commit, rounds: Rounds, poli
     rounds_mod.measure_rounds(python, ws.bench_dir, sides, both, evidence, rounds=rounds, policy=policy,
                               deadline=start + 60 * rounds.budget_minutes, cache_dir=cache_dir,
                               on_round=progress)
+    evidence.phases["rounds"] = time.monotonic() - start
     atomic_write_text(work / "evidence.json", json.dumps(evidence.to_dict()))
     return measured
 

@@ -6,37 +6,38 @@ undecided, in a shuffled order, with torchbench_core.asv_worker. A process is
 the unit of evidence: its summary of a benchmark (stats.process_summary) is
 one observation. Drift over time hits both sides alike.
 
-Adaptive: at interim looks, after `min_rounds` and then each time the rounds
-have grown by half (6, 9, 14, 21, 32, 48, 72, ...: `is_look`), a benchmark
-stops when it is clearly changed (Haybittle-Peto: p < 0.001 at an interim
-look; with a handful of looks that leaves the final test's level nearly
-untouched, where a look every round for 100 rounds would not) or clearly
-unchanged (its interval inside +-threshold). Borderline ones get more rounds,
-up to `max_rounds` or the time budget, which then binds.
+Adaptive, with stated error (sequential.py): the looks are planned before the
+rounds from the suite's size (`plan_design`); at each, a benchmark stops when
+it is clearly changed (its p-value below the look's share of its weighted BH
+bar), clearly unchanged (its interval at the look's level inside
++-threshold), or decided by its instruction counts. After ESTIMATE_AFTER
+rounds each benchmark's time per process is set where its variance is
+(allocation.py). The rest go on, up to `max_rounds` or the time budget.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import random
 import subprocess
 import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
 from .. import stats
 from ..asv_bridge.driver import install_env
 from ..asv_bridge.worker import WORKER, read_json, read_json_lines
 from ..errors import UserError, last_line
+from . import sequential
+from .allocation import allocate
+from .counts import NO_COUNTS, count_change, weights
+from .counts_cache import CountsCache
 from .evidence import Evidence, Job, Side
 from .options import Policy, Rounds
 
-__all__ = ["collect_counts", "interim_decisions", "is_look", "measure_rounds", "side_env"]
-
-INTERIM_P = 0.001
-LOOK_GROWTH = 1.5  # an interim look each time the rounds have grown by this factor
-INTERIM_RESAMPLES = 4000  # p-values down to 2.5e-4, below INTERIM_P
+__all__ = ["collect_counts", "interim_decisions", "measure_rounds", "plan_design", "side_env"]
 
 
 def side_env(side: Side) -> dict[str, str]:
@@ -45,11 +46,12 @@ def side_env(side: Side) -> dict[str, str]:
 
 
 def _one_process(python: Path, suite: Path, side: Side, jobs: list[Job], cache_dir: Path,
-                 timeout: float) -> tuple[dict[Job, dict], str | None]:
-    """Run `jobs` in one worker process; returns results by job, and what went wrong with the process."""
+                 timeout: float, run_time: dict[Job, float]) -> tuple[dict[Job, dict], str | None]:
+    """Run `jobs` in one worker process (each with its allocated run time, where it has one); returns results
+    by job, and what went wrong with the process."""
     with tempfile.TemporaryDirectory() as tmp:
         jobs_file, out = Path(tmp) / "jobs.json", Path(tmp) / "out.jsonl"
-        jobs_file.write_text(json.dumps([list(j) for j in jobs]))
+        jobs_file.write_text(json.dumps([[*j, run_time[j]] if j in run_time else list(j) for j in jobs]))
         try:
             proc = subprocess.run([str(python), *WORKER, "run", str(suite), "--jobs", str(jobs_file), "--out",
                                    str(out), "--cache-dir", str(cache_dir)], capture_output=True, text=True,
@@ -72,39 +74,53 @@ def _one_process(python: Path, suite: Path, side: Side, jobs: list[Job], cache_d
 
 
 def _record(evidence: Evidence, side: str, job: Job, result: dict) -> None:
+    evidence.seconds[side][job] = evidence.seconds[side].get(job, 0.0) + float(result.get("elapsed", 0.0))
     if "error" in result:
         evidence.errors[side][job] = result["error"]
     elif result.get("skipped"):
         evidence.skipped.add(job)
     elif "samples" in result:
-        evidence.values[side].setdefault(job, []).append(stats.process_summary(result["samples"]))
+        samples = np.asarray(result["samples"], dtype=float)
+        evidence.values[side].setdefault(job, []).append(stats.process_summary(samples))
+        if len(samples) >= 2 and np.all(samples > 0):
+            evidence.within[side].setdefault(job, []).append(
+                (len(samples), float(np.var(np.log(samples), ddof=1)),
+                 float(samples.sum() * result.get("number", 1))))
     else:
         evidence.values[side].setdefault(job, []).append(float(result["value"]))
 
 
-def is_look(rounds: int, min_rounds: int) -> bool:
-    """Whether an interim look follows this round: at min_rounds, then each time the rounds grew by half."""
-    look = max(min_rounds, 1)
-    while look < rounds:
-        look = math.ceil(look * LOOK_GROWTH)
-    return look == rounds
+def plan_design(evidence: Evidence, jobs: list[Job], policy: Policy, rounds: Rounds) -> None:
+    """Before the rounds: the wall-time family (the jobs the counts do not decide), its weights, its looks."""
+    labelled = [(job, count_change(evidence, job, policy.count_floor)) for job in jobs]
+    family = [(job, NO_COUNTS if c is None else c.label) for job, c in labelled if not (c and c.decides)]
+    evidence.weights = dict(zip([job for job, _ in family], weights([label for _, label in family])))
+    evidence.design = sequential.plan(len(family), policy.fdr, policy.confidence, rounds.min_rounds,
+                                      rounds.max_rounds)
 
 
 def _interim(evidence: Evidence, job: Job, policy: Policy) -> str | None:
+    design = evidence.design
+    change = count_change(evidence, job, policy.count_floor)
+    if change is not None and change.decides:
+        return f"decided by instruction counts ({change.delta:+.2%}, noise margin {change.margin:.2%})"
     base, head = evidence.values["base"].get(job, []), evidence.values["head"].get(job, [])
     if len(base) < 2 or len(head) < 2:
         return None
-    c = stats.compare(base, head, resamples=INTERIM_RESAMPLES)
-    if c.p_value < INTERIM_P and abs(c.ratio - 1) >= policy.floor:
-        return f"clearly changed after {len(base)} processes a side (p={c.p_value:.1e})"
+    bar = design.changed_bar(evidence.weights.get(job, 1.0))
+    c = stats.compare(base, head, confidence=design.interim_confidence, resamples=stats.resamples_for(bar, 1))
+    evidence.looks.setdefault(job, []).append(c.p_value)
+    if c.p_value <= bar and abs(c.ratio - 1) >= policy.floor and (c.ci_low > 1 or c.ci_high < 1):
+        return f"clearly changed after {len(base)} processes a side (p={c.p_value:.1e} <= {bar:.1e})"
     if stats.within(c, policy.threshold):
-        return f"clearly within +-{policy.threshold:.0%} after {len(base)} processes a side"
+        return (f"clearly within +-{policy.threshold:.0%} after {len(base)} processes a side "
+                f"({design.interim_confidence:.2%} interval)")
     return None
 
 
-def interim_decisions(evidence: Evidence, jobs: list[Job], min_rounds: int, policy: Policy) -> None:
-    """After evidence.rounds rounds: at an interim look, mark the jobs among `jobs` that are clearly decided."""
-    if is_look(evidence.rounds, min_rounds):
+def interim_decisions(evidence: Evidence, jobs: list[Job], policy: Policy) -> None:
+    """After evidence.rounds rounds: at a planned look, mark the jobs among `jobs` that are clearly decided."""
+    if evidence.design is not None and evidence.rounds in evidence.design.looks:
         for job in jobs:
             if job not in evidence.decided:
                 why = _interim(evidence, job, policy)
@@ -116,6 +132,8 @@ def measure_rounds(python: Path, suite: Path, sides: dict[str, Side], jobs: list
                    rounds: Rounds, policy: Policy, deadline: float, cache_dir: Path, on_round=None,
                    seed: int = 0) -> None:
     """Alternate base and head processes until every job is decided, rounds.max_rounds, or the deadline."""
+    if evidence.design is None:
+        plan_design(evidence, jobs, policy, rounds)
     rng = random.Random(seed)
     failed: set[Job] = set()
     for r in range(rounds.max_rounds):
@@ -126,21 +144,53 @@ def measure_rounds(python: Path, suite: Path, sides: dict[str, Side], jobs: list
         for name in order:
             todo = active[:]
             rng.shuffle(todo)
+            started = time.monotonic()
             results, died = _one_process(python, suite, sides[name], todo, cache_dir,
-                                         timeout=120 + 60 * len(todo))
+                                         timeout=120 + 60 * len(todo), run_time=evidence.run_time)
+            evidence.process_seconds.append(time.monotonic() - started)
             for job, result in results.items():
                 _record(evidence, name, job, result)
             if died and not results:
                 evidence.notes.append(f"round {r + 1}, {name}: {died}")
         failed |= set(evidence.errors["base"]) | set(evidence.errors["head"])
         evidence.rounds = r + 1
-        interim_decisions(evidence, active, rounds.min_rounds, policy)
+        allocate(evidence, active)
+        interim_decisions(evidence, active, policy)
         if on_round:
             on_round(evidence, len(active))
 
 
-def collect_counts(python: Path, suite: Path, side: Side, jobs: list[Job], evidence: Evidence) -> None:
-    """Instruction counts of the TimerSuite cases among `jobs`, in one valgrind process for this side."""
+def collect_counts(python: Path, suite: Path, side: Side, jobs: list[Job], evidence: Evidence,
+                   cache: CountsCache | None = None) -> int:
+    """Instruction counts of the TimerSuite cases among `jobs`, from the cache where it has them, the rest in one
+    valgrind process for this side (then cached). Returns how many cases valgrind counted."""
+    cases = {job: CountsCache.case(job, evidence.jobs[job].params) for job in jobs}
+    cached = cache.load(side.commit) if cache else {}
+    missing = [job for job in jobs if cases[job] not in cached]
+    found: dict = {}
+    if missing:
+        found = _count(python, suite, side, missing, evidence)
+    counted = {}
+    for key, result in found.items():
+        name, _, index = key.rpartition("|")
+        job = (name, int(index))
+        if "counts" in result:
+            counted[cases[job]] = result["counts"]
+        else:
+            evidence.notes.append(f"instruction counts of {name} [{index}] ({side.name}): {result['error']}")
+    if cache:
+        cache.store(side.commit, counted)
+        evidence.notes.extend(cache.problems)
+        cache.problems.clear()
+    for job in jobs:
+        counts = cached.get(cases[job]) or counted.get(cases[job])
+        if counts:
+            evidence.counts[side.name][job] = counts
+    return len(missing)
+
+
+def _count(python: Path, suite: Path, side: Side, jobs: list[Job], evidence: Evidence) -> dict:
+    """One valgrind process for this side counts every TimerSuite case among `jobs`: {"name|index": result}."""
     with tempfile.TemporaryDirectory() as tmp:
         jobs_file, out = Path(tmp) / "jobs.json", Path(tmp) / "counts.json"
         jobs_file.write_text(json.dumps([list(j) for j in jobs]))
@@ -148,15 +198,9 @@ def collect_counts(python: Path, suite: Path, side: Side, jobs: list[Job], evide
                                str(out)], capture_output=True, text=True, env=side_env(side), timeout=3600)
         if proc.returncode != 0 or not out.exists():
             evidence.notes.append(f"instruction counts for {side.name} failed: {last_line(proc.stderr)}")
-            return
+            return {}
         try:
-            found = read_json(out.read_text(), f"instruction counts for {side.name}")
+            return read_json(out.read_text(), f"instruction counts for {side.name}")
         except UserError as e:
             evidence.notes.append(str(e))
-            return
-    for key, result in found.items():
-        name, _, index = key.rpartition("|")
-        if "counts" in result:
-            evidence.counts[side.name][(name, int(index))] = result["counts"]
-        else:
-            evidence.notes.append(f"instruction counts of {name} [{index}] ({side.name}): {result['error']}")
+            return {}

@@ -1,34 +1,38 @@
 """From evidence to verdicts: one row per benchmark, the suite's false discovery rate controlled.
 
-Wall time decides through stats.compare / stats.fdr / stats.classify. Where
-a suite has instruction counts (TimerSuite cases, counted under valgrind
-once per side), they label the change:
+Two channels decide (counts.py):
 
-  compute      the counts moved beyond their spread, the same way as the time;
-  wall time only (memory, cache, or noise)
-               the counts are flat: such a row must also pass the FDR test at
-               a tenth of the level and twice the floor, or it is not an alert.
+  instruction counts  a TimerSuite case whose counts moved by at least
+                      Policy.count_floor beyond their noise is decided by them,
+                      labelled "compute", from one valgrind process a side;
+  wall time           every other row: its p-value combined over the looks it
+                      had (sequential.py), then weighted Benjamini-Hochberg at
+                      Policy.fdr across them, weighted by what the counts say
+                      (flat counts: a stricter bar), then stats.classify.
+
+Each row's minimum detectable effect is the one its final test demands: a lone
+change's bar in weighted BH at this suite's size, w q / m, times the final
+analysis's share of it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import asdict, dataclass
 
 import numpy as np
 
 from .. import stats
 from ..asv_bridge.results import param_value
-from .evidence import Evidence, Job
+from . import sequential
+from .counts import COMPUTE, NO_COUNTS, WALL_ONLY, count_change, weights
+from .evidence import Evidence
 from .options import Policy
 
-__all__ = ["COMPUTE", "FAILED", "NEW", "NO_COUNTS", "REMOVED", "Verdict", "WALL_ONLY", "decide"]
+__all__ = ["COMPUTE", "COUNTS", "FAILED", "NEW", "NO_COUNTS", "REMOVED", "Verdict", "WALL", "WALL_ONLY", "decide"]
 
-COMPUTE = "compute"
-WALL_ONLY = "wall time only (memory, cache, or noise)"
-NO_COUNTS = "wall time (no counts)"
 NEW, REMOVED, FAILED = "new", "removed", "failed"
-COUNT_SPREAD_FACTOR = 5  # a count change must exceed this many times the repeats' spread
-COUNT_FLOOR = 0.001  # and 0.1%
+COUNTS, WALL = "instruction counts", "wall time"  # what decided a row
 
 
 @dataclass
@@ -50,6 +54,8 @@ class Verdict:
     error: str = ""
     stopped: str = ""  # why it stopped early, if it did
     index: int = 0  # the parameter combination's position in asv's order
+    decided_by: str = ""  # COUNTS or WALL, for compared rows
+    counts_margin: float | None = None  # the noise margin the count change was held against
 
     @property
     def title(self) -> str:
@@ -70,17 +76,8 @@ class Verdict:
         return d
 
 
-def _counts(evidence: Evidence, job: Job) -> tuple[float | None, float | None, float | None, bool | None]:
-    base, head = evidence.counts["base"].get(job), evidence.counts["head"].get(job)
-    if not base or not head:
-        return None, None, None, None
-    mb, mh = float(np.median(base)), float(np.median(head))
-    spread = max((max(v) - min(v)) / float(np.median(v)) for v in (base, head))
-    delta = mh / mb - 1
-    return mb, mh, delta, abs(delta) > max(COUNT_SPREAD_FACTOR * spread, COUNT_FLOOR)
-
-
-def decide(evidence: Evidence, policy: Policy) -> list[Verdict]:
+def _rows(evidence: Evidence, policy: Policy) -> tuple[list[Verdict], list[tuple[Verdict, list, list]]]:
+    """Every row with its status where the evidence alone settles it, and the rows to compare."""
     rows, compared = [], []
     for job, info in sorted(evidence.jobs.items()):
         row = Verdict(info.name, job[0], info.params, "", unit=info.unit, stopped=evidence.decided.get(job, ""),
@@ -102,27 +99,51 @@ def decide(evidence: Evidence, policy: Policy) -> list[Verdict]:
             compared.append((row, base, head))
         row.base = float(np.median(base)) if base else None
         row.head = float(np.median(head)) if head else None
-        row.counts_base, row.counts_head, row.counts_delta, moved = _counts(evidence, job)
-        row.label = NO_COUNTS if moved is None else COMPUTE if moved else WALL_ONLY
+        change = count_change(evidence, job, policy.count_floor)
+        row.label = NO_COUNTS if change is None else change.label
+        if change is not None:
+            row.counts_base, row.counts_head, row.counts_delta = change.base, change.head, change.delta
+            row.counts_margin = change.margin
+            row.decided_by = COUNTS if change.decides else ""
         rows.append(row)
-    # draws enough for a lone change to pass the strictest bar at this suite's size (wall time only: q/10)
-    resamples = stats.resamples_for(policy.fdr / 10, len(compared))
+    return rows, compared
+
+
+def _by_counts(row: Verdict, c: stats.Comparison) -> str:
+    """A row the counts decide: their direction, unless the wall time's interval says the opposite."""
+    slower = row.counts_delta > 0
+    if (slower and c.ci_high < 1) or (not slower and c.ci_low > 1):
+        row.error = (f"instruction counts moved {row.counts_delta:+.2%} but the wall time moved the other way "
+                     f"({c.ratio - 1:+.1%}): the counts do not explain the time")
+        return stats.INCONCLUSIVE
+    return stats.REGRESSED if slower else stats.IMPROVED
+
+
+def decide(evidence: Evidence, policy: Policy) -> list[Verdict]:
+    """Every row's verdict (see the module's docstring)."""
+    rows, compared = _rows(evidence, policy)
+    wall = [(row, base, head) for row, base, head in compared if row.decided_by != COUNTS]
+    design = dataclasses.replace(evidence.design or sequential.fixed(0, policy.fdr, policy.confidence),
+                                 m=len(wall), fdr=policy.fdr, confidence=policy.confidence)
     for row, base, head in compared:
-        # the minimum detectable effect at the bar a lone change must pass here: BH's q/m (wall time only: q/10m)
-        bar = policy.fdr / max(len(compared), 1) / (10 if row.label == WALL_ONLY else 1)
-        row.comparison = stats.compare(base, head, confidence=policy.confidence, alpha=bar, power=policy.power,
-                                       resamples=resamples)
-    compared = [row for row, _, _ in compared]
-    p = [r.comparison.p_value for r in compared]
-    significant = stats.fdr(p, policy.fdr)
-    strict = stats.fdr(p, policy.fdr / 10)
-    for row, sig, sig_strict in zip(compared, significant, strict):
-        if row.label == WALL_ONLY:
-            sig = sig_strict and abs(row.comparison.ratio - 1) >= 2 * policy.floor
-        elif row.label == COMPUTE and row.counts_delta is not None and sig:
-            # counts that moved the other way do not explain the time: treat as wall time only
-            if (row.counts_delta > 0) != (row.comparison.ratio > 1):
-                row.label = WALL_ONLY
-                sig = sig_strict and abs(row.comparison.ratio - 1) >= 2 * policy.floor
-        row.status = stats.classify(row.comparison, sig, floor=policy.floor, threshold=policy.threshold)
+        if row.decided_by == COUNTS:
+            row.comparison = stats.compare(base, head, confidence=policy.confidence, alpha=policy.fdr,
+                                           power=policy.power)
+            row.status = _by_counts(row, row.comparison)
+    w = weights([row.label for row, _, _ in wall])
+    adjusted = []
+    for (row, base, head), weight in zip(wall, w):
+        bar = design.final_bar(weight)
+        c = stats.compare(base, head, confidence=policy.confidence, alpha=bar, power=policy.power,
+                          resamples=stats.resamples_for(bar, 1))
+        # the p-value the decision uses: this row's, combined over the looks it had
+        row.comparison = dataclasses.replace(
+            c, p_value=design.combined_p(c.p_value, evidence.looks.get((row.benchmark, row.index), [])))
+        row.decided_by = WALL
+        adjusted.append(min(1.0, row.comparison.p_value / weight))
+    # weighted Benjamini-Hochberg: BH on p / w (Genovese, Roeder and Wasserman 2006)
+    for (row, _, _), significant in zip(wall, stats.fdr(adjusted, policy.fdr)):
+        if row.label == COMPUTE and (row.counts_delta > 0) != (row.comparison.ratio > 1):
+            row.label = WALL_ONLY  # counts that moved the other way do not explain the time
+        row.status = stats.classify(row.comparison, significant, floor=policy.floor, threshold=policy.threshold)
     return rows

@@ -21,7 +21,7 @@ from torchbench_core.units import select_unit
 
 from .. import resources, stats
 from ..ab.options import Policy
-from ..ab.verdict import FAILED, NEW, REMOVED, Verdict
+from ..ab.verdict import COUNTS, FAILED, NEW, REMOVED, Verdict
 from ..errors import EXIT_FAILURE, EXIT_OK, EXIT_REGRESSION
 from ..project.commits import Commit
 from .github import MARKER
@@ -64,6 +64,7 @@ class AlertReport:
     # site is served (site_url), else as paths inside the site folder
     links: dict[str, dict] = field(default_factory=dict)
     site_url: str | None = None
+    time_spent: dict = field(default_factory=dict)  # Evidence.time_spent(): phases, rounds per minute, ...
 
     def counts(self) -> dict[str, int]:
         out = {status: 0 for status in ORDER}
@@ -121,7 +122,8 @@ class AlertReport:
             compared=sum(1 for r in self.rows if r.comparison is not None),
             changed=by[stats.REGRESSED] + by[stats.IMPROVED], failed=by[FAILED],
             inconclusive=by[stats.INCONCLUSIVE], mde_rows=[c for c in cells if c["mde_text"] != "—"],
-            notes=self.notes + self.problems, evidence=self._evidence(), site_url=self.site_url)
+            notes=self.notes + self.problems, evidence=self._evidence(), site_url=self.site_url,
+            time=self.time_spent, by_counts=sum(1 for r in self.rows if r.decided_by == COUNTS))
         return re.sub(r"\n{3,}", "\n\n", text)
 
     def to_dict(self) -> dict:
@@ -130,7 +132,7 @@ class AlertReport:
                 "head": {"sha": self.head.sha, "subject": self.head.subject},
                 "policy": asdict(self.policy), "rounds": self.rounds, "counts": self.counts(),
                 "rows": [r.to_dict() for r in self.rows], "notes": self.notes, "problems": self.problems,
-                "links": self.links, "site_url": self.site_url}
+                "links": self.links, "site_url": self.site_url, "time_spent": self.time_spent}
 
     @classmethod
     def from_dict(cls, doc: dict) -> "AlertReport":
@@ -146,7 +148,7 @@ class AlertReport:
             rows.append(Verdict(**r, comparison=c))
         return cls(Commit(doc["base"]["sha"], doc["base"]["subject"]), Commit(doc["head"]["sha"], doc["head"]["subject"]),
                    rows, Policy(**doc["policy"]), doc["rounds"], doc["notes"], doc["problems"],
-                   doc.get("links", {}), doc.get("site_url"))
+                   doc.get("links", {}), doc.get("site_url"), doc.get("time_spent", {}))
 
     def json(self) -> str:
         return json.dumps(_finite(self.to_dict()), indent=1, allow_nan=False)

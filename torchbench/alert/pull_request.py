@@ -10,6 +10,7 @@ one process's evidence per benchmark): `alert_from_results`.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -46,13 +47,15 @@ def alert(folders: Folders, base_rev: str, head_rev: str, options: AlertOptions 
     try:
         measured = measure_pair(ws, base, head, options.rounds, options.policy, patterns=options.patterns)
         rows = decide(measured.evidence, options.policy)
+        started = time.monotonic()
         site = _site(measured, rows, base, head, folders.out, options)
+        measured.evidence.phases["evidence site"] = time.monotonic() - started
     except KeyboardInterrupt:
         raise UserError("interrupted before a verdict") from None
     evidence = measured.evidence
     return AlertReport(base, head, rows, options.policy, evidence.rounds, evidence.notes + site.notes,
                        measured.problems, {name: link.__dict__ for name, link in site.links.items()},
-                       options.site_url)
+                       options.site_url, evidence.time_spent())
 
 
 def _site(measured, rows, base, head, out: Path, options: AlertOptions) -> evidence_site.Site:

@@ -56,6 +56,9 @@ def add_measurement_arguments(parser: argparse.ArgumentParser, budget: float) ->
                         help=f"never alert on a change below this (default {defaults.floor:g})")
     parser.add_argument("--threshold", type=checked(Policy, "threshold"), default=defaults.threshold,
                         help=f"the change that matters: 'unchanged' rules it out (default {defaults.threshold:g})")
+    parser.add_argument("--count-floor", type=checked(Policy, "count_floor"), default=defaults.count_floor,
+                        help="instruction counts that move by at least this much (and beyond their noise) decide a "
+                             f"row alone (default {defaults.count_floor:g})")
     parser.add_argument("--no-counts", action="store_true", help="skip instruction counts (valgrind)")
 
 
@@ -87,4 +90,4 @@ def rounds_of(args: argparse.Namespace) -> Rounds:
 
 
 def policy_of(args: argparse.Namespace) -> Policy:
-    return Policy(fdr=args.fdr, floor=args.floor, threshold=args.threshold)
+    return Policy(fdr=args.fdr, floor=args.floor, threshold=args.threshold, count_floor=args.count_floor)

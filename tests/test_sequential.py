@@ -1,0 +1,200 @@
+"""The alert's sequential design, counts channel and time allocation, each rule tested by simulation on real
+per-process values (tests/data/alert_pool_12_rounds.json: the example's six dispatch cases in 12 rounds of fresh
+processes on this machine, two arms of identical code; suites are drawn from it with replacement)."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from torchbench import stats
+from torchbench.ab import rounds
+from torchbench.ab.allocation import MAX_RUN_TIME, MIN_RUN_TIME, run_time_for
+from torchbench.ab.counts import COMPUTE, NO_COUNTS, PRIOR_WEIGHT, WALL_ONLY, count_change, weights
+from torchbench.ab.counts_cache import CountsCache
+from torchbench.ab.evidence import Evidence, JobInfo
+from torchbench.ab.options import Policy, Rounds
+from torchbench.ab.sequential import plan, smallest_p
+from torchbench.ab.verdict import COUNTS, WALL, decide
+
+POOL = Path(__file__).parent / "data" / "alert_pool_12_rounds.json"
+N = 22  # rounds a simulated comparison runs (looks at 10 and 20 for 60 rows)
+
+
+@pytest.fixture(scope="module")
+def real_values() -> dict[str, np.ndarray]:
+    pool = json.loads(POOL.read_text())
+    values: dict[str, list[float]] = {}
+    for r in pool["rounds"]:
+        for arm in ("c5", "c6"):
+            for key, v in r["arms"][arm]["values"].items():
+                values.setdefault(key, []).append(v)
+    return {k: np.asarray(v) for k, v in values.items()}
+
+
+def simulate(real_values, rows: int, effects: dict[int, float], rng, *, counts: dict[int, float] | None = None,
+             policy: Policy = Policy()) -> tuple[Evidence, list]:
+    """A comparison of ROWS cases run round by round through the alert's own looks (decided rows stop getting
+    processes), then decided. effects: row -> head/base factor on its wall time; counts: row -> counts factor
+    (rows without one have no counts, unless COUNTS is given: then the others' counts are flat)."""
+    cases = sorted(real_values)
+    evidence, jobs, full = Evidence(), [], {}
+    for i in range(rows):
+        job = (f"bench.case_{i:03d}", 0)
+        jobs.append(job)
+        evidence.jobs[job] = JobInfo(job[0], unit="seconds", on_base=True, on_head=True)
+        v = real_values[cases[i % len(cases)]]
+        full[job] = rng.choice(v, N), rng.choice(v, N) * effects.get(i, 1.0)
+        if counts is not None:
+            base = 1e5 * (1 + rng.normal(0, 2e-4, 3))
+            evidence.counts["base"][job] = list(base)
+            evidence.counts["head"][job] = list(base * counts.get(i, 1.0) * (1 + rng.normal(0, 2e-4, 3)))
+    rounds.plan_design(evidence, jobs, policy, Rounds(min_rounds=6, max_rounds=N))
+    for r in range(1, N + 1):
+        for job in jobs:
+            if job not in evidence.decided:
+                evidence.values["base"][job] = list(full[job][0][:r])
+                evidence.values["head"][job] = list(full[job][1][:r])
+        evidence.rounds = r
+        rounds.interim_decisions(evidence, jobs, policy)
+    return evidence, decide(evidence, policy)
+
+
+def flagged(rows) -> list:
+    return [r for r in rows if r.status in (stats.REGRESSED, stats.IMPROVED)]
+
+
+@pytest.mark.parametrize("m", [1, 6, 60, 118, 500])
+def test_the_first_look_can_stop_a_change_at_any_suite_size(m):
+    design = plan(m, 0.01, 0.95, 6, 100)
+    assert design.looks and design.looks[0] >= 6
+    assert smallest_p(design.looks[0]) * 2 <= design.changed_bar(1.0)
+    # the old design looked first at 6 processes a side, where no p-value goes below 2/924
+    assert smallest_p(6) == pytest.approx(2 / 924) and smallest_p(6) > design.changed_bar(1.0)
+    # the shares add up to the row's whole alpha
+    assert design.look_share * len(design.looks) + design.final_share == pytest.approx(1.0)
+
+
+def test_a_clear_change_stops_at_the_first_look(real_values):
+    evidence, rows = simulate(real_values, 60, {0: 2.0}, np.random.default_rng(3))
+    first = evidence.design.looks[0]
+    assert evidence.decided[("bench.case_000", 0)].startswith(f"clearly changed after {first} processes")
+    assert rows[0].status == stats.REGRESSED and rows[0].comparison.n_base == first
+
+
+def test_combined_p_is_a_valid_p_value_whatever_the_looks():
+    """Bonferroni over the looks: under no change, P(p_row <= t) <= t even for perfectly correlated looks."""
+    design = plan(60, 0.01, 0.95, 6, 100)
+    u = np.random.default_rng(0).uniform(size=20000)
+    combined = np.array([design.combined_p(x, [x] * len(design.looks)) for x in u])
+    for t in (0.01, 0.05, 0.2):
+        assert np.mean(combined <= t) <= t
+
+
+def test_aa_suites_flag_at_most_one_percent_through_the_sequential_design(real_values):
+    rng = np.random.default_rng(11)
+    rows = [r for _ in range(3) for r in simulate(real_values, 60, {}, rng)[1]]
+    assert len(flagged(rows)) <= len(rows) // 100, [(r.name, r.comparison) for r in flagged(rows)]
+
+
+def test_unchanged_is_rarely_said_of_a_row_that_changed_by_more_than_the_threshold(real_values):
+    """The stated error of 'unchanged' (1 - confidence: 5%), on rows whose head is 6% slower."""
+    rng = np.random.default_rng(5)
+    rows = [r for _ in range(3) for r in simulate(real_values, 60, {i: 1.06 for i in range(60)}, rng)[1]]
+    unchanged = sum(r.status == stats.UNCHANGED for r in rows)
+    assert unchanged <= 0.05 * len(rows), unchanged
+
+
+def test_counts_decide_a_small_compute_regression_from_one_valgrind_process_a_side(real_values):
+    """A 2% compute regression that wall time cannot resolve here (the pool's minimum detectable effect is
+    13-18%) is flagged by its counts, labelled, and leaves the rounds at the first look."""
+    rng = np.random.default_rng(2)
+    found = 0
+    for _ in range(5):
+        evidence, rows = simulate(real_values, 60, {0: 1.02}, rng, counts={0: 1.02})
+        row = rows[0]
+        found += row.status == stats.REGRESSED
+        assert row.decided_by == COUNTS and row.label == COMPUTE
+        assert evidence.decided[("bench.case_000", 0)].startswith("decided by instruction counts")
+        assert row.comparison.n_base == evidence.design.looks[0]
+        assert not flagged(rows[1:])  # flat counts: the others are wall time only, and none is flagged
+        assert {r.label for r in rows[1:]} == {WALL_ONLY} and {r.decided_by for r in rows[1:]} == {WALL}
+    assert found == 5
+    # a count change below the floor (or within the noise) decides nothing alone
+    evidence, rows = simulate(real_values, 6, {}, rng, counts={0: 1.005})
+    assert rows[0].decided_by == WALL
+
+
+def test_counts_against_the_wall_time_make_a_row_inconclusive(real_values):
+    rng = np.random.default_rng(4)
+    _, rows = simulate(real_values, 6, {0: 0.6}, rng, counts={0: 1.05})
+    assert rows[0].status == stats.INCONCLUSIVE and "the other way" in rows[0].error
+
+
+def test_weighted_bh_puts_flat_count_rows_behind_rows_without_counts():
+    assert weights([NO_COUNTS, NO_COUNTS]) == [1.0, 1.0]
+    w = weights([NO_COUNTS, WALL_ONLY, WALL_ONLY, COMPUTE])
+    assert sum(w) == pytest.approx(4) and w[1] / w[0] == pytest.approx(PRIOR_WEIGHT[WALL_ONLY])
+    # the same wall-time evidence: flagged without counts, not with flat counts beside rows without them
+    evidence = Evidence()
+    rng = np.random.default_rng(0)
+    for i in range(4):
+        job = (f"b.c{i}", 0)
+        evidence.jobs[job] = JobInfo(job[0], unit="seconds", on_base=True, on_head=True)
+        base = list(rng.lognormal(0, 0.02, 9))
+        evidence.values["base"][job] = base
+        evidence.values["head"][job] = [v * (1.3 if i == 0 else 1.0) for v in rng.permutation(base)]
+    p = decide(evidence, Policy())[0].comparison.p_value
+    policy = Policy(fdr=4 * p * 1.3)  # a lone row passes BH at this level with weight 1, not with 0.57
+    assert decide(evidence, policy)[0].status == stats.REGRESSED
+    for i in (0, 1, 2):  # row 0 and two others get flat counts, row 3 none
+        evidence.counts["base"][(f"b.c{i}", 0)] = evidence.counts["head"][(f"b.c{i}", 0)] = [1e5, 1e5, 1e5]
+    row = decide(evidence, policy)[0]
+    assert row.label == WALL_ONLY and row.status != stats.REGRESSED
+
+
+def test_count_change_holds_counts_against_their_own_spread():
+    evidence = Evidence()
+    job = ("b", 0)
+    evidence.counts["base"][job], evidence.counts["head"][job] = [100.0, 101.0, 100.0], [103.0, 103.0, 103.0]
+    change = count_change(evidence, job, 0.01)
+    assert change.margin == pytest.approx(0.05) and change.label == WALL_ONLY and not change.decides
+    evidence.counts["base"][job] = [100.0, 100.01, 100.0]
+    change = count_change(evidence, job, 0.01)
+    assert change.label == COMPUTE and change.decides and change.delta == pytest.approx(0.03, rel=1e-3)
+
+
+def test_counts_cache_keeps_counts_per_commit_and_case_and_survives_a_bad_file(tmp_path):
+    import sys
+
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "bench.py").write_text("x = 1\n")
+    cache = CountsCache(tmp_path / "counts", Path(sys.executable), suite, None)
+    case = CountsCache.case(("bench.time_x", 0), ["'a'"])
+    cache.store("c" * 40, {case: [10.0, 10.0, 10.0]})
+    assert CountsCache(tmp_path / "counts", Path(sys.executable), suite, None).load("c" * 40) == {case: [10.0] * 3}
+    assert cache.load("d" * 40) == {}
+    # a changed suite is another key: its cases are counted again
+    (suite / "bench.py").write_text("x = 2\n")
+    assert CountsCache(tmp_path / "counts", Path(sys.executable), suite, None).load("c" * 40) == {}
+    cache.path("c" * 40).write_text("{not json")
+    assert cache.load("c" * 40) == {} and "unreadable" in cache.problems[0]
+
+
+def test_time_goes_where_the_variance_is():
+    """Processes that disagree while their blocks agree: few blocks a process; the opposite: many."""
+    def evidence_with(between: float, within: float) -> Evidence:
+        rng = np.random.default_rng(0)
+        evidence = Evidence()
+        job = ("b", 0)
+        for side in ("base", "head"):
+            evidence.values[side][job] = list(np.exp(rng.normal(0, between, 4)))
+            evidence.within[side][job] = [(20, within ** 2, 0.2)] * 4
+            evidence.seconds[side][job] = 4 * 0.3  # 0.1 s of set-up a process beside 0.2 s of blocks
+        return evidence
+
+    assert run_time_for(evidence_with(0.2, 0.01), ("b", 0), start_up=0.05) == MIN_RUN_TIME
+    assert run_time_for(evidence_with(0.001, 0.1), ("b", 0), start_up=0.05) == MAX_RUN_TIME
+    assert run_time_for(Evidence(), ("b", 0), start_up=0.05) is None

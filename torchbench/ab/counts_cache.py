@@ -1,0 +1,92 @@
+"""Instruction counts kept on disk per (commit, environment, interpreter, case), so nothing is counted twice.
+
+Counts are deterministic to ~0.05%: a commit's counts in one environment do
+not change, and valgrind costs minutes a side. `alert` counts base and head,
+`find` counts the same commits again for each candidate pair, and the next
+pull request's alert counts the same base. So they are kept under
+OUT/counts/<commit>/<key>.json, where the key hashes what else decides a count:
+
+* the environment and interpreter: the Python executable's path in the
+  workspace (asv's environment folder, whose name hashes its requirements and
+  Python version) and that interpreter's version string;
+* the suite: the content of every file of the benchmark folder (a changed
+  benchmark is a different case, even under the same name);
+* valgrind's version.
+
+Within a file, a case is its benchmark name, parameter index and parameters.
+A file that cannot be read is reported and counted again; writes are atomic.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+from pathlib import Path
+
+from torchbench_core.storage import atomic_write_text
+
+from .evidence import Job
+
+__all__ = ["CountsCache"]
+
+
+def _suite_digest(suite: Path) -> str:
+    h = hashlib.sha256()
+    for path in sorted(p for p in suite.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+        h.update(str(path.relative_to(suite)).encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def _version(command: list[str]) -> str:
+    try:
+        proc = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    return (proc.stdout + proc.stderr).strip()
+
+
+class CountsCache:
+    """Counts of one (environment, interpreter, suite, valgrind) under ROOT, by commit and case."""
+
+    def __init__(self, root: Path, python: Path, suite: Path, valgrind: Path | None):
+        self.root = root
+        self.identity = {"python": str(python.absolute()),
+                         "interpreter": _version([str(python), "-c", "import sys; print(sys.version)"]),
+                         "suite": _suite_digest(suite),
+                         "valgrind": _version([str(valgrind), "--version"]) if valgrind else "none"}
+        self.key = hashlib.sha256(json.dumps(self.identity, sort_keys=True).encode()).hexdigest()[:16]
+        self.problems: list[str] = []
+
+    def path(self, commit: str) -> Path:
+        return self.root / commit / f"{self.key}.json"
+
+    @staticmethod
+    def case(job: Job, params: list[str]) -> str:
+        return f"{job[0]}|{job[1]}|{json.dumps(params)}"
+
+    def load(self, commit: str) -> dict[str, list[float]]:
+        """The cached counts of `commit`, by case (empty where there are none or the file is unreadable)."""
+        path = self.path(commit)
+        if not path.exists():
+            return {}
+        try:
+            data = json.loads(path.read_text())
+            cases = data["cases"]
+            if not isinstance(cases, dict) or not all(
+                    isinstance(v, list) and all(isinstance(x, (int, float)) for x in v) for v in cases.values()):
+                raise ValueError("'cases' is not a mapping of case to a list of counts")
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            self.problems.append(f"{path}: unreadable instruction-count cache ({e}); counting again")
+            return {}
+        return cases
+
+    def store(self, commit: str, counted: dict[str, list[float]]) -> None:
+        """Add `counted` to the commit's cached counts (atomically)."""
+        if not counted:
+            return
+        cases = {**self.load(commit), **counted}
+        path = self.path(commit)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(path, json.dumps({"identity": self.identity, "cases": cases}, indent=1))
