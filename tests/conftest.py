@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
+from pathlib import Path
 
+import numpy as np
 import pytest
 import torch.utils.benchmark as torch_benchmark
 from torch.utils.benchmark.utils.common import TaskSpec as TorchTaskSpec
@@ -42,3 +45,19 @@ def pytest_configure(config):
 def env_dir(tmp_path_factory):
     """One asv environment folder for every end-to-end run of the session (built once, ~45 s)."""
     return tmp_path_factory.mktemp("envs")
+
+
+POOL = Path(__file__).parent / "data" / "alert_pool_12_rounds.json"
+
+
+@pytest.fixture(scope="session")
+def real_values() -> dict[str, np.ndarray]:
+    """Real per-process values: each case's values from tests/data/alert_pool_12_rounds.json's two arms of
+    identical code (the example's six dispatch cases, 12 rounds of fresh processes here: 24 a case)."""
+    pool = json.loads(POOL.read_text())
+    values: dict[str, list[float]] = {}
+    for r in pool["rounds"]:
+        for arm in ("c5", "c6"):
+            for key, v in r["arms"][arm]["values"].items():
+                values.setdefault(key, []).append(v)
+    return {k: np.asarray(v) for k, v in values.items()}

@@ -2,7 +2,6 @@
 per-process values (tests/data/alert_pool_12_rounds.json: the example's six dispatch cases in 12 rounds of fresh
 processes on this machine, two arms of identical code; suites are drawn from it with replacement)."""
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -18,19 +17,7 @@ from torchbench.ab.options import Policy, Rounds
 from torchbench.ab.sequential import plan, smallest_p
 from torchbench.ab.verdict import COUNTS, WALL, decide
 
-POOL = Path(__file__).parent / "data" / "alert_pool_12_rounds.json"
 N = 22  # rounds a simulated comparison runs (looks at 10 and 20 for 60 rows)
-
-
-@pytest.fixture(scope="module")
-def real_values() -> dict[str, np.ndarray]:
-    pool = json.loads(POOL.read_text())
-    values: dict[str, list[float]] = {}
-    for r in pool["rounds"]:
-        for arm in ("c5", "c6"):
-            for key, v in r["arms"][arm]["values"].items():
-                values.setdefault(key, []).append(v)
-    return {k: np.asarray(v) for k, v in values.items()}
 
 
 def simulate(real_values, rows: int, effects: dict[int, float], rng, *, counts: dict[int, float] | None = None,

@@ -5,8 +5,6 @@ Before p-values could go below the permutation test's fixed floor (20,000 resamp
 could never pass Benjamini-Hochberg in a suite of more than ~100 rows at q = 0.01 (it needs p <= q/m).
 """
 
-import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,21 +13,6 @@ from torchbench import stats
 from torchbench.ab.evidence import Evidence, JobInfo
 from torchbench.ab.options import Policy
 from torchbench.ab.verdict import decide
-
-POOL = Path(__file__).parent / "data" / "alert_pool_12_rounds.json"
-
-
-@pytest.fixture(scope="module")
-def real_values() -> dict[str, np.ndarray]:
-    """Each case's per-process values from the pool's two identical arms (24 processes a case)."""
-    pool = json.loads(POOL.read_text())
-    values: dict[str, list[float]] = {}
-    for r in pool["rounds"]:
-        for arm in ("c5", "c6"):
-            for key, v in r["arms"][arm]["values"].items():
-                values.setdefault(key, []).append(v)
-    return {k: np.asarray(v) for k, v in values.items()}
-
 
 def suite(real_values, rows: int, slowdown: float | None, rng, processes: int = 20) -> Evidence:
     """ROWS benchmark cases, each drawing base and head processes from one real case's values (identical

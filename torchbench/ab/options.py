@@ -14,7 +14,7 @@ from ..validate import AT_LEAST_TWO, FRACTION, NON_NEGATIVE, POSITIVE, POSITIVE_
 
 __all__ = ["MIN_ROUNDS", "Policy", "Rounds"]
 
-MIN_ROUNDS = 6  # rounds before any early stop (the alert's and find's default)
+MIN_ROUNDS = 6  # rounds before any early stop (the alert's and find's default; see sequential.plan)
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,8 @@ def add_measurement_arguments(parser: argparse.ArgumentParser, budget: float) ->
                         help=f"per comparison, stop adding rounds after this long (default {budget:g}); "
                              "decided benchmarks stop earlier")
     parser.add_argument("--min-rounds", type=checked(Rounds, "min_rounds", int), default=MIN_ROUNDS,
-                        help=f"rounds before any early stop (default {MIN_ROUNDS})")
+                        help=f"rounds before any early stop (default {MIN_ROUNDS}; the first look comes later where the "
+                             "suite's size needs more processes for a stop to be possible)")
     parser.add_argument("--max-rounds", type=checked(Rounds, "max_rounds", int), default=Rounds().max_rounds,
                         help=f"at most this many rounds (default {Rounds().max_rounds}: the budget binds first)")
     parser.add_argument("--fdr", type=checked(Policy, "fdr"), default=defaults.fdr,
