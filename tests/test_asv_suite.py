@@ -168,3 +168,33 @@ def test_a_counts_suite_counts_every_case_in_one_valgrind_process_under_asv_runn
     # params are a product: ("10",) is index 0 and ("1000",) index 1; summing 1000 items costs far more
     assert by_size[1] > 20 * by_size[0] > 0
     assert len(list(tmp_path.glob("*.pickle"))) == 1  # one setup_cache, one valgrind process, for both
+
+
+def test_the_worker_reports_each_jobs_seconds_and_takes_allocated_run_times(tmp_path):
+    """`torchbench alert` sets a case's seconds of blocks a process through TORCHBENCH_RUN_TIMES (an
+    environment variable, so an older commit's worker ignores it); every result says how long its job took."""
+    import json
+
+    suite = write_suite(tmp_path, """
+        from torchbench_core.asv_suite import TimerSpec, TimerSuite
+
+        class Ops(TimerSuite):
+            timers = [TimerSpec("sum(x)", setup="x = list(range(10))", label="ops", sub_label="10",
+                                description="sum")]
+            min_run_time = 0.05
+        """)
+    jobs, times = tmp_path / "jobs.json", tmp_path / "times.json"
+    jobs.write_text(json.dumps([["bench_ops.Ops.track_time", 0]]))
+    times.write_text(json.dumps({"bench_ops.Ops.track_time|0": 0.5}))
+    timed = {}
+    for name, extra in (("default", {}), ("allocated", {"TORCHBENCH_RUN_TIMES": str(times)})):
+        out = tmp_path / f"{name}.jsonl"
+        env = {"PYTHONPATH": f"{ROOT}:{tmp_path}", "PATH": "/usr/bin:/bin", **extra}
+        proc = subprocess.run([sys.executable, "-m", "torchbench_core.asv_worker", "run", str(suite), "--jobs",
+                               str(jobs), "--out", str(out)], capture_output=True, text=True, env=env, cwd=tmp_path,
+                              timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        (result,) = [json.loads(line) for line in out.read_text().splitlines() if '"job"' in line]
+        timed[name] = sum(result["samples"]) * result["number"]
+        assert result["elapsed"] >= timed[name] > 0
+    assert 0.04 <= timed["default"] < 0.25 and 0.45 <= timed["allocated"] < 1.0, timed

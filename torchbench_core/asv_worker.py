@@ -17,10 +17,12 @@ result after), so a benchmark that kills the process is known by its start
 line without an end. A result is {"samples": [...], "number": n} for a
 benchmark that returns asv's sample form (or a time_ benchmark), {"value": x}
 for a plain track_ value, {"skipped": true}, or {"error": "..."}; each with
-"elapsed", the job's seconds in the process (set-up included). A job in
-JOBS.json is [name, index], or [name, index, run_time]: a TimerSuite case's
-seconds of timed blocks in this process (blocked_autorange's min_run_time),
-as `torchbench alert` allocates them.
+"elapsed", the job's seconds in the process (set-up included). Where the
+environment names a JSON file in TORCHBENCH_RUN_TIMES, {"name|index": seconds}
+sets those TimerSuite cases' seconds of timed blocks in this process
+(blocked_autorange's min_run_time), as `torchbench alert` allocates them. An
+environment variable, not a job field or a flag: a worker of an older commit
+(a project that measures its own history) ignores it and still runs.
 
 `counts` collects instruction counts (callgrind) for the jobs that are
 TimerSuite cases, all in one valgrind process: {job key: [counts per run, ...]}.
@@ -139,11 +141,10 @@ def _run_one(benchmark, index: int, cache, run_time: float | None = None) -> dic
 def _each_job(suite: Path, benchmarks: dict, jobs: list, cache_dir: Path | None, f, measure_one) -> None:
     """Run `jobs` in order, one JSON line before each ({"start": job}) and one after (its result, with the
     seconds it took, set-up included, as "elapsed"), so a benchmark that kills the process is known by its start line.
-    A job is [name, index] or [name, index, run_time] (a TimerSuite case's seconds of blocks in this
-    process). measure_one(benchmark, index, setup_cache value, position, run_time) gives the result; an
-    exception is that job's error alone."""
+    measure_one(benchmark, index, setup_cache value, position) gives the result; an exception is that job's
+    error alone."""
     caches: dict = {}
-    for position, (name, index, *rest) in enumerate(jobs):
+    for position, (name, index) in enumerate(jobs):
         f.write(json.dumps({"start": [name, index]}) + "\n")
         benchmark = benchmarks.get(name)
         started = time.perf_counter()
@@ -152,8 +153,7 @@ def _each_job(suite: Path, benchmarks: dict, jobs: list, cache_dir: Path | None,
                 raise LookupError(f"{name}: no such benchmark in {suite}")
             if benchmark.setup_cache_key not in caches:
                 caches[benchmark.setup_cache_key] = _load_cache(benchmark, cache_dir)
-            result = measure_one(benchmark, index, caches[benchmark.setup_cache_key], position,
-                                 float(rest[0]) if rest else None)
+            result = measure_one(benchmark, index, caches[benchmark.setup_cache_key], position)
         except Exception as e:  # one benchmark's failure is its own; the process goes on
             tail = traceback.format_exc().strip().splitlines()[-6:]
             result = {"error": f"{type(e).__name__}: {e}", "traceback": "\n".join(tail)}
@@ -163,9 +163,11 @@ def _each_job(suite: Path, benchmarks: dict, jobs: list, cache_dir: Path | None,
 
 def run(suite: Path, jobs: list[list], out: Path, cache_dir: Path | None) -> None:
     benchmarks = _discover(suite)
+    chosen = os.environ.get("TORCHBENCH_RUN_TIMES")
+    run_times = json.loads(Path(chosen).read_text()) if chosen else {}
     with open(out, "a", buffering=1) as f:
-        _each_job(suite, benchmarks, jobs, cache_dir, f,
-                  lambda benchmark, index, cache, _, run_time: _run_one(benchmark, index, cache, run_time))
+        _each_job(suite, benchmarks, jobs, cache_dir, f, lambda benchmark, index, cache, _: _run_one(
+            benchmark, index, cache, run_times.get(f"{benchmark.name}|{index}")))
 
 
 def counts(suite: Path, jobs: list[list], out: Path) -> None:
@@ -283,7 +285,7 @@ def profile(suite: Path, out: Path, seconds: float, cache_dir: Path | None) -> N
         f.write(json.dumps({"ready": os.getpid(), "benchmarks": _listing(benchmarks)}) + "\n")
         line = sys.stdin.readline()
         jobs = json.loads(line) if line.strip() else []  # nothing: the parent has nothing to profile
-        _each_job(suite, benchmarks, jobs, cache_dir, f, lambda benchmark, index, cache, position, _: _profile_one(
+        _each_job(suite, benchmarks, jobs, cache_dir, f, lambda benchmark, index, cache, position: _profile_one(
             benchmark, index, cache, seconds, PROFILE_MARKER.format(position)))
 
 

@@ -51,11 +51,16 @@ def _one_process(python: Path, suite: Path, side: Side, jobs: list[Job], cache_d
     by job, and what went wrong with the process."""
     with tempfile.TemporaryDirectory() as tmp:
         jobs_file, out = Path(tmp) / "jobs.json", Path(tmp) / "out.jsonl"
-        jobs_file.write_text(json.dumps([[*j, run_time[j]] if j in run_time else list(j) for j in jobs]))
+        jobs_file.write_text(json.dumps([list(j) for j in jobs]))
+        env = side_env(side)
+        if run_time:
+            times = Path(tmp) / "run_times.json"
+            times.write_text(json.dumps({f"{name}|{index}": t for (name, index), t in run_time.items()}))
+            env["TORCHBENCH_RUN_TIMES"] = str(times)
         try:
             proc = subprocess.run([str(python), *WORKER, "run", str(suite), "--jobs", str(jobs_file), "--out",
                                    str(out), "--cache-dir", str(cache_dir)], capture_output=True, text=True,
-                                  env=side_env(side), timeout=timeout)
+                                  env=env, timeout=timeout)
             died = None if proc.returncode == 0 else (
                 f"the process died (exit status {proc.returncode}): {last_line(proc.stderr)}")
         except subprocess.TimeoutExpired:
@@ -74,7 +79,8 @@ def _one_process(python: Path, suite: Path, side: Side, jobs: list[Job], cache_d
 
 
 def _record(evidence: Evidence, side: str, job: Job, result: dict) -> None:
-    evidence.seconds[side][job] = evidence.seconds[side].get(job, 0.0) + float(result.get("elapsed", 0.0))
+    if "elapsed" in result:  # a worker of an older commit does not say
+        evidence.seconds[side][job] = evidence.seconds[side].get(job, 0.0) + float(result["elapsed"])
     if "error" in result:
         evidence.errors[side][job] = result["error"]
     elif result.get("skipped"):
