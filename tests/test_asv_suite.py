@@ -198,3 +198,32 @@ def test_the_worker_reports_each_jobs_seconds_and_takes_allocated_run_times(tmp_
         timed[name] = sum(result["samples"]) * result["number"]
         assert result["elapsed"] >= timed[name] > 0
     assert 0.04 <= timed["default"] < 0.25 and 0.45 <= timed["allocated"] < 1.0, timed
+
+
+def test_the_harness_link_is_out_of_reach_of_pip_installing_a_project_that_ships_torchbench_core(tmp_path):
+    """torchbench measuring its own history installs commits that ship torchbench_core into the asv
+    environment. pip writes (and uninstalls) site-packages/torchbench_core/*: had the harness link been there,
+    it would have overwritten the user's checkout through it (it did, before the link moved)."""
+    import venv
+
+    from torchbench import resources
+    from torchbench.asv_bridge.driver import link_harness
+
+    venv.create(tmp_path / "env", with_pip=False)
+    python = tmp_path / "env" / "bin" / "python"
+    purelib = next((tmp_path / "env" / "lib").glob("python3.*/site-packages"))
+    (purelib / "torchbench_core").symlink_to(resources.harness(), target_is_directory=True)  # the old layout
+    link_harness(python)
+    link_harness(python)  # idempotent
+    assert not (purelib / "torchbench_core").exists()
+    find = ["-c", "import importlib.util; print(importlib.util.find_spec('torchbench_core').origin)"]
+    where = subprocess.run([str(python), *find], capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"},
+                           cwd=tmp_path)
+    assert Path(where.stdout.strip()).resolve() == resources.harness() / "__init__.py", where.stderr
+    # what pip does when it installs a project that ships the package: files in site-packages/torchbench_core
+    (purelib / "torchbench_core").mkdir()
+    (purelib / "torchbench_core" / "__init__.py").write_text("SHIPPED = True\n")
+    assert not (resources.harness() / "__init__.py").read_text().startswith("SHIPPED")
+    shipped = subprocess.run([str(python), *find], capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"},
+                             cwd=tmp_path)
+    assert shipped.stdout.strip() == str(purelib / "torchbench_core" / "__init__.py"), shipped.stderr  # it wins

@@ -236,8 +236,9 @@ def test_run_and_publish_from_another_folder(measured, outside):
     # the benchmark processes imported the venv's torchbench_core (linked into the asv environment)
     site = _site_packages(outside.venv)
     assert Path(m.witness.read_text()).resolve().is_relative_to(site)
-    (link,) = m.env_dir.glob("*/lib/python3.*/site-packages/torchbench_core")
+    (link,) = m.env_dir.glob("*/torchbench-harness/torchbench_core")
     assert link.resolve() == site / "torchbench_core"
+    assert not list(m.env_dir.glob("*/lib/python3.*/site-packages/torchbench_core"))  # never a link there
 
     published = outside("torchbench", "publish", "--out", out)
     assert published.returncode == 0, explain(published)

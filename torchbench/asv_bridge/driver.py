@@ -16,6 +16,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from torchbench_core.storage import atomic_write_text
+
 from .. import resources
 from ..errors import UserError
 from ..project.config import Project, base_config
@@ -156,24 +158,35 @@ def machine_file() -> Path:
 
 
 def link_harness(python: Path) -> None:
-    """Make torchbench_core importable in an asv environment, as a symlink.
+    """Make torchbench_core importable in an asv environment: a symlink to this installation's package in a
+    folder of the environment's own, put on its path by a .pth file.
 
     Suites import it (torchbench_core.asv_suite); the environment holds the
     tracked project, not ours. A link to this tree's package, rather than a
-    copy or a .pth file for the whole tree, keeps the harness identical
-    across the history and puts nothing else of ours on the path.
+    copy or a .pth file for the whole tree, keeps the harness identical across
+    the history and puts nothing else of ours on the path. The link is never
+    in site-packages itself: a project that ships its own torchbench_core
+    (torchbench measuring its own history) is installed there by pip, and pip
+    would write, then uninstall, its files through such a link into the
+    harness, that is into the user's checkout. In site-packages that copy comes
+    first on the path (.pth folders follow it): benchmarks/__init__ decides.
     """
     out = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                          capture_output=True, text=True, check=True)
-    link = Path(out.stdout.strip()) / "torchbench_core"
-    target = resources.harness()
-    if link.is_symlink() and link.resolve() == target:
-        return
-    if link.is_symlink():
-        link.unlink()
-    elif link.exists():
-        return  # the tracked project ships its own copy (it is this repository): benchmarks/__init__ decides
-    link.symlink_to(target, target_is_directory=True)
+    purelib = Path(out.stdout.strip())
+    old = purelib / "torchbench_core"
+    if old.is_symlink():  # an earlier version linked it here
+        old.unlink()
+    folder = python.parent.parent / "torchbench-harness"
+    folder.mkdir(exist_ok=True)
+    link, target = folder / "torchbench_core", resources.harness()
+    if not (link.is_symlink() and link.resolve() == target):
+        if link.is_symlink():
+            link.unlink()
+        link.symlink_to(target, target_is_directory=True)
+    pth = purelib / "torchbench-harness.pth"
+    if not pth.exists() or pth.read_text().strip() != str(folder):
+        atomic_write_text(pth, f"{folder}\n")
 
 
 def python_can_import(python: Path, *modules: str) -> list[str]:
