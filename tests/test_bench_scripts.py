@@ -1,8 +1,11 @@
 """The evaluation/ scripts must keep running; their figures are not checked here."""
 
+import re
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -53,3 +56,16 @@ def test_suite_scale_prints_ours_beside_the_old_floor_for_every_size_and_effect(
     rows = [line.split() for line in proc.stdout.splitlines() if line.strip()[:1].isdigit()]
     assert [(r[0], r[2] if r[1] == "A/A" else r[3]) for r in rows] == [
         (m, d) for m in ("6", "150") for _ in ("A/A", "+50%") for d in ("ours", "anchor")]
+
+
+@pytest.mark.slow
+def test_suite_validation_prints_ours_beside_asv_for_every_pair_kind():
+    proc = subprocess.run([sys.executable, "evaluation/suite_validation.py", "--aa-pairs", "1", "--effects", "0.1",
+                           "--budget-minutes", "0.05", "--min-rounds", "2", "--no-counts", "--min-run-time", "0.02",
+                           "--calibration-processes", "1"], cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    table = proc.stdout.split("== false alerts per row")[1]
+    # 69 rows (63 of the added suite, 6 of the example's); the 4 torch.mul-on-TensorLike rows are the targets
+    assert re.search(r"\n  A/A +1 +\d+/69 / \d+/69 / \d+/69 +- ", table), table
+    assert re.search(r"\n  \+10% +1 +\d+/65 / \d+/65 / \d+/65 +\d/4 / \d/4 / \d/4 ", table), table
+    assert len(re.findall(r"\n  \+10% +TensorLike · .*torch\.mul", table)) == 4, table

@@ -1,0 +1,486 @@
+"""Validation of `torchbench alert` at suite scale, beside `asv continuous` and `asv compare` on the same pairs.
+
+The 6-row version is evaluation/alert_validation.py; this one measures a suite of 69 rows, in one run:
+
+* The example library (torchbench.project.example) with one more commit, B, that adds
+  benchmarks/bench_suite.py: 7 torch ops (add, sub, mul, neg, sum, matmul, cat) x 3 types (Tensor,
+  LoggingTensor, TensorLike) x 3 sizes (1, 4x4, 16x16 floats), 63 rows beside bench_dispatch.py's 6.
+* A/A: B against a commit that edits the README only, then that one against a second README edit
+  (--aa-pairs): identical measured code, so every flagged row is a false alert.
+* Regressions of a narrow code path: a calibrated busy loop in TensorLike's torch.mul handler, sized
+  for +5% and +10% of those rows' time (--effects). Only the 4 rows that call torch.mul on a
+  TensorLike (3 of bench_suite, 1 of bench_dispatch) run it: they are the targets, each one changed
+  row among 69 (power per target row); a flagged row of the other 65 is a false alert.
+* --own-suite: this project's own suite (torchbench/suites), A/A: two consecutive commits of this
+  repository that change only tests (--own-base, --own-head).
+
+For each pair (--repeats times): `torchbench alert` with its default flags (instruction counts, the
+9-minute budget; --budget-minutes, --min-rounds and --no-counts are for quick trials only), then
+`asv continuous` with its defaults, then `asv compare` (factor 1.1, its default) of `asv run` of
+each commit (defaults), in the alert's asv configuration and environment. asv's flagged rows are
+counted with asv's own decision function (asv continuous: alert_validation.asv_continuous, or, when
+asv continuous exits 2 because a benchmark failed, `asv compare` of the results it saved; asv compare:
+the marks of its printed table). Rows that fail (ours or asv's) are left out of the counts and named.
+
+Reported per pair kind: false alerts per row (ours / asv continuous / asv compare), target rows
+found (ours / asv continuous / asv compare), minutes per verdict, and the minimum detectable effect
+per row (ours, the report's "mde": median and range). --json PATH writes the summary and every run.
+Exit status 0 when every step ran (whatever the figures); 2 when a step failed, named.
+
+    python evaluation/suite_validation.py [--repeats 1] [--own-suite] [--json PATH]
+
+A full run (defaults, one repeat) takes about 50 minutes on a 2-core machine: per pair about 10 for ours
+(instruction counts of 69 rows, ~3 minutes a side there, count against the 9-minute budget) and 1-2 for
+asv; --own-suite adds about 25 (ours ~12, asv continuous ~6, asv run x2 ~7). The work folder (a temporary
+one, removed at the end unless --keep) needs a few GB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import itertools
+import json
+import math
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import git
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "evaluation"))
+
+from alert_validation import asv_continuous, calibrate  # noqa: E402
+
+from torchbench.asv_bridge.driver import Asv, Timings, harness_env, install_env  # noqa: E402
+from torchbench.project import example  # noqa: E402
+
+# two consecutive commits of this repository whose difference is one test file (tests/test_run_e2e.py)
+OWN_BASE, OWN_HEAD = "f44a082df2135eeee8310cf4351e6a7012a41259", "6787c9de0f993e3af3e21263f9e49ccfd44d537f"
+TARGET_TYPE, TARGET_OP = "TensorLike", "torch.mul"  # the narrow code path: torch.mul on a TensorLike
+SUITE_FILE = "benchmarks/bench_suite.py"
+SUITE = '''"""Seven torch ops on three kinds of tensor at three sizes: a suite of 63 small rows."""
+
+import torch
+
+import tensorlib
+from torchbench_core.asv_suite import TimerSpec, TimerSuite
+
+MAKERS = {{"Tensor": torch.tensor, "LoggingTensor": tensorlib.LoggingTensor, "TensorLike": tensorlib.TensorLike}}
+OPS = {{"torch.add": "torch.add(a, b)", "torch.sub": "torch.sub(a, b)", "torch.mul": "torch.mul(a, b)",
+       "torch.neg": "torch.neg(a)", "torch.sum": "torch.sum(a)", "torch.matmul": "torch.matmul(a, b)",
+       "torch.cat": "torch.cat([a, b])"}}
+SIZES = {{"1 float": 1, "4x4 floats": 4, "16x16 floats": 16}}
+# not named SETUP: asv takes a module attribute called setup, in any case, for the module's setup function
+MAKE_AB = "a, b = make(torch.ones({{n}}, {{n}}).tolist()), make(torch.full(({{n}}, {{n}}), 2.0).tolist())"
+
+
+class Suite(TimerSuite):
+    min_run_time = {min_run_time!r}
+    timers = [
+        TimerSpec(stmt, setup=MAKE_AB.format(n=n), globals={{"make": make}}, label=op, sub_label=kind,
+                  description=size)
+        for op, stmt in OPS.items()
+        for kind, make in MAKERS.items()
+        for size, n in SIZES.items()
+    ]
+'''
+MUL_ANCHOR = "def mul(input, other):\n"
+MUL_LOOP = "    for _ in range({k}):  # injected slowdown of torch.mul on TensorLike\n        pass\n"
+TIME_TARGETS = """
+import json, sys
+sys.path.append({repo!r})  # the suite; tensorlib is the install's (PYTHONPATH)
+from benchmarks.bench_dispatch import Dispatch
+from benchmarks.bench_suite import Suite
+out = {{}}
+for suite in (Suite, Dispatch):
+    for (label, sub_label, description, threads), spec in suite._specs.items():
+        title = f"{{sub_label}} · {{description}} ({{label}})"
+        if {target!r} in sub_label and {op!r} in label + description:
+            out[title] = spec.timer().blocked_autorange(min_run_time=0.5).median
+print(json.dumps(out))
+"""
+DAY0 = 1767700800  # 2026-01-06 12:00 UTC, the example's last commit; the added commits follow a day apart
+
+
+class StepFailed(Exception):
+    pass
+
+
+@contextlib.contextmanager
+def step(what: str):
+    """Any failure inside becomes StepFailed naming the step (alert_validation's helpers sys.exit)."""
+    try:
+        yield
+    except StepFailed:
+        raise
+    except SystemExit as e:
+        raise StepFailed(f"{what}: {e.code}") from None
+    except Exception as e:  # reported with the step's name, then exit 2
+        raise StepFailed(f"{what}: {type(e).__name__}: {e}") from e
+
+
+def is_target(text: str) -> bool:
+    """A row that runs the slowed code path, by its title (ours) or asv's row name."""
+    return TARGET_TYPE in text and TARGET_OP in text
+
+
+def add_commit(repo: git.Repo, parent: str, edits: dict, message: str, day: int) -> str:
+    """A commit on `parent` with each file's new text (or function of its old text), at a fixed date."""
+    repo.git.checkout("--detach", parent)
+    for rel, edit in edits.items():
+        path = Path(repo.working_dir) / rel
+        path.write_text(edit(path.read_text()) if callable(edit) else edit)
+    repo.index.add(list(edits))
+    date = f"{DAY0 + 86400 * day} +0000"  # git's raw format: the same hashes on every run
+    return repo.index.commit(message, author_date=date, commit_date=date).hexsha
+
+
+def slow_mul(k: int):
+    def edit(text: str) -> str:
+        if MUL_ANCHOR not in text:
+            raise StepFailed("the example's TensorLike torch.mul handler changed; update MUL_ANCHOR")
+        return text.replace(MUL_ANCHOR, MUL_ANCHOR + MUL_LOOP.format(k=k), 1)
+    return edit
+
+
+def alert_flags(args) -> list[str]:
+    """The alert's defaults, but for the quick-trial overrides given."""
+    flags = []
+    if args.budget_minutes is not None:
+        flags += ["--budget-minutes", str(args.budget_minutes)]
+    if args.min_rounds is not None:
+        flags += ["--min-rounds", str(args.min_rounds)]
+    return flags + (["--no-counts"] if args.no_counts else [])
+
+
+def run_alert(repo: Path, base: str, head: str, out: Path, envs: Path, flags: list[str]) -> tuple[dict, float]:
+    """`torchbench alert` as a user runs it; (its JSON report, minutes). Its output is kept in OUT/alert.log.
+    Rows that failed (exit status 2 with a verdict on the rest) are reported, not a failed step."""
+    out.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    with open(out / "alert.log", "w") as log:
+        proc = subprocess.run([sys.executable, "-m", "torchbench", "alert", "--repo", str(repo), "--base", base,
+                               "--head", head, "--out", str(out), "--env-dir", str(envs),
+                               "--json", str(out / "report.json"), *flags],
+                              stdout=log, stderr=subprocess.STDOUT, text=True, cwd=ROOT, check=False)
+    minutes = (time.perf_counter() - start) / 60
+    report = json.loads((out / "report.json").read_text()) if (out / "report.json").exists() else None
+    if proc.returncode not in (0, 1, 2) or report is None or report.get("problems") \
+            or (proc.returncode == 2 and not report.get("counts", {}).get("failed")):
+        tail = (out / "alert.log").read_text()[-3000:]
+        raise StepFailed(f"torchbench alert {base[:8]}..{head[:8]} exited {proc.returncode} "
+                         f"(log: {out / 'alert.log'}):\n{tail}")
+    return report, minutes
+
+
+def asv_conf(template: Path, dest: Path) -> Path:
+    """The alert's asv configuration (same repository, suite and environments), with results under DEST."""
+    dest.mkdir(parents=True)
+    doc = json.loads(template.read_text())
+    doc.update(results_dir=str(dest / "results"), html_dir=str(dest / "html"))
+    conf = dest / "asv.conf.json"
+    conf.write_text(json.dumps(doc, indent=1))
+    return conf
+
+
+def asv_compare(conf: Path, base: str, head: str) -> tuple[dict[str, str], float]:
+    """`asv run` of each commit, then `asv compare` (factor 1.1); {row name: its Change mark}, minutes.
+    asv run exits 2 when a benchmark failed (its results are saved): compare then skips that row."""
+    Asv(conf, Timings()).ensure_machine()
+    start = time.perf_counter()
+    for sha in (base, head):
+        proc = subprocess.run([sys.executable, "-m", "asv", "run", f"{sha}^!", "--config", str(conf)],
+                              capture_output=True, text=True, cwd=ROOT, env=harness_env(), check=False)
+        if proc.returncode not in (0, 2):
+            raise StepFailed(f"asv run {sha[:8]} exited {proc.returncode}:\n{proc.stdout[-3000:]}\n"
+                             f"{proc.stderr[-2000:]}")
+    marks = asv_marks(conf, base, head)
+    return marks, (time.perf_counter() - start) / 60
+
+
+def run_asv_continuous(conf: Path, base: str, head: str) -> tuple[dict[str, str], float, str]:
+    """alert_validation.asv_continuous: {row name: mark}, minutes, and a note. That function stops when asv
+    continuous exits 2 (a benchmark failed, as three of this project's own counted rows do); its saved
+    results are then read by `asv compare`, which applies the same decision to the same results."""
+    start = time.perf_counter()
+    try:
+        marks, seconds = asv_continuous(conf, base, head)
+        return marks, seconds / 60, ""
+    except SystemExit as e:
+        minutes = (time.perf_counter() - start) / 60
+        why = str(e.code).splitlines()[0].rstrip(":")  # "asv continuous failed"
+        return asv_marks(conf, base, head), minutes, f"{why}: its saved results read by asv compare"
+
+
+def asv_marks(conf: Path, base: str, head: str) -> dict[str, str]:
+    """`asv compare BASE HEAD` (factor 1.1) of the results under CONF: {row name: its Change mark}."""
+    proc = subprocess.run([sys.executable, "-m", "asv", "compare", base, head, "--factor", "1.1", "--config",
+                           str(conf)], capture_output=True, text=True, cwd=ROOT, env=harness_env(), check=False)
+    marks = compare_marks(proc.stdout)
+    if proc.returncode != 0 or not marks:
+        raise StepFailed(f"asv compare exited {proc.returncode} with no table:\n{proc.stdout[-3000:]}\n"
+                         f"{proc.stderr[-2000:]}")
+    return marks
+
+
+def compare_marks(table: str) -> dict[str, str]:
+    """asv compare's printed table (GitHub format) -> {benchmark (parameters): Change mark}, for the rows
+    measured by both commits (as alert_validation.asv_continuous counts)."""
+    marks = {}
+    for line in table.splitlines():
+        if not line.startswith("|"):
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) < 5 or cells[0] == "Change" or all(set(c) <= set("-:") for c in cells):
+            continue  # the header, its rule
+        if {cells[1], cells[2]} & {"failed", "n/a"}:
+            continue
+        marks[cells[-1]] = cells[0] or " "
+    return marks
+
+
+def calibrate_targets(repo: Path, site: Path, python: Path, processes: int) -> dict[str, float]:
+    """Each target row's time (its own statement and setup), the fastest of `processes` fresh processes:
+    the alert compares lower quartiles, which sit in the fast cluster (see alert_validation.calibrate)."""
+    code = TIME_TARGETS.format(repo=str(repo), target=TARGET_TYPE, op=TARGET_OP)
+    best: dict[str, float] = {}
+    for _ in range(processes):
+        proc = subprocess.run([str(python), "-c", code], capture_output=True, text=True, env=install_env(site),
+                              check=False)
+        if proc.returncode != 0:
+            raise StepFailed(f"timing the target rows failed:\n{proc.stderr[-3000:]}")
+        for title, t in json.loads(proc.stdout).items():
+            best[title] = min(t, best.get(title, math.inf))
+    return best
+
+
+def build_example(tmp: Path, envs: Path, args) -> tuple[Path, dict, list[tuple[str, str, str, float | None]]]:
+    """The example with the suite (B), README edits and injected slowdowns; (repo, calibration, pairs)."""
+    with step(f"making the example's commits in {tmp / 'tensorlib'}"):
+        path = example.materialize(tmp / "tensorlib")
+        repo = git.Repo(path)
+        last = repo.head.commit.hexsha
+        b = add_commit(repo, last, {SUITE_FILE: SUITE.format(min_run_time=args.min_run_time)},
+                       "Add bench_suite: 63 small rows of seven ops, three types, three sizes", 1)
+        docs = [b]
+        for i in range(args.aa_pairs):
+            note = f"\nA note on the docs ({i + 1}).\n"
+            docs.append(add_commit(repo, docs[-1], {"README.md": lambda text, note=note: text + note},
+                                   f"README: note {i + 1}", 2 + i))
+        repo.git.checkout("--detach", b)
+    pairs = [(f"A/A {j + 1}: README only", base, head, None) for j, (base, head) in enumerate(itertools.pairwise(docs))]
+    print(f"== B {b[:8]}: {SUITE_FILE} added; building the environment and installing B", flush=True)
+    warm = tmp / "warm"
+    with step("building the environment (a short alert of B's parent against B, bench_dispatch only)"):
+        run_alert(path, last, b, warm, envs, ["--budget-minutes", "0.01", "--min-rounds", "2", "--no-counts",
+                                              "--no-profile", "-b", "bench_dispatch"])
+    with step("calibration"):
+        python = next(envs.glob("*/bin/python"))
+        site = warm / "installs" / b[:12]  # where the workspace installed B
+        t_add, t_iter = calibrate(site, python, processes=args.calibration_processes)
+        targets = calibrate_targets(path, site, python, args.calibration_processes)
+        if len(targets) != 4:
+            raise StepFailed(f"expected 4 target rows, found {sorted(targets)}")
+    t_target = statistics.median(targets.values())
+    print(f"calibration: one loop iteration {t_iter * 1e9:.1f} ns; TensorLike torch.add {t_add * 1e6:.2f} us; "
+          "target rows " + ", ".join(f"{t * 1e6:.2f}" for t in targets.values()) + " us", flush=True)
+    calibration = {"iteration_s": t_iter, "tensorlike_add_s": t_add, "targets_s": targets, "loops": {}}
+    for p in args.effects:
+        k = max(1, round(p * t_target / t_iter))
+        with step(f"injecting a +{p:.0%} slowdown"):
+            sha = add_commit(repo, b, {"tensorlib/tensor_like.py": slow_mul(k)},
+                             f"TensorLike: slow torch.mul by {p:.0%} ({k} loop iterations)", 30)
+        expected = {title: k * t_iter / t for title, t in targets.items()}
+        calibration["loops"][f"+{p:.0%}"] = {"k": k, "sha": sha, "expected": expected}
+        print(f"  +{p:.0%}: {k} iterations, expected " + ", ".join(f"+{e:.1%}" for e in expected.values()), flush=True)
+        pairs.append((f"+{p:.0%}", b, sha, p))
+    repo.git.checkout("--detach", b)  # asv reads the suite from the working tree
+    return path, calibration, pairs
+
+
+def measure_pair(kind: str, name: str, repo: Path, base: str, head: str, work: Path, envs: Path,
+                 flags: list[str], targeted: bool) -> dict:
+    """Ours, asv continuous and asv compare on one pair; what each flagged and how long it took. `targeted`:
+    the head slows the target rows (else every row is identical code)."""
+    target = is_target if targeted else (lambda _: False)
+    with step(f"{kind}: torchbench alert {base[:8]}..{head[:8]} in {work / 'ours'}"):
+        report, minutes = run_alert(repo, base, head, work / "ours", envs, flags)
+    rows = report["rows"]
+    flagged = [r["title"] for r in rows if r["status"] in ("regressed", "improved")]
+    failed = {r["title"]: r.get("error", "") for r in rows if r["status"] == "failed"}
+    rows = [r for r in rows if r["status"] != "failed"]
+    record = {"kind": kind, "pair": name, "base": base, "head": head, "ours": {
+        "exit_status": report.get("exit_status"), "minutes": minutes, "rounds": report.get("rounds"),
+        "rows": len(rows), "counts": report.get("counts"), "flagged": flagged, "failed": failed,
+        "false": [t for t in flagged if not target(t)],
+        "mde": {r["title"]: (r["comparison"] or {}).get("mde") for r in rows},
+        "targets": [{"title": r["title"], "status": r["status"], "label": r.get("label"),
+                     "decided_by": r.get("decided_by"), "ratio": (r["comparison"] or {}).get("ratio"),
+                     "counts_delta": r.get("counts_delta"), "mde": (r["comparison"] or {}).get("mde")}
+                    for r in rows if target(r["title"])]}}
+    conf = work / "ours" / "asv.conf.json"
+    with step(f"{kind}: asv continuous {base[:8]} {head[:8]} in {work / 'asv-continuous'}"):
+        marks, minutes, note = run_asv_continuous(asv_conf(conf, work / "asv-continuous"), base, head)
+    record["asv_continuous"] = _asv_record(marks, minutes, target) | {"note": note}
+    with step(f"{kind}: asv run + asv compare {base[:8]} {head[:8]} in {work / 'asv-compare'}"):
+        marks, minutes = asv_compare(asv_conf(conf, work / "asv-compare"), base, head)
+    record["asv_compare"] = _asv_record(marks, minutes, target)
+    return record
+
+
+def _asv_record(marks: dict[str, str], minutes: float, target) -> dict:
+    flagged = [n for n, m in marks.items() if m in ("+", "-")]  # asv's worse / better
+    return {"minutes": minutes, "rows": len(marks), "flagged": flagged, "false": [n for n in flagged if not target(n)],
+            "targets": [{"name": n, "mark": m} for n, m in marks.items() if target(n)]}
+
+
+def _progress(record: dict) -> str:
+    o = record["ours"]
+    targets = ", ".join(f"{t['status']} {t['ratio']:.3f}" if t["ratio"] else t["status"] for t in o["targets"])
+    line = (f"  {record['kind']:14} ours: {len(o['flagged'])}/{o['rows']} flagged ({o['rounds']} rounds, "
+            f"{o['minutes']:.1f} min)")
+    if o["targets"]:
+        line += f"; targets: {targets}"
+    for tool in ("asv_continuous", "asv_compare"):
+        if tool in record:
+            a = record[tool]
+            line += f" | {tool.replace('_', ' ')}: {len(a['flagged'])}/{a['rows']} flagged, {a['minutes']:.1f} min"
+            if a.get("note"):
+                line += f" ({a['note']})"
+    for title, error in o["failed"].items():  # the alert's verdict on the other rows stands
+        line += f"\n    ours: {title} failed, not counted: {' '.join(error.split())[:300]}"
+    return line
+
+
+def summarize(records: list[dict]) -> list[dict]:
+    """Per pair kind: false alerts per row, target rows found, minutes, MDE per row."""
+    out = []
+    for kind in dict.fromkeys(r["kind"] for r in records):
+        group = [r for r in records if r["kind"] == kind]
+        row = {"kind": kind, "runs": len(group)}
+        for tool in ("ours", "asv_continuous", "asv_compare"):
+            runs = [r[tool] for r in group if tool in r]
+            if not runs:
+                continue
+            targets = [t for run in runs for t in run["targets"]]
+            found = sum(t["status"] == "regressed" if tool == "ours" else t["mark"] == "+" for t in targets)
+            row[tool] = {"false_alerts": sum(len(run["false"]) for run in runs),
+                         "other_rows": sum(run["rows"] for run in runs) - len(targets),
+                         "targets_found": found, "targets": len(targets),
+                         "minutes": statistics.median(run["minutes"] for run in runs)}
+        mdes = [m for r in group for m in r["ours"]["mde"].values() if m is not None and math.isfinite(m)]
+        row["mde"] = {"median": statistics.median(mdes), "min": min(mdes), "max": max(mdes)} if mdes else None
+        row["failed_rows"] = sum(len(r["ours"]["failed"]) for r in group)
+        out.append(row)
+    return out
+
+
+def print_summary(summary: list[dict]) -> None:
+    tools = ("ours", "asv_continuous", "asv_compare")
+    print("\n== false alerts per row, target rows found, minutes per verdict "
+          "(ours / asv continuous / asv compare); MDE per row (ours)")
+    print(f"  {'pairs':14} {'runs':>4}  {'false alerts / rows':>32}  {'target rows found':>20}  "
+          f"{'minutes per verdict':>19}  {'MDE median [range]':>22}")
+
+    def cell(row, tool, text):
+        return text(row[tool]) if tool in row else "-"
+    for row in summary:
+        false = " / ".join(cell(row, t, lambda s: f"{s['false_alerts']}/{s['other_rows']}") for t in tools)
+        found = " / ".join(cell(row, t, lambda s: f"{s['targets_found']}/{s['targets']}") for t in tools) \
+            if row["ours"]["targets"] else "-"
+        minutes = " / ".join(cell(row, t, lambda s: f"{s['minutes']:.1f}") for t in tools)
+        m = row["mde"]
+        mde = f"{m['median']:.1%} [{m['min']:.1%}-{m['max']:.1%}]" if m else "-"
+        print(f"  {row['kind']:14} {row['runs']:>4}  {false:>32}  {found:>20}  {minutes:>19}  {mde:>22}")
+    for row in summary:
+        if row["failed_rows"]:
+            print(f"  ({row['kind']}: {row['failed_rows']} row(s) failed in our runs and are not counted)")
+
+
+def print_targets(records: list[dict], calibration: dict) -> None:
+    """Each target row of each slowdown (ours): found / runs, the measured ratios, the labels."""
+    effects = [r for r in records if r["ours"]["targets"]]
+    if not effects:
+        return
+    print("\n== target rows (ours): found / runs, measured ratio (median of runs), expected by calibration, label")
+    for kind in dict.fromkeys(r["kind"] for r in effects):
+        expected = calibration["loops"][kind]["expected"]
+        by_title: dict[str, list[dict]] = {}
+        for r in effects:
+            if r["kind"] == kind:
+                for t in r["ours"]["targets"]:
+                    by_title.setdefault(t["title"], []).append(t)
+        for title, runs in by_title.items():
+            ratios = [t["ratio"] for t in runs if t["ratio"] is not None]
+            ratio = f"{statistics.median(ratios):.3f}" if ratios else "-"
+            found = sum(t["status"] == "regressed" for t in runs)
+            labels = ", ".join(sorted({t["label"] or t["status"] for t in runs}))
+            print(f"  {kind:5} {title:60} {found}/{len(runs)}  {ratio:>6}  "
+                  f"{1 + expected.get(title, math.nan):6.3f}  {labels}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=1, help="runs of every pair (default 1)")
+    parser.add_argument("--aa-pairs", type=int, default=2, help="A/A pairs of README edits (default 2)")
+    parser.add_argument("--effects", type=float, nargs="*", default=[0.05, 0.10],
+                        help="slowdowns of the targets, as fractions (default 0.05 0.10)")
+    parser.add_argument("--own-suite", action="store_true", help="also an A/A of this project's own suite")
+    parser.add_argument("--own-base", default=OWN_BASE, help="its base commit (default f44a082)")
+    parser.add_argument("--own-head", default=OWN_HEAD, help="its head commit (default 6787c9d: tests only)")
+    parser.add_argument("--json", type=Path, metavar="PATH", help="also write the summary and every run here")
+    trial = parser.add_argument_group("quick trials only (the validation uses the alert's defaults)")
+    trial.add_argument("--budget-minutes", type=float, help="the alert's (default: its own, 9)")
+    trial.add_argument("--min-rounds", type=int, help="the alert's (default: its own, 6)")
+    trial.add_argument("--no-counts", action="store_true", help="the alert without instruction counts")
+    trial.add_argument("--min-run-time", type=float, default=0.1, help="each suite row's, per process (0.1 s)")
+    trial.add_argument("--calibration-processes", type=int, default=7, help="fresh processes (default 7)")
+    trial.add_argument("--keep", action="store_true", help="keep the work folder (its path is printed)")
+    args = parser.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="suite-validation-"))
+    print(f"== work folder {tmp}", flush=True)
+    flags = alert_flags(args)
+    try:
+        envs = tmp / "envs"
+        path, calibration, pairs = build_example(tmp, envs, args)
+        records = []
+        for rep in range(args.repeats):
+            for i, (name, base, head, effect) in enumerate(pairs):
+                kind = "A/A" if effect is None else name
+                print(f"== repeat {rep + 1}/{args.repeats}, {name}: {base[:8]}..{head[:8]}", flush=True)
+                records.append(measure_pair(kind, name, path, base, head, tmp / f"r{rep}-p{i}", envs, flags,
+                                            targeted=effect is not None))
+                print(_progress(records[-1]), flush=True)
+        if args.own_suite:
+            for rep in range(args.repeats):
+                print(f"== repeat {rep + 1}/{args.repeats}, own suite A/A: {args.own_base[:8]}..{args.own_head[:8]}",
+                      flush=True)
+                records.append(measure_pair("own-suite A/A", "own suite: tests only", ROOT, args.own_base,
+                                            args.own_head, tmp / f"own-r{rep}", tmp / "own-envs", flags,
+                                            targeted=False))
+                print(_progress(records[-1]), flush=True)
+        summary = summarize(records)
+        print_summary(summary)
+        print_targets(records, calibration)
+        if args.json:
+            args.json.write_text(json.dumps({"settings": vars(args) | {"json": str(args.json)},
+                                             "alert_flags": flags, "calibration": calibration,
+                                             "summary": summary, "runs": records}, indent=1, default=str))
+    except StepFailed as e:
+        print(f"\nFAILED: {e}", file=sys.stderr, flush=True)
+        print(f"(work folder {tmp}{' kept' if args.keep else ''})", file=sys.stderr)
+        sys.exit(2)
+    finally:
+        if not args.keep:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
