@@ -138,26 +138,32 @@ def test_a_counts_suite_counts_every_case_in_one_valgrind_process_under_asv_runn
     suite = write_suite(tmp_path, """
         from torchbench_core.asv_suite import CountsSuite, TimerSpec, TimerSuite
 
+        class Box:  # defined in the suite: pickled by reference, found again under valgrind
+            x = list(range(10))
+
         class Ops(TimerSuite):
             timers = [TimerSpec("sum(x)", setup="x = list(range(10))", label="ops", sub_label="10", description="sum"),
                       TimerSpec("sum(x)", setup="x = list(range(1000))", label="ops", sub_label="1000",
-                                description="sum")]
+                                description="sum"),
+                      TimerSpec("sum(x)", setup="x = make.x", globals={"make": Box}, label="ops",
+                                sub_label="box", description="sum")]
 
         class OpsCounts(CountsSuite):
             of = Ops
         """)
-    env = {"PYTHONPATH": f"{ROOT}:{tmp_path}", "PATH": "/usr/bin:/bin"}
+    # the suite's folder is on no import path, as in asv's own benchmark processes
+    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
     worker = [sys.executable, "-m", "torchbench_core.asv_worker"]
-    listed = subprocess.run([*worker, "list", str(suite)], capture_output=True, text=True, env=env, cwd=tmp_path)
+    listed = subprocess.run([*worker, "list", str(suite)], capture_output=True, text=True, env=env, cwd=ROOT)
     assert listed.returncode == 0, listed.stderr
     import json
 
     names = {b["name"]: b for b in json.loads(listed.stdout)}
     assert set(names) == {"bench_ops.Ops.track_time", "bench_ops.OpsCounts.track_instructions"}
     jobs, out = tmp_path / "jobs.json", tmp_path / "out.jsonl"
-    jobs.write_text(json.dumps([["bench_ops.OpsCounts.track_instructions", i] for i in range(2)]))
+    jobs.write_text(json.dumps([["bench_ops.OpsCounts.track_instructions", i] for i in range(3)]))
     proc = subprocess.run([*worker, "run", str(suite), "--jobs", str(jobs), "--out", str(out), "--cache-dir",
-                           str(tmp_path)], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=900)
+                           str(tmp_path)], capture_output=True, text=True, env=env, cwd=ROOT, timeout=900)
     assert proc.returncode == 0, proc.stderr
     results = [json.loads(line) for line in out.read_text().splitlines() if '"job"' in line]
     by_size = {}
@@ -165,8 +171,11 @@ def test_a_counts_suite_counts_every_case_in_one_valgrind_process_under_asv_runn
         assert r["number"] == 100 and len(r["samples"]) == 3, r
         assert max(r["samples"]) - min(r["samples"]) < 0.01 * min(r["samples"])  # counts repeat
         by_size[r["job"][1]] = min(r["samples"])
-    # params are a product: ("10",) is index 0 and ("1000",) index 1; summing 1000 items costs far more
+    # params are a product: ("10",) is index 0, ("1000",) 1, ("box",) 2; summing 1000 items costs far more.
+    # The suite's own class as a global: asv imports the suite by its folder, not sys.path, and the
+    # valgrind worker must find it the same way ("No module named 'suite'" before)
     assert by_size[1] > 20 * by_size[0] > 0
+    assert 0.9 * by_size[0] < by_size[2] < 1.5 * by_size[0]
     assert len(list(tmp_path.glob("*.pickle"))) == 1  # one setup_cache, one valgrind process, for both
 
 

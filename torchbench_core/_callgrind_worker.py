@@ -21,6 +21,7 @@ glibc malloc's dynamic thresholds.
 import collections
 import functools
 import gc
+import importlib.machinery
 import io
 import json
 import operator
@@ -43,6 +44,18 @@ def _tb_inner(_stmt=None, _setup=None):
 
 WARMUP_RUNS = 128  # statement runs before counting: every instruction specialises
 WARMUP_SENDS = 64  # resumptions before counting: the per-block path specialises too
+
+
+class _FoundIn:
+    """Finds one top-level module in one folder, as asv_runner's SpecificImporter does for a suite."""
+
+    def __init__(self, name, folder):
+        self.name, self.folder = name, folder
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != self.name:
+            return None
+        return importlib.machinery.PathFinder.find_spec(fullname, [self.folder], target)
 
 
 def _build(case, torch):
@@ -93,6 +106,8 @@ def main():
     payload = pickle.load(sys.stdin.buffer)
     # The parent's import path, so callables and globals from its modules resolve here.
     sys.path[:0] = [p for p in payload["sys_path"] if p not in sys.path]
+    # ... and the modules it imported from elsewhere (an asv suite), found where it found them.
+    sys.meta_path[:0] = [_FoundIn(name, folder) for name, folder in payload.get("packages", {}).items()]
     dumps = 0
     baselines = {}
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import importlib.machinery
 import json
 import operator
 import os
@@ -368,6 +369,23 @@ def collect_callgrind_many(
         return _assemble(timers, events, number, repeats, retain_out_file, on_error)
 
 
+def _imported_off_path() -> dict[str, str]:
+    """Top-level modules this process imported through a finder of its own rather than sys.path, with the
+    folder that holds each. asv imports a benchmark suite so (asv_runner's SpecificImporter: the suite's
+    folder, not its parent, which may hold a copy of the project); globals pickled from such a suite's
+    modules load in the worker only if it finds the suite the same way."""
+    found = {}
+    for name, module in list(sys.modules.items()):
+        spec = getattr(module, "__spec__", None)
+        if "." in name or name == "__main__" or spec is None or not spec.has_location or not spec.origin:
+            continue
+        locations = spec.submodule_search_locations
+        folder = os.path.dirname(locations[0] if locations else spec.origin)
+        if importlib.machinery.PathFinder.find_spec(name, sys.path) is None:
+            found[name] = folder
+    return found
+
+
 def _launch(
     cases: list[tuple[int, bytes]],
     out_dir: Path,
@@ -388,7 +406,7 @@ def _launch(
     with open(out_dir / "stdout", "wb") as stdout, open(out_dir / "stderr", "wb") as stderr:
         proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=stdout, stderr=stderr, env=env,
                                 start_new_session=True)
-        payload = {"sys_path": list(sys.path), "cases": cases}
+        payload = {"sys_path": list(sys.path), "packages": _imported_off_path(), "cases": cases}
         try:
             proc.stdin.write(pickle.dumps(payload))
             proc.stdin.close()
