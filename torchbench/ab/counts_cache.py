@@ -19,6 +19,7 @@ A file that cannot be read is reported and counted again; writes are atomic.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import subprocess
@@ -58,6 +59,12 @@ class CountsCache:
                          "valgrind": _version([str(valgrind), "--version"]) if valgrind else "none"}
         self.key = hashlib.sha256(json.dumps(self.identity, sort_keys=True).encode()).hexdigest()[:16]
         self.problems: list[str] = []
+
+    def view(self) -> CountsCache:
+        """The same cache with its own list of problems (for one thread)."""
+        other = copy.copy(self)
+        other.problems = []
+        return other
 
     def path(self, commit: str) -> Path:
         return self.root / commit / f"{self.key}.json"

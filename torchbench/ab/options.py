@@ -40,7 +40,7 @@ class Policy:
 class Rounds:
     """How two commits are measured: alternating processes, round after round, within a budget."""
 
-    budget_minutes: float = 9.0  # stop adding rounds after this long; decided benchmarks stop earlier
+    budget_minutes: float = 9.0  # stop adding rounds this long after the pair began (build and counts included)
     min_rounds: int = MIN_ROUNDS  # rounds before any early stop
     max_rounds: int = 100  # at most this many (the budget binds first on a noisy machine)
     counts: bool = True  # instruction counts under valgrind, once a side

@@ -44,8 +44,9 @@ def add_measurement_arguments(parser: argparse.ArgumentParser, budget: float) ->
     """How two commits are measured against each other and decided (alert and find)."""
     defaults = Policy()
     parser.add_argument("--budget-minutes", type=checked(Rounds, "budget_minutes"), default=budget,
-                        help=f"per comparison, stop adding rounds after this long (default {budget:g}); "
-                             "decided benchmarks stop earlier")
+                        help=f"per comparison, stop adding rounds this many minutes after the comparison began, "
+                             f"build and instruction counts included (default {budget:g}); decided benchmarks "
+                             "stop earlier")
     parser.add_argument("--min-rounds", type=checked(Rounds, "min_rounds", int), default=MIN_ROUNDS,
                         help=f"rounds before any early stop (default {MIN_ROUNDS}; the first look comes later where the "
                              "suite's size needs more processes for a stop to be possible)")
