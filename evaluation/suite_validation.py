@@ -29,10 +29,12 @@ Exit status 0 when every step ran (whatever the figures); 2 when a step failed, 
 
     python evaluation/suite_validation.py [--repeats 1] [--own-suite] [--json PATH]
 
-A full run (defaults, one repeat) takes about 50 minutes on a 2-core machine: per pair about 10 for ours
-(instruction counts of 69 rows, ~3 minutes a side there, count against the 9-minute budget) and 1-2 for
-asv; --own-suite adds about 25 (ours ~12, asv continuous ~6, asv run x2 ~7). The work folder (a temporary
-one, removed at the end unless --keep) needs a few GB.
+The alerts of the example's pairs share one --out folder, as a user's successive alerts do: the base's
+instruction counts are taken once and reused (the report's time_spent says so per pair). A full run
+(defaults, one repeat) takes about 50 minutes on a 2-core machine: per pair at most 10 for ours (its
+9-minute budget counts from the start: build, instruction counts of 69 rows, rounds) and 1-2 for asv;
+--own-suite adds about 25 (ours ~10, asv continuous ~6, asv run x2 ~7). The work folder (a temporary one,
+removed at the end unless --keep) needs a few GB.
 """
 
 from __future__ import annotations
@@ -160,23 +162,27 @@ def alert_flags(args) -> list[str]:
     return flags + (["--no-counts"] if args.no_counts else [])
 
 
-def run_alert(repo: Path, base: str, head: str, out: Path, envs: Path, flags: list[str]) -> tuple[dict, float]:
-    """`torchbench alert` as a user runs it; (its JSON report, minutes). Its output is kept in OUT/alert.log.
-    Rows that failed (exit status 2 with a verdict on the rest) are reported, not a failed step."""
-    out.mkdir(parents=True, exist_ok=True)
+def run_alert(repo: Path, base: str, head: str, out: Path, envs: Path, flags: list[str],
+              logs: Path | None = None) -> tuple[dict, float]:
+    """`torchbench alert --out OUT` as a user runs it; (its JSON report, minutes). Its output and report are
+    kept in LOGS (default OUT): alert.log, report.json. Pairs that share an OUT share its instruction-count
+    cache, as a user's successive alerts do. Rows that failed (exit status 2 with a verdict on the rest) are
+    reported, not a failed step."""
+    logs = logs or out
+    logs.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    with open(out / "alert.log", "w") as log:
+    with open(logs / "alert.log", "w") as log:
         proc = subprocess.run([sys.executable, "-m", "torchbench", "alert", "--repo", str(repo), "--base", base,
                                "--head", head, "--out", str(out), "--env-dir", str(envs),
-                               "--json", str(out / "report.json"), *flags],
+                               "--json", str(logs / "report.json"), *flags],
                               stdout=log, stderr=subprocess.STDOUT, text=True, cwd=ROOT, check=False)
     minutes = (time.perf_counter() - start) / 60
-    report = json.loads((out / "report.json").read_text()) if (out / "report.json").exists() else None
+    report = json.loads((logs / "report.json").read_text()) if (logs / "report.json").exists() else None
     if proc.returncode not in (0, 1, 2) or report is None or report.get("problems") \
             or (proc.returncode == 2 and not report.get("counts", {}).get("failed")):
-        tail = (out / "alert.log").read_text()[-3000:]
+        tail = (logs / "alert.log").read_text()[-3000:]
         raise StepFailed(f"torchbench alert {base[:8]}..{head[:8]} exited {proc.returncode} "
-                         f"(log: {out / 'alert.log'}):\n{tail}")
+                         f"(log: {logs / 'alert.log'}):\n{tail}")
     return report, minutes
 
 
@@ -306,18 +312,20 @@ def build_example(tmp: Path, envs: Path, args) -> tuple[Path, dict, list[tuple[s
 
 
 def measure_pair(kind: str, name: str, repo: Path, base: str, head: str, work: Path, envs: Path,
-                 flags: list[str], targeted: bool) -> dict:
-    """Ours, asv continuous and asv compare on one pair; what each flagged and how long it took. `targeted`:
-    the head slows the target rows (else every row is identical code)."""
+                 flags: list[str], targeted: bool, ours: Path) -> dict:
+    """Ours (its --out OURS, shared by the pairs of one repository), asv continuous and asv compare on one
+    pair; what each flagged and how long it took. `targeted`: the head slows the target rows (else every row
+    is identical code)."""
     target = is_target if targeted else (lambda _: False)
-    with step(f"{kind}: torchbench alert {base[:8]}..{head[:8]} in {work / 'ours'}"):
-        report, minutes = run_alert(repo, base, head, work / "ours", envs, flags)
+    with step(f"{kind}: torchbench alert {base[:8]}..{head[:8]} in {ours} (log in {work / 'ours'})"):
+        report, minutes = run_alert(repo, base, head, ours, envs, flags, logs=work / "ours")
     rows = report["rows"]
     flagged = [r["title"] for r in rows if r["status"] in ("regressed", "improved")]
     failed = {r["title"]: r.get("error", "") for r in rows if r["status"] == "failed"}
     rows = [r for r in rows if r["status"] != "failed"]
     record = {"kind": kind, "pair": name, "base": base, "head": head, "ours": {
         "exit_status": report.get("exit_status"), "minutes": minutes, "rounds": report.get("rounds"),
+        "time_spent": report.get("time_spent"),
         "rows": len(rows), "counts": report.get("counts"), "flagged": flagged, "failed": failed,
         "false": [t for t in flagged if not target(t)],
         "mde": {r["title"]: (r["comparison"] or {}).get("mde") for r in rows},
@@ -325,7 +333,7 @@ def measure_pair(kind: str, name: str, repo: Path, base: str, head: str, work: P
                      "decided_by": r.get("decided_by"), "ratio": (r["comparison"] or {}).get("ratio"),
                      "counts_delta": r.get("counts_delta"), "mde": (r["comparison"] or {}).get("mde")}
                     for r in rows if target(r["title"])]}}
-    conf = work / "ours" / "asv.conf.json"
+    conf = ours / "asv.conf.json"
     with step(f"{kind}: asv continuous {base[:8]} {head[:8]} in {work / 'asv-continuous'}"):
         marks, minutes, note = run_asv_continuous(asv_conf(conf, work / "asv-continuous"), base, head)
     record["asv_continuous"] = _asv_record(marks, minutes, target) | {"note": note}
@@ -344,8 +352,10 @@ def _asv_record(marks: dict[str, str], minutes: float, target) -> dict:
 def _progress(record: dict) -> str:
     o = record["ours"]
     targets = ", ".join(f"{t['status']} {t['ratio']:.3f}" if t["ratio"] else t["status"] for t in o["targets"])
+    phases = (o.get("time_spent") or {}).get("phases", {})
+    counts = f", counts {phases['instruction counts'] / 60:.1f} min" if "instruction counts" in phases else ""
     line = (f"  {record['kind']:14} ours: {len(o['flagged'])}/{o['rows']} flagged ({o['rounds']} rounds, "
-            f"{o['minutes']:.1f} min)")
+            f"{o['minutes']:.1f} min{counts})")
     if o["targets"]:
         line += f"; targets: {targets}"
     for tool in ("asv_continuous", "asv_compare"):
@@ -456,7 +466,7 @@ def main() -> None:
                 kind = "A/A" if effect is None else name
                 print(f"== repeat {rep + 1}/{args.repeats}, {name}: {base[:8]}..{head[:8]}", flush=True)
                 records.append(measure_pair(kind, name, path, base, head, tmp / f"r{rep}-p{i}", envs, flags,
-                                            targeted=effect is not None))
+                                            targeted=effect is not None, ours=tmp / "ours"))
                 print(_progress(records[-1]), flush=True)
         if args.own_suite:
             for rep in range(args.repeats):
@@ -464,7 +474,7 @@ def main() -> None:
                       flush=True)
                 records.append(measure_pair("own-suite A/A", "own suite: tests only", ROOT, args.own_base,
                                             args.own_head, tmp / f"own-r{rep}", tmp / "own-envs", flags,
-                                            targeted=False))
+                                            targeted=False, ours=tmp / "own-ours"))
                 print(_progress(records[-1]), flush=True)
         summary = summarize(records)
         print_summary(summary)
