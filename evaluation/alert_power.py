@@ -97,7 +97,7 @@ def measure_pool(pool_file: Path, rounds: int, tmp: Path) -> dict:
     for p, k in loops.items():
         commits[f"+{p:.0%}"] = inject(repo, shas[5], k, f"{p:.0%}")
         alert(path, shas[5], commits[f"+{p:.0%}"], work, envs, 0.1)  # installs it
-    sides = {arm: Side(arm, sha, work / "installs" / sha[:12]) for arm, sha in commits.items()}
+    sides = {arm: Side(arm, sha, work / "installs" / sha[:12], python) for arm, sha in commits.items()}
     suite = path / "benchmarks"
     evidence = Evidence()
     jobs = select_jobs({"base": list_benchmarks(python, suite, measure.side_env(sides["c6"])),
@@ -114,7 +114,7 @@ def measure_pool(pool_file: Path, rounds: int, tmp: Path) -> dict:
             todo = jobs[:]
             rng.shuffle(todo)
             start = time.perf_counter()
-            results, died = measure._one_process(python, suite, sides[arm], todo, cache, timeout=600)
+            results, died = measure._one_process(suite, sides[arm], todo, cache, timeout=600)
             values, samples = {}, {}
             for job, result in results.items():
                 if "samples" in result:

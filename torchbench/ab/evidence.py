@@ -24,6 +24,8 @@ class Side:
     name: str  # "base" or "head"
     commit: str
     install: Path  # where the commit is installed (put on PYTHONPATH)
+    python: Path  # the interpreter of its asv environment
+    torch: str = ""  # its environment's torch release, where the two sides differ in it (an upgrade verdict)
 
 
 @dataclass

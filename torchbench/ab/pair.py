@@ -70,27 +70,32 @@ def select_jobs(listing: dict[str, list[dict]], patterns: list[str] | tuple[str,
 
 def measure_pair(ws: Workspace, base: Commit, head: Commit, rounds: Rounds, policy: Policy, *,
                  patterns: list[str] | tuple[str, ...] = (), only: set[Job] | None = None,
-                 work: Path | None = None, on_round=None) -> Measured:
+                 work: Path | None = None, on_round=None, torch: dict[str, str] | None = None) -> Measured:
     """Measure both sides in alternating processes; the evidence is saved in WORK (default
     OUT/alert/BASE..HEAD). `only`: these jobs alone, of the benchmarks `patterns` select (find measures the
-    stepped parameter combinations, not all of a benchmark's)."""
+    stepped parameter combinations, not all of a benchmark's). `torch`: each side's torch release, one of
+    the workspace's environments each (an upgrade verdict: base and head may be the same commit); default:
+    both sides in the workspace's first environment."""
     began = time.monotonic()
     measured = Measured(Evidence())
     evidence = measured.evidence
-    python = ws.pythons()[0]
-    work = work or ws.out / "alert" / f"{base.short}..{head.short}"
+    pythons = ws.pythons()
+    by_torch = {e.torch: e.python for e in ws.asv.environments}
+    work = work or ws.out / "alert" / (f"{base.short}..{head.short}" if not torch else
+                                       f"{base.short}-torch{torch['base']}..{head.short}-torch{torch['head']}")
     sides = {}
     for name, commit in zip(SIDES, (base, head)):
+        python = by_torch[torch[name]] if torch else pythons[0]
         install, why = ws.install(commit, python)
         if why:
             measured.problems.append(f"the {name} commit {commit.short} does not build: {why}")
             continue
-        sides[name] = Side(name, commit.sha, install)
+        sides[name] = Side(name, commit.sha, install, python, torch[name] if torch else "")
     if len(sides) < 2:
         return measured
-    measured.python, measured.suite, measured.sides, measured.work = python, ws.bench_dir, sides, work
+    measured.python, measured.suite, measured.sides, measured.work = pythons[0], ws.bench_dir, sides, work
     try:
-        listing = {name: list_benchmarks(python, ws.bench_dir, rounds_mod.side_env(side),
+        listing = {name: list_benchmarks(side.python, ws.bench_dir, rounds_mod.side_env(side),
                                          f" with the {name} commit {side.commit[:8]}")
                    for name, side in sides.items()}
     except UserError as e:
@@ -110,8 +115,7 @@ def measure_pair(ws: Workspace, base: Commit, head: Commit, rounds: Rounds, poli
         if valgrind is None:
             evidence.notes.append("instruction counts skipped: valgrind is not installed")
         else:
-            _count_both(CountsCache(ws.out / "counts", python, ws.bench_dir, valgrind), python, ws.bench_dir,
-                        sides, both, evidence)
+            _count_both(ws.out / "counts", valgrind, ws.bench_dir, sides, both, evidence)
     evidence.phases["instruction counts"] = time.monotonic() - start
     start = time.monotonic()
 
@@ -123,7 +127,7 @@ def measure_pair(ws: Workspace, base: Commit, head: Commit, rounds: Rounds, poli
 
     cache_dir = work / "setup-cache"
     cache_dir.mkdir(parents=True, exist_ok=True)
-    rounds_mod.measure_rounds(python, ws.bench_dir, sides, both, evidence, rounds=rounds, policy=policy,
+    rounds_mod.measure_rounds(ws.bench_dir, sides, both, evidence, rounds=rounds, policy=policy,
                               deadline=began + 60 * rounds.budget_minutes, cache_dir=cache_dir,
                               on_round=progress)
     evidence.phases["rounds"] = time.monotonic() - start
@@ -131,14 +135,18 @@ def measure_pair(ws: Workspace, base: Commit, head: Commit, rounds: Rounds, poli
     return measured
 
 
-def _count_both(cache: CountsCache, python: Path, suite: Path, sides: dict[str, Side], jobs: list[Job],
+def _count_both(root: Path, valgrind: Path, suite: Path, sides: dict[str, Side], jobs: list[Job],
                 evidence: Evidence) -> None:
     """Both sides' instruction counts at once, one valgrind process each: counts do not depend on what else
-    runs, and on two cores this halves the wait. Each side has its own view of the cache (its problems)."""
+    runs, and on two cores this halves the wait. Each side has its own cache (its interpreter is part of the
+    key) and its own list of problems."""
+    caches = {}
+    for name, side in sides.items():
+        same = next((c for other, c in caches.items() if sides[other].python == side.python), None)
+        caches[name] = same.view() if same else CountsCache(root, side.python, suite, valgrind)
     with ThreadPoolExecutor(max_workers=len(SIDES)) as pool:
         counted = dict(zip(SIDES, pool.map(
-            lambda name: rounds_mod.collect_counts(python, suite, sides[name], jobs, evidence, cache.view()),
-            SIDES)))
+            lambda name: rounds_mod.collect_counts(suite, sides[name], jobs, evidence, caches[name]), SIDES)))
     for name in SIDES:
         print(f"== instruction counts, {name}: {len(jobs) - counted[name]} case(s) from the cache, "
               f"{counted[name]} counted (one valgrind process)", flush=True)

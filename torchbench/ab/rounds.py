@@ -45,7 +45,7 @@ def side_env(side: Side) -> dict[str, str]:
     return install_env(side.install)
 
 
-def _one_process(python: Path, suite: Path, side: Side, jobs: list[Job], cache_dir: Path,
+def _one_process(suite: Path, side: Side, jobs: list[Job], cache_dir: Path,
                  timeout: float, run_time: dict[Job, float]) -> tuple[dict[Job, dict], str | None]:
     """Run `jobs` in one worker process (each with its allocated run time, where it has one); returns results
     by job, and what went wrong with the process."""
@@ -58,7 +58,7 @@ def _one_process(python: Path, suite: Path, side: Side, jobs: list[Job], cache_d
             times.write_text(json.dumps({f"{name}|{index}": t for (name, index), t in run_time.items()}))
             env["TORCHBENCH_RUN_TIMES"] = str(times)
         try:
-            proc = subprocess.run([str(python), *WORKER, "run", str(suite), "--jobs", str(jobs_file), "--out",
+            proc = subprocess.run([str(side.python), *WORKER, "run", str(suite), "--jobs", str(jobs_file), "--out",
                                    str(out), "--cache-dir", str(cache_dir)], capture_output=True, text=True,
                                   env=env, timeout=timeout)
             died = None if proc.returncode == 0 else (
@@ -134,7 +134,7 @@ def interim_decisions(evidence: Evidence, jobs: list[Job], policy: Policy) -> No
                     evidence.decided[job] = why
 
 
-def measure_rounds(python: Path, suite: Path, sides: dict[str, Side], jobs: list[Job], evidence: Evidence, *,
+def measure_rounds(suite: Path, sides: dict[str, Side], jobs: list[Job], evidence: Evidence, *,
                    rounds: Rounds, policy: Policy, deadline: float, cache_dir: Path, on_round=None,
                    seed: int = 0) -> None:
     """Alternate base and head processes until every job is decided, rounds.max_rounds, or the deadline."""
@@ -151,7 +151,7 @@ def measure_rounds(python: Path, suite: Path, sides: dict[str, Side], jobs: list
             todo = active[:]
             rng.shuffle(todo)
             started = time.monotonic()
-            results, died = _one_process(python, suite, sides[name], todo, cache_dir,
+            results, died = _one_process(suite, sides[name], todo, cache_dir,
                                          timeout=120 + 60 * len(todo), run_time=evidence.run_time)
             evidence.process_seconds.append(time.monotonic() - started)
             for job, result in results.items():
@@ -166,7 +166,7 @@ def measure_rounds(python: Path, suite: Path, sides: dict[str, Side], jobs: list
             on_round(evidence, len(active))
 
 
-def collect_counts(python: Path, suite: Path, side: Side, jobs: list[Job], evidence: Evidence,
+def collect_counts(suite: Path, side: Side, jobs: list[Job], evidence: Evidence,
                    cache: CountsCache | None = None) -> int:
     """Instruction counts of the TimerSuite cases among `jobs`, from the cache where it has them, the rest in one
     valgrind process for this side (then cached). Returns how many cases valgrind counted."""
@@ -175,7 +175,7 @@ def collect_counts(python: Path, suite: Path, side: Side, jobs: list[Job], evide
     missing = [job for job in jobs if cases[job] not in cached]
     found: dict = {}
     if missing:
-        found = _count(python, suite, side, missing, evidence)
+        found = _count(suite, side, missing, evidence)
     counted = {}
     for key, result in found.items():
         name, _, index = key.rpartition("|")
@@ -195,12 +195,12 @@ def collect_counts(python: Path, suite: Path, side: Side, jobs: list[Job], evide
     return len(missing)
 
 
-def _count(python: Path, suite: Path, side: Side, jobs: list[Job], evidence: Evidence) -> dict:
+def _count(suite: Path, side: Side, jobs: list[Job], evidence: Evidence) -> dict:
     """One valgrind process for this side counts every TimerSuite case among `jobs`: {"name|index": result}."""
     with tempfile.TemporaryDirectory() as tmp:
         jobs_file, out = Path(tmp) / "jobs.json", Path(tmp) / "counts.json"
         jobs_file.write_text(json.dumps([list(j) for j in jobs]))
-        proc = subprocess.run([str(python), *WORKER, "counts", str(suite), "--jobs", str(jobs_file), "--out",
+        proc = subprocess.run([str(side.python), *WORKER, "counts", str(suite), "--jobs", str(jobs_file), "--out",
                                str(out)], capture_output=True, text=True, env=side_env(side), timeout=3600)
         if proc.returncode != 0 or not out.exists():
             evidence.notes.append(f"instruction counts for {side.name} failed: {last_line(proc.stderr)}")

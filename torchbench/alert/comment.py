@@ -65,6 +65,7 @@ class AlertReport:
     links: dict[str, dict] = field(default_factory=dict)
     site_url: str | None = None
     time_spent: dict = field(default_factory=dict)  # Evidence.time_spent(): phases, rounds per minute, ...
+    torch: dict = field(default_factory=dict)  # the upgrade verdict: each side's torch release (else empty)
 
     def counts(self) -> dict[str, int]:
         out = {status: 0 for status in ORDER}
@@ -123,7 +124,7 @@ class AlertReport:
             changed=by[stats.REGRESSED] + by[stats.IMPROVED], failed=by[FAILED],
             inconclusive=by[stats.INCONCLUSIVE], mde_rows=[c for c in cells if c["mde_text"] != "—"],
             notes=self.notes + self.problems, evidence=self._evidence(), site_url=self.site_url,
-            time=self.time_spent, by_counts=sum(1 for r in self.rows if r.decided_by == COUNTS))
+            time=self.time_spent, by_counts=sum(1 for r in self.rows if r.decided_by == COUNTS), torch=self.torch)
         return re.sub(r"\n{3,}", "\n\n", text)
 
     def to_dict(self) -> dict:
@@ -132,7 +133,8 @@ class AlertReport:
                 "head": {"sha": self.head.sha, "subject": self.head.subject},
                 "policy": asdict(self.policy), "rounds": self.rounds, "counts": self.counts(),
                 "rows": [r.to_dict() for r in self.rows], "notes": self.notes, "problems": self.problems,
-                "links": self.links, "site_url": self.site_url, "time_spent": self.time_spent}
+                "links": self.links, "site_url": self.site_url, "time_spent": self.time_spent,
+                **({"torch": self.torch} if self.torch else {})}
 
     @classmethod
     def from_dict(cls, doc: dict) -> "AlertReport":
@@ -148,7 +150,7 @@ class AlertReport:
             rows.append(Verdict(**r, comparison=c))
         return cls(Commit(doc["base"]["sha"], doc["base"]["subject"]), Commit(doc["head"]["sha"], doc["head"]["subject"]),
                    rows, Policy(**doc["policy"]), doc["rounds"], doc["notes"], doc["problems"],
-                   doc.get("links", {}), doc.get("site_url"), doc.get("time_spent", {}))
+                   doc.get("links", {}), doc.get("site_url"), doc.get("time_spent", {}), doc.get("torch", {}))
 
     def json(self) -> str:
         return json.dumps(_finite(self.to_dict()), indent=1, allow_nan=False)

@@ -42,15 +42,17 @@ class Links:
     diff: str | None = None
 
 
-def _result_rows(evidence: Evidence, base: Commit, head: Commit) -> ResultSet:
-    """Each side's per-process values as one row per benchmark: the samples of a Compare cell."""
+def _result_rows(evidence: Evidence, base: Commit, head: Commit, torch: dict[str, str]) -> ResultSet:
+    """Each side's per-process values as one row per benchmark: the samples of a Compare cell. Sides in
+    different torch releases are different environments (asv's naming: torch<release>), one Compare group each."""
     found = ResultSet()
     for side, commit in (("base", base), ("head", head)):
+        env_name = f"{ENV_NAME}-torch{torch[side]}" if torch.get(side) else ENV_NAME
         for (name, index), values in evidence.values[side].items():
             info = evidence.jobs[(name, index)]
             names = info.param_names or [f"param{i + 1}" for i in range(len(info.params))]
             found.rows.append(ResultRow(
-                machine=MACHINE, commit=commit.sha, env_name=ENV_NAME, benchmark=name, index=index,
+                machine=MACHINE, commit=commit.sha, env_name=env_name, benchmark=name, index=index,
                 params=tuple((n, param_value(v)) for n, v in zip(names, info.params)),
                 value=stats.process_summary(values), samples=tuple(values), number=1, stats=None,
                 unit=info.unit, date=None))
@@ -65,7 +67,7 @@ def _profile(measured: Measured, commits: dict[str, Commit], jobs: set[Job], out
     notes = []
     for name, side in measured.sides.items():
         print(f"== flame graphs of {len(jobs)} regression(s), {name} {commits[name].short}", flush=True)
-        report = profile_cases(measured.python, measured.suite, side_env(side), commits[name], out, pyspy=pyspy,
+        report = profile_cases(side.python, measured.suite, side_env(side), commits[name], out, pyspy=pyspy,
                                patterns=patterns_for(jobs), only=lambda case: case.key in jobs)
         notes.extend(f"flame graph not recorded: {why}" for why in report.failures)
     return notes
@@ -85,15 +87,21 @@ def build_site(measured: Measured, rows: list[Verdict], base: Commit, head: Comm
     `profile`; returns the links of each regressed row."""
     written = Site()
     regressed = {(r.benchmark, r.index) for r in rows if r.status == stats.REGRESSED}
+    torch = {name: side.torch for name, side in measured.sides.items()}
     if regressed and profile and measured.sides:
-        written.notes += _profile(measured, {"base": base, "head": head}, regressed, out)
-    found = _result_rows(measured.evidence, base, head)
+        if base.sha == head.sha:  # flame graphs are kept per commit: the two releases' would overwrite
+            written.notes.append("flame graphs not recorded: both sides are one commit (an upgrade verdict); "
+                                 "`torchbench profile` records each release's from its own output folder")
+        else:
+            written.notes += _profile(measured, {"base": base, "head": head}, regressed, out)
+    found = _result_rows(measured.evidence, base, head, torch)
+    head_env = next((row.env_name for row in found.rows if row.commit == head.sha), None)
     site = measured.work / "site"
     shutil.rmtree(site, ignore_errors=True)
-    compare_pages, _ = publisher.render_pages(
+    compare_pages = publisher.render_pages(
         pages.records(found.rows), site, out_dir=out, revisions={base.sha: 0, head.sha: 1},
         subjects={base.sha: base.subject, head.sha: head.subject}, project=f"alert {base.short}..{head.short}",
-        commits={base.sha, head.sha})
+        commits={base.sha, head.sha}).compare_pages
     prefix = (site_url.rstrip("/") + "/") if site_url else ""
     by_label = {p.label: p for p in compare_pages}
     specs = {(rr.benchmark, rr.index): rr.task_spec() for rr in found.rows if rr.commit == head.sha}
@@ -104,7 +112,7 @@ def build_site(measured: Measured, rows: list[Verdict], base: Commit, head: Comm
         page = by_label.get(spec.label) if spec else None
         table = f"{prefix}compare/{page.slug}.html" if page else f"{prefix}index.html"
         if page:
-            env = next((e for e in page.envs if e.commit == head.sha), None)
+            env = next((e for e in page.envs if e.commit == head.sha and e.env_name == head_env), None)
             if env is not None:
                 table += "#" + publisher.row_anchor(env, spec.num_threads, spec.sub_label or spec.stmt)
         flames = {}

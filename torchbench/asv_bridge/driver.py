@@ -22,7 +22,8 @@ from .. import resources
 from ..errors import UserError
 from ..project.config import Project, base_config
 
-__all__ = ["MACHINE_COMMAND", "Asv", "Timings", "harness_env", "install_env", "machine_file"]
+__all__ = ["MACHINE_COMMAND", "Asv", "Environment", "PipIndex", "Timings", "harness_env", "install_env",
+           "machine_file"]
 
 
 @dataclass
@@ -46,12 +47,51 @@ def harness_env() -> dict[str, str]:
     return dict(os.environ, TORCHBENCH_HARNESS=str(resources.harness()), PYTHONUNBUFFERED="1")
 
 
+@dataclass(frozen=True)
+class PipIndex:
+    """Where the environments' packages come from: pip's own options, passed through to every pip that asv
+    and we run (as PIP_INDEX_URL and PIP_EXTRA_INDEX_URL), e.g. a CPU wheel index for torch."""
+
+    index_url: str | None = None
+    extra_index_urls: tuple[str, ...] = ()
+
+    def env(self) -> dict[str, str]:
+        out = {}
+        if self.index_url:
+            out["PIP_INDEX_URL"] = self.index_url
+        if self.extra_index_urls:
+            out["PIP_EXTRA_INDEX_URL"] = " ".join(self.extra_index_urls)
+        return out
+
+
+@dataclass(frozen=True)
+class Environment:
+    """One asv environment of the run: its name, interpreter, torch release and size on disk."""
+
+    name: str
+    python: Path
+    torch: str
+    path: Path
+
+    def disk_bytes(self) -> int:
+        total = 0
+        for folder, _, files in os.walk(self.path):
+            for name in files:
+                try:
+                    total += os.lstat(os.path.join(folder, name)).st_size
+                except OSError:
+                    continue
+        return total
+
+
 class Asv:
-    def __init__(self, conf_path: Path, timings: Timings, keep_fds: tuple[int, ...] = ()):
+    def __init__(self, conf_path: Path, timings: Timings, keep_fds: tuple[int, ...] = (),
+                 pip: PipIndex = PipIndex()):
         self.conf_path = conf_path
         self.timings = timings
-        self.env = harness_env()
+        self.env = {**harness_env(), **pip.env()}
         self.keep_fds = keep_fds  # the run's locks: asv holds them too while it runs (see project/lock.py)
+        self.environments: list[Environment] = []  # set by `setup`
 
     def _run(self, step: str, cmd: list[str], *, check: bool = True, **kwargs) -> subprocess.CompletedProcess:
         print(f"\n== {step}: {' '.join(cmd)}", flush=True)
@@ -85,14 +125,19 @@ class Asv:
         if absent or not envs:
             raise UserError(f"asv setup did not create the environment(s) {', '.join(absent) or '(none configured)'} "
                             f"under {env_dir}; see its output above")
-        return [Path(env.find_executable("python")) for env in envs]
+        python_of = {env.name: Path(env.find_executable("python")) for env in envs}
+        # an environment's folder is its interpreter's grandparent (ENV/bin/python)
+        self.environments = [Environment(env.name, python_of[env.name], str(env.requirements.get("torch", "")),
+                                         python_of[env.name].parent.parent) for env in envs]
+        return [e.python for e in self.environments]
 
     def prepare(self, pythons: list[Path], project: Project) -> None:
         """What asv's matrix cannot say: the project's build backend and
         dependencies (with their version ranges), and our harness."""
-        torch_pin = f"torch=={self._matrix_torch()}"
+        torch_of = {e.python: e.torch for e in self.environments}
         requirements = project.build_requires + project.dependencies
         for python in pythons:
+            torch_pin = f"torch=={torch_of.get(python) or self._matrix_torch()}"
             link_harness(python)
             # pip takes ~2 s even when all is installed: remember what it installed
             done = python.parent.parent / ".torchbench-requirements"

@@ -19,7 +19,7 @@ from pathlib import Path
 import git
 
 from ..project import commits, config
-from .driver import Asv, Timings, install_commit
+from .driver import Asv, PipIndex, Timings, install_commit
 
 __all__ = ["Workspace", "open_workspace"]
 
@@ -59,8 +59,12 @@ class Workspace:
         return dest
 
     def install(self, commit: commits.Commit, python: Path) -> tuple[Path | None, str | None]:
-        """The folder holding `commit` installed (built once, then reused); or None and why it failed."""
-        folder = self.out / "installs" / commit.sha[:12]
+        """The folder holding `commit` installed for `python` (built once, then reused); or None and why it
+        failed. The first environment's installs are OUT/installs/<sha12>; another environment's (another
+        torch release, which a compiled extension is built against) have its folder's name appended."""
+        first = self.pythons()[0]
+        suffix = "" if python == first else f"-{python.parent.parent.name[:8]}"
+        folder = self.out / "installs" / f"{commit.sha[:12]}{suffix}"
         if folder.exists():
             return folder, None
         print(f"== building {commit.short} ({commit.subject[:50]})", flush=True)
@@ -75,10 +79,15 @@ class Workspace:
 
 def open_workspace(*, out: Path, env_dir: Path, repo_path: Path, repo, project_sha: str,
                    benchmarks: Path | None, fds: tuple[int, ...], timings: Timings | None = None,
-                   torch_build: bool = False) -> Workspace:
-    """Derive OUT/asv.conf.json for the repository (project read at `project_sha`) and its suites."""
+                   torch_build: bool = False, torch: tuple[str, ...] = (),
+                   pip: PipIndex | None = None) -> Workspace:
+    """Derive OUT/asv.conf.json for the repository (project read at `project_sha`) and its suites; `torch`:
+    the releases to measure, an environment each (default: the pinned one); `pip`: the package indexes the
+    environments install from."""
     project = config.read_project(repo, project_sha, repo_path.name)
     bench_dir = config.benchmark_dir(repo_path, benchmarks, torch_build=torch_build)
-    conf = config.derive(repo=repo_path, project=project, out=out, env_dir=env_dir, benchmark_dir=bench_dir)
+    conf = config.derive(repo=repo_path, project=project, out=out, env_dir=env_dir, benchmark_dir=bench_dir,
+                         torch=torch)
     return Workspace(out=out, env_dir=env_dir, repo_path=repo_path, repo=repo, project=project,
-                     bench_dir=bench_dir, conf=conf, asv=Asv(conf, timings or Timings(), keep_fds=fds))
+                     bench_dir=bench_dir, conf=conf,
+                     asv=Asv(conf, timings or Timings(), keep_fds=fds, pip=pip or PipIndex()))

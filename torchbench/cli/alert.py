@@ -25,6 +25,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="only benchmarks whose name matches REGEX; repeatable")
     add_folder_arguments(parser)
     add_measurement_arguments(parser, budget=BUDGET)
+    parser.add_argument("--base-torch", metavar="VERSION",
+                        help="the upgrade verdict: measure the base side with this torch release (exact), the head "
+                             "side with --head-torch, each in its own environment; --base defaults to --head")
+    parser.add_argument("--head-torch", metavar="VERSION")
     parser.add_argument("--base-results", type=Path, nargs="+", metavar="PATH",
                         help="decide from these asv result files or folders instead of measuring")
     parser.add_argument("--head-results", type=Path, nargs="+", metavar="PATH")
@@ -43,10 +47,13 @@ def main(args: argparse.Namespace) -> int:
             raise UserError("give both --base-results and --head-results")
         report = alert_from_results(args.base_results, args.head_results, policy)
     else:
+        if args.base_torch and args.head and not args.base:
+            args.base = args.head  # the upgrade verdict of one commit
         if not (args.base and args.head):
             raise UserError("give --base and --head (or --base-results and --head-results)")
         options = AlertOptions(rounds=rounds_of(args), policy=policy, patterns=tuple(args.bench),
-                               profile=not args.no_profile, site_url=args.site_url)
+                               profile=not args.no_profile, site_url=args.site_url, base_torch=args.base_torch,
+                               head_torch=args.head_torch)
         with locked_folders(args.out, args.env_dir, args.repo) as folders:
             report = alert(folders, args.base, args.head, options, benchmarks=args.benchmarks)
     text = report.markdown()

@@ -8,6 +8,8 @@ from pathlib import Path
 
 from ..errors import UserError
 from ..api import run_history
+from ..asv_bridge.driver import PipIndex
+from ..project import config
 from ..history.run import DEFAULT_ROUNDS, Existing, HistoryOptions
 from ..publish.site import publish_folder
 from .options import add_folder_arguments, add_selection_arguments, checked, selection_of
@@ -35,6 +37,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"fresh processes per benchmark and commit, round after round (asv's rounds; "
                              f"default {DEFAULT_ROUNDS}): one process's value can be off by up to 2x on a shared "
                              f"machine, and change points need several to find a 10%% step")
+    parser.add_argument("--torch", action="append", default=[], metavar="VERSION",
+                        help="measure with this torch release (exact, e.g. 2.12.0), an asv environment each; "
+                             "repeatable: the pages group rows and lines by release (default: the pinned "
+                             f"{config.base_config()['matrix']['req']['torch']})")
+    parser.add_argument("--index-url", metavar="URL",
+                        help="pip's --index-url for the environments (e.g. a CPU wheel index for torch)")
+    parser.add_argument("--extra-index-url", action="append", default=[], metavar="URL",
+                        help="pip's --extra-index-url for the environments; repeatable")
     parser.add_argument("--no-publish", action="store_true", help="do not publish the site")
 
 
@@ -44,7 +54,8 @@ def main(args: argparse.Namespace) -> int:
     if args.commit is not None and args.existing is None:
         raise UserError("--commit goes with --existing")
     options = HistoryOptions(patterns=tuple(args.bench), rounds=args.rounds, quick=args.quick, rerun=args.rerun,
-                             benchmarks=args.benchmarks)
+                             benchmarks=args.benchmarks, torch=tuple(args.torch),
+                             pip=PipIndex(args.index_url, tuple(args.extra_index_url)))
     existing = Existing(args.existing.absolute(), args.commit) if args.existing is not None else None
     report = run_history(args.repo, selection_of(args), out=args.out, options=options, existing=existing,
                          env_dir=args.env_dir, publish=not args.no_publish)

@@ -191,7 +191,8 @@ def _suite_jobs(session: Session, a: commits.Commit, b: commits.Commit, pattern:
     install, why = session.ws.install(b, session.python)
     if why:
         raise UserError(f"the bad commit {b.short} does not build: {why[-500:]}")
-    listing = list_benchmarks(session.python, session.ws.bench_dir, side_env(Side("head", b.sha, install)),
+    listing = list_benchmarks(session.python, session.ws.bench_dir,
+                              side_env(Side("head", b.sha, install, session.python)),
                               f" with the bad commit {b.short}")
     evidence = Evidence()
     jobs = select_jobs({"head": listing}, [], evidence)
@@ -213,7 +214,8 @@ def _profiles(session: Session, result: dict, jobs: set[Job]) -> None:
         install, why = session.ws.install(commit, session.python)
         if why:
             continue
-        report = profile_cases(session.python, session.ws.bench_dir, side_env(Side(role, commit.sha, install)),
+        report = profile_cases(session.python, session.ws.bench_dir,
+                               side_env(Side(role, commit.sha, install, session.python)),
                                commit, session.ws.out, pyspy=pyspy, patterns=patterns_for(jobs),
                                only=lambda case: case.key in jobs)
         session.problems.extend(f"flame graph not recorded: {why}" for why in report.failures)

@@ -55,6 +55,7 @@ class RunReport:
     setup_cache_seconds: float = 0.0
     problems: list[str] = field(default_factory=list)  # tool failures, interruption
     notes: list[str] = field(default_factory=list)  # what the caller wants said after the report (publish's)
+    environments: list[tuple[str, str, int]] = field(default_factory=list)  # (asv name, torch, bytes on disk)
     quick: bool = False  # a smoke test (--quick): nothing was saved, so there is nothing to report per commit
 
     def exit_status(self) -> int:
@@ -72,6 +73,10 @@ class RunReport:
                 lines.append(f"  FAILED {c.commit.short} {name}: {reason}")
         lines += [f"  WARNING {w}" for w in self.warnings]
         lines += [f"  ERROR {p}" for p in self.problems]
+        if self.environments:
+            lines += ["", "== environments (one per torch release; the disk each takes)"]
+            lines += [f"  torch {torch or '?':12} {size / 2**30:6.2f} GiB  {name}"
+                      for name, torch, size in self.environments]
         lines += ["", "== where the time went"]
         lines += [f"  {name:32} {seconds:8.1f} s" for name, seconds in self.timings.steps.items()]
         if self.build_seconds:

@@ -23,10 +23,10 @@ from pathlib import Path
 
 from .. import resources
 from ..asv_bridge import asv_compare, results
-from ..asv_bridge.driver import Timings, python_can_import
+from ..asv_bridge.driver import PipIndex, Timings, python_can_import
 from ..asv_bridge.workspace import Workspace, open_workspace
 from ..errors import UserError, last_line
-from ..project import commits
+from ..project import commits, config
 from ..project.folders import Folders
 from ..validate import POSITIVE_WHOLE, check_all
 from .report import RunReport, summarize
@@ -47,11 +47,14 @@ class HistoryOptions:
     quick: bool = False  # each benchmark once, nothing saved (asv --quick --dry-run)
     rerun: bool = False  # measure again what already has results
     benchmarks: Path | None = None  # the suite folder (default: REPO/benchmarks, else torchbench's own)
+    torch: tuple[str, ...] = ()  # torch releases, one asv environment each (default: the pinned one)
+    pip: PipIndex = PipIndex()  # package indexes the environments install from (e.g. a CPU wheel index)
 
     RULES = {"rounds": POSITIVE_WHOLE}
 
     def __post_init__(self):
         check_all(self)
+        config.check_torch_versions(self.torch)
 
 
 @dataclass(frozen=True)
@@ -97,10 +100,12 @@ def measure_history(folders: Folders, selection: commits.Selection = commits.Sel
     Returns the report (printed by the caller, problems included: nothing here raises for a failed
     benchmark or build) and the workspace (its asv, to publish with)."""
     timings = timings or Timings()
+    if existing is not None and options.torch:
+        raise UserError("--existing measures the torch already in PYTHON: --torch goes with built commits")
     selected = _select(folders.repo, selection, existing)
     ws = open_workspace(out=folders.out, env_dir=folders.env_dir, repo_path=folders.repo_path, repo=folders.repo,
                         project_sha=selected[-1].sha, benchmarks=options.benchmarks, fds=folders.fds,
-                        timings=timings, torch_build=existing is not None)
+                        timings=timings, torch_build=existing is not None, torch=options.torch, pip=options.pip)
     print(f"== tracking {folders.repo_path} ({ws.project.name}): {len(selected)} commit(s), "
           f"{selected[0].short}..{selected[-1].short}; suites in {ws.bench_dir}; output in {folders.out}",
           flush=True)
@@ -133,5 +138,6 @@ def measure_history(folders: Folders, selection: commits.Selection = commits.Sel
         except Exception as e:  # asv's compare must not cost us the report
             problems.append(f"asv compare failed: {type(e).__name__}: {e}")
     report = summarize(selected, found, timings)
+    report.environments = [(e.name, e.torch, e.disk_bytes()) for e in ws.asv.environments]
     report.problems += problems
     return report, ws

@@ -27,7 +27,8 @@ from .. import resources
 from ..errors import UserError
 from torchbench_core.storage import atomic_write_text
 
-__all__ = ["PLUGIN", "PUBLISHER", "Project", "base_config", "benchmark_dir", "derive", "read_project"]
+__all__ = ["PLUGIN", "PUBLISHER", "Project", "base_config", "benchmark_dir", "check_torch_versions", "derive",
+           "read_project"]
 
 PLUGIN = ".torchbench.asv_bridge.plugin"  # the leading dot: asv ignores plugin names without it
 PUBLISHER = ".torchbench.publish.publisher"  # our pages, in `torchbench publish` and a plain `asv publish` alike
@@ -96,11 +97,28 @@ def base_config() -> dict:
     return json.loads(strip_comments(resources.base_config_file().read_text()))
 
 
-def derive(*, repo: Path, project: Project, out: Path, env_dir: Path, benchmark_dir: Path) -> Path:
-    """Write OUT/asv.conf.json for this run and return its path."""
+TORCH_VERSION = re.compile(r"\d+(\.\d+)+((a|b|rc|\.post|\.dev)\d+)*(\+[A-Za-z0-9.]+)?")
+
+
+def check_torch_versions(versions: tuple[str, ...] | list[str]) -> None:
+    """Exact releases only (pip's ==): a range would let pip pick a multi-GB build nobody asked for."""
+    for v in versions:
+        if not TORCH_VERSION.fullmatch(v):
+            raise UserError(f"--torch {v!r}: give an exact release, such as 2.12.0")
+    if len(set(versions)) != len(versions):
+        raise UserError(f"--torch: a release is given twice ({', '.join(versions)})")
+
+
+def derive(*, repo: Path, project: Project, out: Path, env_dir: Path, benchmark_dir: Path,
+           torch: tuple[str, ...] = ()) -> Path:
+    """Write OUT/asv.conf.json for this run and return its path. `torch`: the releases to measure, one asv
+    environment each (asv's matrix); none: the base configuration's pinned release."""
     if not benchmark_dir.is_dir():
         raise UserError(f"{benchmark_dir}: no such benchmark folder")
+    check_torch_versions(torch)
     conf = base_config()
+    if torch:
+        conf["matrix"]["req"]["torch"] = list(torch) if len(torch) > 1 else torch[0]
     conf.update(
         repo=str(repo),
         project=project.name,

@@ -32,6 +32,7 @@ __all__ = ["ComparePage", "EnvInfo", "Point", "Record", "Series", "SeriesPage", 
            "records", "slug", "DEFAULT_COMMITS"]
 
 DEFAULT_COMMITS = 5  # the Compare pages open on the last five commits
+_TORCH_IN_NAME = re.compile(r"(?:^|-)torch([0-9][^-]*)")  # asv names an environment by its requirements
 COUNT_UNIT = "instructions"
 OVERHEAD_BASELINE = "Tensor"  # the sub_label the overhead of the other cases is measured against
 
@@ -57,7 +58,11 @@ class EnvInfo:
 
     @property
     def env_short(self) -> str:
-        """The environment's name, cut short for a row tag (the full name is in the tag's tooltip)."""
+        """The environment for a row tag or a legend: its torch release where asv's name has one (a history of
+        torch releases groups by it), else its name cut short (the full name is in the tag's tooltip)."""
+        torch = _TORCH_IN_NAME.search(self.env_name)
+        if torch:
+            return f"torch {torch.group(1)}"
         return self.env_name if len(self.env_name) <= 24 else self.env_name[:23] + "…"
 
     @functools.cached_property
@@ -319,7 +324,7 @@ def _series_page(page: ComparePage) -> SeriesPage:
         threads, name, column, group = key
         points = sorted(by_key[key], key=lambda p: (p.env.position, p.env.id))
         first = points[0].env
-        series.append(Series(name, column, threads, group, f"{first.machine} · {first.env_name}", points))
+        series.append(Series(name, column, threads, group, f"{first.machine} · {first.env_short}", points))
     names = {s.name for s in series}
     baseline = OVERHEAD_BASELINE if OVERHEAD_BASELINE in names and len(names) > 1 and page.unit_kind == "time" else None
     if baseline:
