@@ -44,7 +44,8 @@ class Work(TimerSuite):
     min_run_time = 0.2
 '''
 # five processes a side: a perfectly separated 4x step then has p = 2/C(10, 5) = 0.008, below the FDR level
-MEASURE = ["--min-rounds", "4", "--max-rounds", "5", "--budget-minutes", "1", "--no-counts"]
+# (exactly five: the budget counts from the comparison's start, builds included, and must not cut it short)
+MEASURE = ["--min-rounds", "5", "--max-rounds", "5", "--budget-minutes", "1", "--no-counts"]
 
 
 @pytest.fixture(scope="module")
@@ -131,6 +132,28 @@ def test_published_site_lists_the_step_with_its_culprit_and_a_valid_feed_and_jso
     assert not loaded.errors, loaded.console
     flames = BeautifulSoup(loaded.dom, "html.parser").select("a.flame")
     assert len(flames) == 2 and all((site / a["href"]).is_file() for a in flames)
+    anchors = {tag["id"] for tag in BeautifulSoup(loaded.dom, "html.parser").select("[id]")}
+
+    # the series chart marks the confirmed step on its row, linked to its entry on the Steps page
+    (series,) = (site / "series").glob("*.html")
+    loaded = browser.load(series.as_uri(), tmp_path / "chromium")
+    assert not loaded.errors, loaded.console
+    soup = BeautifulSoup(loaded.dom, "html.parser")
+    (rule,) = soup.select("svg a.step.confirmed")
+    # the step starts at the first measured commit at the new level (commits 2-6 were not measured by run)
+    assert rule["href"].split("#")[1] in anchors and shas[7][:8] in rule.find("title").get_text()
+    line = soup.select_one("svg g.line")
+    assert line.select_one("path.mid") and line.select_one("path.band")  # the median and its band beside
+
+    # the landing page: the label's confirmed regression, each case's sparkline and latest change
+    loaded = browser.load((site / "index.html").as_uri(), tmp_path / "chromium")
+    assert not loaded.errors, loaded.console
+    soup = BeautifulSoup(loaded.dom, "html.parser")
+    (regression,) = soup.select("li.regression")
+    assert regression.a["href"].split("#")[1] in anchors and "four times the work" in regression.get_text()
+    cases = soup.select("tr.case")
+    assert cases and all(tr.select_one("svg.spark polyline") for tr in cases)
+    assert all(tr.select_one("td.change").get_text().strip().endswith("%") for tr in cases)
 
 
 def test_bisect_from_the_command_line_says_inconclusive_when_there_is_no_step(history, env_dir):

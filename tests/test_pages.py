@@ -130,3 +130,58 @@ def test_counts_of_a_timed_case_sit_beside_its_time_and_a_counts_label_has_its_o
     data = timed.data()
     assert sorted(v for env in data["instructions"].values() for v in env.values()) == [4000.0, 4001.0]
     assert all(c.interval.median == 9000.0 for c in counted.cells.values())
+
+
+def test_a_chart_draws_a_second_statistic_and_step_rules_inside_its_range():
+    marks = [charts.Mark(i, v, v - 1, v + 1, None, f"p{i}", mid=v + 5) for i, v in enumerate([10.0, 20.0, 30.0])]
+    steps = [charts.StepMark(1, "confirmed", "../regressions.html#s", "confirmed step"),
+             charts.StepMark(9, "unconfirmed", "../regressions.html#t", "outside the history")]
+    c = charts.chart("t", "us", [charts.Line("a", marks)], {0: "c0", 1: "c1", 2: "c2"}, steps=steps)
+    (line,) = c.lines
+    x0, y0, x1, y1 = c.plot
+    assert line.mid_path.startswith("M") and line.mid_path.count("L") == 2
+    (step,) = c.steps  # the one at position 9 lies outside the plotted commits
+    assert step.px == (x0 + x1) / 2 and step.href == "../regressions.html#s"
+    # the mids widen the scale: the highest mid (35) is inside the plot
+    assert all(y0 <= float(p.split(",")[1]) <= y1 for p in line.mid_path[1:].split(" L"))
+
+
+def test_a_sparkline_skips_unknown_values_and_escapes_its_colour():
+    svg = charts.sparkline([1.0, math.nan, 3.0, 2.0], color='"><script>')
+    points = svg.split('points="')[1].split('"')[0].split()
+    assert len(points) == 3  # the unknown value is left out, and the others keep their places
+    assert "<script>" not in svg and "&quot;&gt;&lt;script&gt;" in svg
+    assert charts.sparkline([math.nan]) == ""
+
+
+def test_series_plot_levels_with_the_median_beside_and_steps_marked_on_their_rows():
+    from torchbench.publish import publisher
+
+    shas, rows = history(7)
+    compare_pages, series_pages = pages.build(rows, {sha: i for i, sha in enumerate(shas)}, {shas[4]: "slow it"})
+    (series,) = series_pages
+    sub = next(s for s in series.series if s.name == "SubTensor")
+    p = sub.points[4]
+    step = {"machine": p.env.machine, "env_name": p.env.env_name, "benchmark": p.benchmark, "index": p.index,
+            "after": shas[4], "before": shas[3], "status": "confirmed", "ratio": 1.3, "name": "SubTensor",
+            "key": "k", "subject_after": "slow it", "series": series.slug}
+    elsewhere = {**step, "index": 99}  # another row's step: not on this row's chart
+    context = publisher._series_context(series, {}, {}, [step, elsewhere])
+    chart = context["panels"][0]["time"]
+    line = next(line for line in chart.lines if line.case == "SubTensor")
+    levels = [m.y for m in line.marks]
+    assert levels == pytest.approx([pt.interval.level * 1e6 for pt in sub.points])  # microseconds
+    assert [m.mid for m in line.marks] == pytest.approx([pt.interval.median * 1e6 for pt in sub.points])
+    assert all(lvl < mid for lvl, mid in zip(levels, (m.mid for m in line.marks)))
+    (rule,) = chart.steps
+    assert rule.x == p.env.position and rule.status == "confirmed" and rule.href.startswith("../regressions.html#")
+    assert "+30.0%" in rule.title and "slow it" in rule.title
+    assert "level" in line.marks[0].text and "median" in line.marks[0].text and "blocks" in line.marks[0].text
+
+    labels = publisher._landing_context(compare_pages, series_pages, [step, {**step, "status": "unconfirmed"},
+                                                                      {**step, "ratio": 0.7}])
+    (label,) = labels
+    assert label["regressions"] == [step]  # confirmed regressions only: not candidates, not improvements
+    case = next(c for c in label["cases"] if c["name"] == "SubTensor")
+    assert case["change"] == "+1.0%" and case["commit"].commit == shas[-1] and case["previous"].commit == shas[-2]
+    assert case["spark"].count("<polyline") == 1

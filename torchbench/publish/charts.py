@@ -1,4 +1,5 @@
-"""Line charts with confidence bands, laid out here and drawn as inline SVG by html_templates/chart.svg.j2.
+"""Line charts with confidence bands and step marks, laid out here and drawn as inline SVG by
+templates/chart.svg.j2; and sparklines for the landing page.
 
 Inline SVG rendered when the page is published needs no charting script, no
 CDN and no data loaded over XHR, so the page works opened from disk. What a
@@ -16,7 +17,7 @@ from typing import Callable
 import numpy as np
 from markupsafe import Markup
 
-__all__ = ["Chart", "Line", "Mark", "chart", "colors_for"]
+__all__ = ["Chart", "Line", "Mark", "StepMark", "chart", "colors_for", "sparkline"]
 
 WIDTH, HEIGHT = 720, 260
 LEFT, RIGHT, TOP, BOTTOM = 64, 40, 24, 40
@@ -33,6 +34,7 @@ class Mark:
     high: float
     href: str | None  # what clicking the point opens (a flame graph)
     title: str | Callable[[], str]  # tooltip; a function where most marks of a long line are never drawn
+    mid: float = math.nan  # a second statistic drawn thin beside the line (the median, where y is the level)
 
     @property
     def text(self) -> str:
@@ -47,9 +49,21 @@ class Line:
     dash: str = ""  # SVG stroke-dasharray: tells apart lines of one case (machines, environments)
     color: str = ""
     path: str = ""
+    mid_path: str = ""  # the marks' `mid` values, where known
     band: str = ""
     points: list[tuple[float, float, Mark]] = field(default_factory=list)
     points_svg: Markup = Markup("")
+
+
+@dataclass(frozen=True)
+class StepMark:
+    """A step of the history on a chart: a vertical rule at its first commit at the new level."""
+
+    x: float  # position in the history, as Mark.x
+    status: str  # confirmed, unconfirmed (a candidate), inconclusive, refuted: the rule's style
+    href: str  # the step's entry on the Steps page
+    title: str  # tooltip
+    px: float = math.nan  # set by `chart`
 
 
 @dataclass
@@ -62,6 +76,7 @@ class Chart:
     y_ticks: list[tuple[float, str]]  # (pixel y, label)
     x_ticks: list[tuple[float, str]]
     plot: tuple[float, float, float, float]  # x0, y0, x1, y1
+    steps: list[StepMark] = field(default_factory=list)
 
 
 def _points_svg(points: list[tuple[float, float, Mark]], color: str) -> Markup:
@@ -101,12 +116,13 @@ def _fmt(v: float) -> str:
 
 
 def chart(title: str, y_label: str, lines: list[Line], x_labels: dict[float, str],
-          colors: dict[str, str] | None = None) -> Chart:
-    """Scales every line into one plot; bands are drawn where both bounds are known. `colors`
-    (name -> colour, see `colors_for`) keeps a case the same colour in every chart of a page."""
-    # The scale follows the medians: a wide band (few samples) is clipped at the plot's edge
+          colors: dict[str, str] | None = None, steps: list[StepMark] = ()) -> Chart:
+    """Scales every line into one plot; bands are drawn where both bounds are known, `mid` values as a
+    second path, `steps` as rules at their positions. `colors` (name -> colour, see `colors_for`) keeps a
+    case the same colour in every chart of a page."""
+    # The scale follows the values (y and mid): a wide band (few samples) is clipped at the plot's edge
     # rather than squashing every line into a corner.
-    values = [m.y for line in lines for m in line.marks if math.isfinite(m.y)]
+    values = [v for line in lines for m in line.marks for v in (m.y, m.mid) if math.isfinite(v)]
     xs = [m.x for line in lines for m in line.marks]
     y_min, y_max = (min(values), max(values)) if values else (0.0, 1.0)
     if y_min > 0 and y_min < 0.5 * y_max:
@@ -135,6 +151,10 @@ def chart(title: str, y_label: str, lines: list[Line], x_labels: dict[float, str
         line.points = list(zip(xs, ys, line.marks))
         line.points_svg = _points_svg(line.points, line.color)
         line.path = "M" + " L".join(f"{x},{y}" for x, y in zip(xs, ys)) if xs else ""
+        mids = [(x, m.mid) for x, m in zip(xs, line.marks) if math.isfinite(m.mid)]
+        if len(mids) >= 2:
+            line.mid_path = "M" + " L".join(
+                f"{x},{y}" for (x, _), y in zip(mids, scale([v for _, v in mids], y_min, y_max, y1, y0)))
         banded = [(x, m) for x, m in zip(xs, line.marks) if math.isfinite(m.low) and math.isfinite(m.high)]
         if len(banded) >= 2:
             highs = scale([m.high for _, m in banded], y_min, y_max, y1, y0)
@@ -145,4 +165,24 @@ def chart(title: str, y_label: str, lines: list[Line], x_labels: dict[float, str
     y_ticks = [(py(v), _fmt(v)) for v in _ticks(y_min, y_max)]
     step = max(1, math.ceil(len(x_labels) / 8))
     x_ticks = [(px(x), label) for i, (x, label) in enumerate(sorted(x_labels.items())) if i % step == 0]
-    return Chart(title, y_label, WIDTH, HEIGHT, lines, y_ticks, x_ticks, (x0, y0, x1, y1))
+    marks = [StepMark(s.x, s.status, s.href, s.title, px(s.x)) for s in steps if x_min <= s.x <= x_max]
+    return Chart(title, y_label, WIDTH, HEIGHT, lines, y_ticks, x_ticks, (x0, y0, x1, y1), marks)
+
+
+def sparkline(values: list[float], width: int = 120, height: int = 24, color: str = PALETTE[0]) -> Markup:
+    """A small inline SVG of `values` (non-finite ones skipped) with the last value dotted; empty for none.
+    Only numbers and the colour (escaped) go into it."""
+    points = [(i, v) for i, v in enumerate(values) if math.isfinite(v)]
+    if not points:
+        return Markup("")
+    low, high = min(v for _, v in points), max(v for _, v in points)
+    span, last = (high - low) or 1.0, max(len(values) - 1, 1)
+    xy = [(round(1 + i / last * (width - 4), 1), round(height - 2 - (v - low) / span * (height - 4), 1))
+          for i, v in points]
+    fill = html.escape(color)
+    path = " ".join(f"{x},{y}" for x, y in xy)
+    x, y = xy[-1]
+    return Markup(  # noqa: S704 (numbers and an escaped colour)
+        f'<svg class="spark" width="{width}" height="{height}" viewBox="0 0 {width} {height}">'
+        f'<polyline points="{path}" fill="none" stroke="{fill}" stroke-width="1.2"/>'
+        f'<circle cx="{x}" cy="{y}" r="2" fill="{fill}"/></svg>')

@@ -4,10 +4,13 @@ asv runs every imported OutputPublisher subclass after it has emptied
 html_dir and copied its own www/ there, so `torchbench publish` and a plain
 `asv publish` both produce:
 
-    html/torchbench/index.html              every label, with its Compare and series pages
+    html/torchbench/index.html              every label at a glance: each case's sparkline and latest
+                                            change, the label's recent confirmed regressions, links
+                                            to its Compare and series pages
     html/torchbench/compare/<label>.html    Compare-style table across commits and envs
-    html/torchbench/series/<label>.html     the label's cases over the history; the
-                                            __torch_function__ overhead against plain Tensor
+    html/torchbench/series/<label>.html     the label's cases over the history: each commit's level
+                                            (what step detection uses), median and band, the steps
+                                            marked; the __torch_function__ overhead against plain Tensor
     html/torchbench/regressions.html        steps in the history, joined with `torchbench find`'s
                                             confirmations and culprits (steps_page.py; also
                                             regressions.json, and asv's feed html/regressions.xml)
@@ -32,6 +35,7 @@ import math
 import shutil
 import sys
 from pathlib import Path
+from typing import Callable, NamedTuple
 
 import numpy as np
 from asv.publishing import OutputPublisher
@@ -39,6 +43,7 @@ from torchbench_core.units import select_unit
 
 from .. import resources, stats
 from ..history import changepoints
+from ..history.step_record import CONFIRMED
 from ..profiling import flamegraph
 from . import assets, charts, page_cache, pages, steps_page
 
@@ -132,9 +137,33 @@ def row_anchor(env: pages.EnvInfo, threads: int, name: str) -> str:
 
 
 DASHES = ["", "6 3", "2 3", "8 3 2 3"]  # one per (machine, environment) on a page
+SPARK_COMMITS = 40  # the landing page's sparklines show each case's last commits
+RECENT_REGRESSIONS = 3  # confirmed regressions listed per label on the landing page
 
 
-def _series_context(page: pages.SeriesPage, profiles: dict, diffs: dict) -> dict:
+def _percent(ratio: float) -> str:
+    return f"{(ratio - 1) * 100:+.1f}%"
+
+
+def _step_marks(steps: list[dict], members: list[pages.Series]) -> list[charts.StepMark]:
+    """The steps of these series' rows (same benchmark row, machine and environment), as chart rules at their
+    first commit at the new level, each linked to its entry on the Steps page."""
+    at = {(p.env.machine, p.env.env_name, p.benchmark, p.index, p.env.commit): p.env.position
+          for s in members for p in s.points}
+    marks = []
+    for step in steps:
+        x = at.get((step["machine"], step["env_name"], step["benchmark"], step["index"], step["after"]))
+        if x is None:
+            continue
+        kind = "confirmed" if step["status"] == CONFIRMED else step["status"]
+        marks.append(charts.StepMark(
+            x, step["status"], f"../regressions.html#{steps_page.anchor(step)}",
+            f"{kind} step {_percent(step['ratio'])}: {step['name']} at {step['after'][:8]} "
+            f"{step.get('subject_after') or ''} (Steps page)"))
+    return marks
+
+
+def _series_context(page: pages.SeriesPage, profiles: dict, diffs: dict, steps: list[dict] = ()) -> dict:
     groups: dict[tuple, list[pages.Series]] = {}
     for s in page.series:
         groups.setdefault((s.threads, s.column), []).append(s)
@@ -155,14 +184,20 @@ def _series_context(page: pages.SeriesPage, profiles: dict, diffs: dict) -> dict
             # made only for the dots drawn (a long history draws few): a closure, not 400,000 strings
             return lambda: f"{legend(s)} @ {env.short}{text}: {value:.4g} {unit}"
 
+        def point_tip(s: pages.Series, p: pages.Point, unit: str = unit_name, scale: float = scale):
+            i = p.interval
+            return lambda: (f"{legend(s)} @ {p.env.short} {p.env.subject}: level {i.level / scale:.4g} {unit}, "
+                            f"median {i.median / scale:.4g} {unit} ({i.n} blocks pooled from the processes "
+                            "that measured it)")
+
         lines = []
         for s in members:
-            marks = [charts.Mark(p.env.position, p.interval.median / scale, p.interval.low / scale,
+            marks = [charts.Mark(p.env.position, p.interval.level / scale, p.interval.low / scale,
                                  p.interval.high / scale, profiles.get((p.env.commit, p.benchmark, p.index)),
-                                 tooltip(f" {p.env.subject}", s, p.env, p.interval.median / scale)) for p in s.points]
+                                 point_tip(s, p), mid=p.interval.median / scale) for p in s.points]
             lines.append(charts.Line(legend(s), marks, case=s.name, dash=dash[s.group]))
         title = f"{column} ({threads} thread{'s' if threads != 1 else ''})" if column else f"{threads} threads"
-        time_chart = charts.chart(title, unit_name, lines, x_labels, colors)
+        time_chart = charts.chart(title, unit_name, lines, x_labels, colors, steps=_step_marks(steps, members))
         overhead_chart = None
         if page.overhead_baseline:
             o_lines = []
@@ -193,8 +228,38 @@ def _series_context(page: pages.SeriesPage, profiles: dict, diffs: dict) -> dict
             flame_rows.append(row)
         panels.append({"time": time_chart, "overhead": overhead_chart, "flames": flame_rows,
                        "commits": sorted(profiled.values(), key=lambda e: e.position)})
-    return {"page": page, "panels": panels}
+    return {"page": page, "panels": panels, "level_quantile": stats.LEVEL_QUANTILE}
 
+
+def _landing_context(compare_pages: list[pages.ComparePage], series_pages: list[pages.SeriesPage],
+                     steps: list[dict]) -> list[dict]:
+    """Per label: each case's sparkline of its last levels and its latest level against the previous
+    commit (coloured where their intervals differ, as a Compare cell), and its recent confirmed regressions."""
+    labels = []
+    for page, series in zip(compare_pages, series_pages):
+        colors = charts.colors_for(s.name for s in series.series)
+        many_groups = len({s.group for s in series.series}) > 1
+        cases = []
+        for s in series.series:
+            last = s.points[-SPARK_COMMITS:]
+            latest, previous = last[-1], (last[-2] if len(last) > 1 else None)
+            unit, scale = (pages.COUNT_UNIT, 1.0) if page.unit_kind == pages.COUNT_UNIT else select_unit(
+                latest.interval.level)
+            change = direction = None
+            if previous is not None and previous.interval.level > 0:
+                change = _percent(latest.interval.level / previous.interval.level)
+                direction = _cell_class(stats.cells_differ(previous.interval, latest.interval))
+            cases.append({"name": s.name, "column": s.column, "threads": s.threads,
+                          "group": s.group_label if many_groups else "",
+                          "spark": charts.sparkline([p.interval.level for p in last], color=colors[s.name]),
+                          "latest": f"{latest.interval.level / scale:.4g} {unit}", "commit": latest.env,
+                          "previous": previous.env if previous else None, "change": change,
+                          "direction": direction or ""})
+        regressions = [st for st in steps if st.get("series") == page.slug and st["status"] == CONFIRMED
+                       and st["ratio"] > 1][:RECENT_REGRESSIONS]
+        labels.append({"page": page, "series": series, "cases": cases, "regressions": regressions,
+                       "commits": len({e.commit for e in page.envs})})
+    return labels
 
 def _copy_profiles(out_dir: Path, site: Path, warnings: list[str], commits: set[str] | None) -> tuple[dict, dict]:
     """Copy the recorded flame graphs in (those of `commits`, when given) and vendor the differential
@@ -232,6 +297,12 @@ def _without_cycle_collection():
             gc.enable()
 
 
+class Rendered(NamedTuple):
+    compare_pages: list[pages.ComparePage]
+    series_pages: list[pages.SeriesPage]
+    steps: list[dict]  # what `find_steps` gave (none without it)
+
+
 def render_site(conf, revisions: dict[str, int]) -> list[str]:
     """Write our pages into conf.html_dir (asv's site); returns the warnings shown on the index page."""
     with _without_cycle_collection():
@@ -244,13 +315,15 @@ def _render_site(conf, revisions: dict[str, int]) -> list[str]:
     out_dir = Path(conf.results_dir).resolve().parent
     project = getattr(conf, "project", "")
     cache = page_cache.SiteCache(out_dir)
-    _, series_pages = render_pages(cache.records(Path(conf.results_dir), warnings), html_dir / SITE,
-                                   out_dir=out_dir, revisions=revisions,
-                                   subjects=lambda shas: _subjects(getattr(conf, "repo", None), shas),
-                                   project=project, warnings=warnings, cache=cache)
     windows = changepoints.Windows(cache.windows())
-    steps = steps_page.collect(series_pages, revisions, out_dir, warnings, windows=windows)
+    rendered = render_pages(cache.records(Path(conf.results_dir), warnings), html_dir / SITE,
+                            out_dir=out_dir, revisions=revisions,
+                            subjects=lambda shas: _subjects(getattr(conf, "repo", None), shas),
+                            project=project, warnings=warnings, cache=cache,
+                            find_steps=lambda series_pages: steps_page.collect(series_pages, revisions, out_dir,
+                                                                               warnings, windows=windows))
     cache.keep_windows(windows.used)
+    steps = rendered.steps
     steps_page.write(steps, html_dir=html_dir, site=html_dir / SITE, env=_environment(), project=project)
     _add_nav_link(html_dir / "index.html")
     print(f"torchbench: {cache.summary()}", file=sys.stderr)
@@ -259,12 +332,18 @@ def _render_site(conf, revisions: dict[str, int]) -> list[str]:
 
 def render_pages(found, site: Path, *, out_dir: Path, revisions: dict[str, int], subjects, project: str,
                  warnings: list[str] | None = None, commits: set[str] | None = None,
-                 cache: page_cache.SiteCache | None = None):
+                 cache: page_cache.SiteCache | None = None,
+                 find_steps: Callable[[list[pages.SeriesPage]], list[dict]] | None = None) -> Rendered:
     """Our pages for `found` (pages.Record: pages.records of result rows, or the site cache's) in `site`,
     with the flame graphs under OUT/profiles (of `commits` only, when given) copied in; a label whose pages
-    `cache` holds under the same digest is copied from it. Returns (compare pages, series pages)."""
+    `cache` holds under the same digest is copied from it. `find_steps` gives the history's steps (as
+    steps_page.collect), marked on the series charts and listed on the index."""
     warnings = warnings if warnings is not None else []
     compare_pages, series_pages = pages.build_from(found, revisions, subjects)
+    steps = find_steps(series_pages) if find_steps else []
+    by_page: dict[str, list[dict]] = {}
+    for step in steps:
+        by_page.setdefault(step.get("series"), []).append(step)
     site.mkdir(parents=True, exist_ok=True)
     for static in resources.static().iterdir():
         shutil.copyfile(static, site / static.name)
@@ -279,25 +358,28 @@ def render_pages(found, site: Path, *, out_dir: Path, revisions: dict[str, int],
     for page, series in zip(compare_pages, series_pages):
         targets = {"compare.html": site / "compare" / f"{page.slug}.html",
                    "series.html": site / "series" / f"{page.slug}.html"}
-        digest = _digest(page, up, up_diffs, project) if cache else ""
+        page_steps = by_page.get(page.slug, [])
+        digest = _digest(page, up, up_diffs, project, page_steps) if cache else ""
         if cache and cache.page(page.slug, digest, targets):
             continue
         text = env.get_template("compare.html.j2").render(**_compare_context(page, up), root="../")
         targets["compare.html"].write_text(text)
-        text = env.get_template("series.html.j2").render(**_series_context(series, up, up_diffs), root="../")
+        text = env.get_template("series.html.j2").render(**_series_context(series, up, up_diffs, page_steps),
+                                                         root="../")
         targets["series.html"].write_text(text)
         if cache:
             cache.keep_page(page.slug, digest, targets)
     index = env.get_template("index.html.j2").render(
-        compare_pages=compare_pages, series_pages=series_pages, warnings=warnings, root="",
-        profiles=len(profiles), project=project)
+        labels=_landing_context(compare_pages, series_pages, steps), warnings=warnings, root="",
+        profiles=len(profiles), project=project, percent=_percent, spark_commits=SPARK_COMMITS)
     (site / "index.html").write_text(index)
-    return compare_pages, series_pages
+    return Rendered(compare_pages, series_pages, steps)
 
 
-def _digest(page: pages.ComparePage, profiles: dict, diffs: dict, project: str) -> str:
+def _digest(page: pages.ComparePage, profiles: dict, diffs: dict, project: str, steps: list[dict]) -> str:
     """Everything a label's two pages show: its cells (and the samples its default tables keep), its
-    commits with their subjects and positions, and the flame graphs and differential graphs of its cells."""
+    commits with their subjects and positions, the flame graphs and differential graphs of its cells, and
+    the steps marked on its charts."""
     envs = [(e.id, e.machine, e.env_name, e.commit, e.position, e.subject) for e in page.envs]
     cells = list(page.cells.items())
     h = hashlib.sha1(repr((page.label, page.unit_kind, envs, page.columns, page.default_envs, project,
@@ -312,6 +394,8 @@ def _digest(page: pages.ComparePage, profiles: dict, diffs: dict, project: str) 
     shown = {(page.env(k[0]).commit, c.benchmark, c.index) for k, c in cells}
     h.update(repr(sorted((k, v) for k, v in profiles.items() if k in shown)).encode())
     h.update(repr(sorted((k, v) for k, v in diffs.items() if k[1] in shown)).encode())
+    h.update(repr([(st["key"], st["after"], st["status"], st["ratio"], st.get("subject_after")) for st in steps])
+             .encode())
     return h.hexdigest()
 
 
