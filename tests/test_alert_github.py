@@ -190,7 +190,7 @@ def test_the_workflows_pass_actionlint(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == []
-    assert len(WORKFLOWS) == 2
+    assert len(WORKFLOWS) == 3
 
 
 def test_the_linter_does_catch_a_broken_workflow(tmp_path):
@@ -244,3 +244,33 @@ def test_the_pull_request_cannot_change_the_tool_that_judges_it_nor_run_unapprov
     assert "ref" not in steps[subject]["with"] and steps[subject]["with"]["path"] == "subject"
     compare = next(s for s in steps if s.get("name") == "Compare base and head")["run"]
     assert '--repo "$GITHUB_WORKSPACE/subject"' in compare and 'cd "$RUNNER_TEMP"' in compare
+
+
+def test_the_history_workflow_measures_one_job_per_machine_then_merges_publishes_and_deploys():
+    """benchmark-history.yml: a matrix of self-hosted machines, each uploading its own results; one job that
+    merges them with `torchbench merge` and publishes; Pages deployed with the only write permissions."""
+    yaml = pytest.importorskip("yaml")
+    flow = yaml.safe_load((ROOT / ".github" / "workflows" / "benchmark-history.yml").read_text())
+    assert set(flow[True]) == {"schedule", "workflow_dispatch"}  # never a pull request's code
+    assert flow["permissions"] == {}
+    measure, publish, deploy = flow["jobs"]["measure"], flow["jobs"]["publish"], flow["jobs"]["deploy"]
+    machines = measure["strategy"]["matrix"]["machine"]  # a manual run may name others
+    assert machines.startswith("${{ fromJSON(inputs.machines || '") and json.loads(machines.split("'")[1])[1:]
+    assert measure["strategy"]["fail-fast"] is False
+    assert measure["runs-on"][0] == "self-hosted" and "${{ matrix.machine }}" in measure["runs-on"]
+    run = "\n".join(s.get("run", "") for s in measure["steps"])
+    assert "torchbench run" in run and "--no-publish" in run
+    (upload,) = [s for s in measure["steps"] if "upload-artifact" in s.get("uses", "")]
+    assert upload["with"]["name"] == "results-${{ matrix.machine }}"
+    assert publish["needs"] == "measure" and publish["permissions"] == {"contents": "read"}
+    (download,) = [s for s in publish["steps"] if "download-artifact" in s.get("uses", "")]
+    assert download["with"]["pattern"] == "results-*"
+    merge = "\n".join(s.get("run", "") for s in publish["steps"])
+    assert "torchbench merge machines/results-*" in merge and "torchbench publish" in merge
+    assert any("upload-pages-artifact" in s.get("uses", "") for s in publish["steps"])
+    assert deploy["permissions"] == {"pages": "write", "id-token": "write"}
+    assert [s["uses"].split("@")[0] for s in deploy["steps"]] == ["actions/deploy-pages"]
+    for job in (measure, publish):
+        for step in job["steps"]:
+            if "actions/checkout" in step.get("uses", ""):
+                assert step["with"]["persist-credentials"] is False

@@ -124,7 +124,7 @@ def site(env_dir, tmp_path_factory):
     # A plain `asv publish` (the plugin loaded from the config) gives the pages the tests look at.
     (out / "html" / "torchbench" / "index.html").unlink()
     plain = check(subprocess.run([*asv, "publish", "--config", conf], capture_output=True, text=True))
-    return {"out": out, "html": out / "html", "shas": shas, "machine": machine, "broken": broken,
+    return {"out": out, "html": out / "html", "shas": shas, "machine": machine, "broken": broken, "repo": path,
             "published": published, "plain": plain, "profile_dir": tmp / "chrome"}
 
 
@@ -293,3 +293,50 @@ def test_the_overhead_series_plots_every_case_against_plain_tensor(site):
     for g in overhead_chart.find_all("g", class_="line"):
         assert len(g.find_all("circle")) == 2
     browser.screenshot(page.as_uri(), site["out"] / "series.png", site["profile_dir"])
+
+
+def test_two_machines_results_merged_are_published_side_by_side(site, tmp_path):
+    """What the history workflow's last job does: each machine's job uploads its own results folder (here the
+    fixture's two machines, split apart), `torchbench merge` puts them in one, `torchbench publish` shows both."""
+    import shutil
+
+    results_dir = site["out"] / "results"
+    inputs = []
+    for machine in (site["machine"], "other"):
+        folder = tmp_path / f"job-{machine}" / "results"
+        shutil.copytree(results_dir / machine, folder / machine)
+        shutil.copyfile(results_dir / "benchmarks.json", folder / "benchmarks.json")
+        inputs.append(folder.parent)  # an output folder, as the job uploads it
+    merged_out = tmp_path / "merged"
+    tb = [sys.executable, "-m", "torchbench"]
+    proc = subprocess.run([*tb, "merge", *inputs, "--repo", site["repo"], "--out", merged_out],
+                          capture_output=True, text=True, cwd=ROOT)
+    # the malformed file among the first machine's results is named, skipped, and the status says so
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert str(site["broken"].name) in proc.stdout and "not an asv result file" in proc.stdout
+    assert f"{site['machine']}: " in proc.stdout and "other: " in proc.stdout
+    assert not (merged_out / "results" / site["machine"] / site["broken"].name).exists()
+    again = subprocess.run([*tb, "merge", *inputs, "--repo", site["repo"], "--out", merged_out],
+                           capture_output=True, text=True, cwd=ROOT)
+    assert "0 result file(s) added, 0 replaced by newer content" in again.stdout, again.stdout  # nothing twice
+    check(subprocess.run([*tb, "publish", "--out", merged_out], capture_output=True, text=True, cwd=ROOT))
+
+    page = next((merged_out / "html" / "torchbench" / "compare").glob("*.html"))
+    loaded = browser.load(page.as_uri(), site["profile_dir"])
+    assert not loaded.errors, loaded.console
+    data = embedded(loaded.dom)
+    assert {e["machine"] for e in data["envs"]} == {site["machine"], "other"}
+    assert {e["commit"] for e in data["envs"] if e["machine"] == "other"} == set(site["shas"])
+    # each machine's rows are tagged with its name in the table, and each has its own line on the series chart
+    tags = {span.get_text() for span in BeautifulSoup(loaded.dom, "html.parser").select("tr.row span.env")}
+    assert any("other" in t for t in tags) and any(site["machine"] in t for t in tags)
+    series = next((merged_out / "html" / "torchbench" / "series").glob("*.html"))
+    soup = BeautifulSoup(browser.load(series.as_uri(), site["profile_dir"]).dom, "html.parser")
+    legend = [li.get_text() for li in soup.select("ul.legend li")]
+    assert any("other ·" in t for t in legend) and any(f"{site['machine']} ·" in t for t in legend), legend
+    # the same cells as the unmerged site's (median, interval, n; the flame-graph links stay in the fixture's
+    # output folder): merging moved files, it changed no value
+    original = embedded(compare_page(site).read_text())["cells"]
+    assert set(data["cells"]) == set(original)
+    assert {env: {k: v[:4] for k, v in cells.items()} for env, cells in data["cells"].items()} == \
+        {env: {k: v[:4] for k, v in cells.items()} for env, cells in original.items()}

@@ -5,6 +5,7 @@
     torchbench profile  flame graphs of each commit's benchmark cases (py-spy), kept for differential views
     torchbench find     steps in the history, confirmed by re-measuring, and bisected to their commit
     torchbench alert    did a change (base -> head) make a benchmark slower? (exit 1 if so)
+    torchbench merge    several machines' results (one `run` each) into one history, to publish together
 
 Exit status (torchbench/errors.py): 0 done, 1 a regression (alert only), 2 a
 failure, 3 inconclusive (find --good/--bad); the report is printed in every case.
@@ -23,7 +24,7 @@ from pathlib import Path
 from torchbench_core.storage import atomic_write_text
 
 from ..errors import EXIT_FAILURE, EXIT_INCONCLUSIVE, EXIT_OK, EXIT_REGRESSION, UserError
-from . import alert, find, profile, run
+from . import alert, find, merge, profile, run
 
 __all__ = ["build_parser", "main"]
 
@@ -36,6 +37,8 @@ EPILOGS = {
     "find": f"Exit status: {EXIT_OK} done (bisect: the culprit found); {EXIT_INCONCLUSIVE} bisect inconclusive "
             f"(never {EXIT_REGRESSION}, which means a regression); {_FAILURE}.",
     "alert": f"Exit status: {EXIT_OK} no regression; {EXIT_REGRESSION} a regression; {_FAILURE}.",
+    "merge": f"Exit status: {EXIT_OK} every input merged; {_FAILURE}: a file could not be read (named; the rest "
+             "is merged).",
 }
 
 
@@ -64,6 +67,9 @@ def build_parser() -> argparse.ArgumentParser:
             "since when? steps in the history, confirmed, bisected to a commit")
     command("alert", alert_lib, alert.add_arguments, alert.main,
             "did the change from base to head make anything slower?")
+    from ..asv_bridge import merge as merge_lib
+    command("merge", merge_lib, merge.add_arguments, merge.main,
+            "several machines' results into one history, published side by side")
     return parser
 
 
