@@ -16,7 +16,7 @@ release, and published. Then:
   headless Chromium), for the README.
 
     python evaluation/torch_releases.py [--releases 2.11.0 2.12.0 2.13.0 2.14.1] [--rounds 4]
-                                        [--json PATH] [--chart DIR] [--keep]
+                                        [--verdict-minutes 4] [--json PATH] [--chart DIR] [--keep]
 
 2.13.0 is this machine's CPU wheel; the others are PyPI's CUDA builds (about 5.5 GB an environment;
 2.14.1 lies on this machine's disk, the others download in about 30 s each) that import and run on the
@@ -136,6 +136,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=4, help="processes a release (torchbench run --rounds)")
     parser.add_argument("--verdict", nargs=2, metavar=("A", "B"), help="the upgrade verdict's releases "
                         "(default: the last two)")
+    parser.add_argument("--verdict-minutes", type=float, default=4.0,
+                        help="the upgrade verdict's --budget-minutes (default 4: four rows decide early or not at all)")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     parser.add_argument("--chart", type=Path, default=ROOT / "evaluation" / "results",
                         help="where the chart goes (default evaluation/results)")
@@ -189,6 +191,7 @@ def main() -> None:
         proc, alert_seconds = torchbench("alert", "--repo", ROOT, "--head", sha, "--base-torch", a, "--head-torch", b,
                                          "--benchmarks", ROOT / "torchbench" / "suites", "-b",
                                          "torch_function.TorchFunctionOverhead", "--no-profile", "--out", out,
+                                         "--budget-minutes", args.verdict_minutes,
                                          "--env-dir", envs, "--json", report_file, log=tmp / "alert.log")
         if proc.returncode not in (0, 1) or not report_file.exists():
             fail("torchbench alert", tmp / "alert.log")
