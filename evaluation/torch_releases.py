@@ -39,7 +39,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from torchbench import stats  # noqa: E402
+from torchbench import resources, stats  # noqa: E402
 from torchbench.asv_bridge import results  # noqa: E402
 from torchbench.publish import charts  # noqa: E402
 
@@ -92,10 +92,9 @@ def asv_decision(a: results.Row, b: results.Row) -> str:
     return " "
 
 
-def overhead_chart(table: dict[str, dict[str, dict]], dest: Path) -> Path:
-    """The overhead over plain Tensor per release, one line per case, drawn by our own chart code."""
-    import jinja2
-
+def overhead_chart(table: dict[str, dict[str, dict]], dest: Path, work: Path) -> Path:
+    """The overhead over plain Tensor per release, one line per case, drawn by our own chart code and
+    template (the page in WORK, shot into DEST/torch_releases.png by headless Chromium)."""
     releases = list(table)
     cases = [c for c in next(iter(table.values())) if c != BASELINE]
     lines = []
@@ -112,21 +111,24 @@ def overhead_chart(table: dict[str, dict[str, dict]], dest: Path) -> Path:
         lines.append(charts.Line(case, marks))
     chart = charts.chart(f"{LABEL}: torch.add, ns over plain Tensor (levels; bands span both intervals)", "ns",
                          lines, {x: r for x, r in enumerate(releases)})
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(ROOT / "torchbench" / "templates"), autoescape=True)
-    macro = env.get_template("chart.svg.j2").module.draw
-    css = (ROOT / "torchbench" / "templates" / "static" / "torchbench.css").read_text()
-    html = f"<!DOCTYPE html><html><head><meta charset='utf-8'><style>{css}</style></head><body>{macro(chart, 'r')}</body></html>"
-    page = dest / "torch_releases.html"
-    page.write_text(html)
+    draw = resources.jinja_environment().get_template("chart.svg.j2").module.draw
+    css = (resources.static() / "torchbench.css").as_uri()
+    page = work / "torch_releases.html"
+    page.write_text(f"<!DOCTYPE html><html><head><meta charset='utf-8'><link rel='stylesheet' href='{css}'>"
+                    f"</head><body>{draw(chart, 'r')}</body></html>")
     png = dest / "torch_releases.png"
     chromium = shutil.which("chromium")
-    if chromium:
-        with tempfile.TemporaryDirectory() as profile:
-            subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                            "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                            f"--user-data-dir={profile}", "--window-size=780,340", f"--screenshot={png}",
-                            page.as_uri()], capture_output=True, timeout=180)
-    return png if png.exists() else page
+    if chromium is None:
+        sys.exit("FAILED: the chart needs headless Chromium (scripts/test.sh installs the Debian package)")
+    with tempfile.TemporaryDirectory() as profile:
+        proc = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                               "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                               "--allow-file-access-from-files", f"--user-data-dir={profile}",
+                               "--window-size=780,340", f"--screenshot={png}", page.as_uri()],
+                              capture_output=True, text=True, timeout=180)
+    if proc.returncode != 0 or not png.exists():
+        sys.exit(f"FAILED: the chart's screenshot ({page}):\n{proc.stderr[-2000:]}")
+    return png
 
 
 def main() -> None:
@@ -216,7 +218,7 @@ def main() -> None:
         print(f"  ours {alert_seconds / 60:.1f} min, {report['rounds']} rounds; the run of {len(args.releases)} "
               f"releases took {run_seconds / 60:.1f} min (environments included)")
         args.chart.mkdir(parents=True, exist_ok=True)
-        chart = overhead_chart(table, args.chart)
+        chart = overhead_chart(table, args.chart, tmp)
         print(f"\nchart: {chart}")
         if args.json:
             doc = {"commit": sha, "releases": args.releases, "rounds": args.rounds, "disk_gib": disk,

@@ -37,7 +37,6 @@ class Measured:
 
     evidence: Evidence
     problems: list[str] = field(default_factory=list)
-    python: Path | None = None
     suite: Path | None = None
     sides: dict[str, Side] = field(default_factory=dict)
     work: Path | None = None  # where the evidence is kept
@@ -93,7 +92,7 @@ def measure_pair(ws: Workspace, base: Commit, head: Commit, rounds: Rounds, poli
         sides[name] = Side(name, commit.sha, install, python, torch[name] if torch else "")
     if len(sides) < 2:
         return measured
-    measured.python, measured.suite, measured.sides, measured.work = pythons[0], ws.bench_dir, sides, work
+    measured.suite, measured.sides, measured.work = ws.bench_dir, sides, work
     try:
         listing = {name: list_benchmarks(side.python, ws.bench_dir, rounds_mod.side_env(side),
                                          f" with the {name} commit {side.commit[:8]}")

@@ -42,12 +42,17 @@ class Links:
     diff: str | None = None
 
 
+def _env_name(torch: str) -> str:
+    """A side's environment, named as asv names one by its requirements (torch<release>) where it has one."""
+    return f"{ENV_NAME}-torch{torch}" if torch else ENV_NAME
+
+
 def _result_rows(evidence: Evidence, base: Commit, head: Commit, torch: dict[str, str]) -> ResultSet:
     """Each side's per-process values as one row per benchmark: the samples of a Compare cell. Sides in
     different torch releases are different environments (asv's naming: torch<release>), one Compare group each."""
     found = ResultSet()
     for side, commit in (("base", base), ("head", head)):
-        env_name = f"{ENV_NAME}-torch{torch[side]}" if torch.get(side) else ENV_NAME
+        env_name = _env_name(torch.get(side, ""))
         for (name, index), values in evidence.values[side].items():
             info = evidence.jobs[(name, index)]
             names = info.param_names or [f"param{i + 1}" for i in range(len(info.params))]
@@ -95,7 +100,7 @@ def build_site(measured: Measured, rows: list[Verdict], base: Commit, head: Comm
         else:
             written.notes += _profile(measured, {"base": base, "head": head}, regressed, out)
     found = _result_rows(measured.evidence, base, head, torch)
-    head_env = next((row.env_name for row in found.rows if row.commit == head.sha), None)
+    head_env = _env_name(torch.get("head", ""))
     site = measured.work / "site"
     shutil.rmtree(site, ignore_errors=True)
     compare_pages = publisher.render_pages(

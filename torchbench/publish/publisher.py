@@ -141,10 +141,6 @@ SPARK_COMMITS = 40  # the landing page's sparklines show each case's last commit
 RECENT_REGRESSIONS = 3  # confirmed regressions listed per label on the landing page
 
 
-def _percent(ratio: float) -> str:
-    return f"{(ratio - 1) * 100:+.1f}%"
-
-
 def _step_marks(steps: list[dict], members: list[pages.Series]) -> list[charts.StepMark]:
     """The steps of these series' rows (same benchmark row, machine and environment), as chart rules at their
     first commit at the new level, each linked to its entry on the Steps page."""
@@ -158,7 +154,7 @@ def _step_marks(steps: list[dict], members: list[pages.Series]) -> list[charts.S
         kind = "confirmed" if step["status"] == CONFIRMED else step["status"]
         marks.append(charts.StepMark(
             x, step["status"], f"../regressions.html#{steps_page.anchor(step)}",
-            f"{kind} step {_percent(step['ratio'])}: {step['name']} at {step['after'][:8]} "
+            f"{kind} step {steps_page.percent(step['ratio'])}: {step['name']} at {step['after'][:8]} "
             f"{step.get('subject_after') or ''} (Steps page)"))
     return marks
 
@@ -247,7 +243,7 @@ def _landing_context(compare_pages: list[pages.ComparePage], series_pages: list[
                 latest.interval.level)
             change = direction = None
             if previous is not None and previous.interval.level > 0:
-                change = _percent(latest.interval.level / previous.interval.level)
+                change = steps_page.percent(latest.interval.level / previous.interval.level)
                 direction = _cell_class(stats.cells_differ(previous.interval, latest.interval))
             cases.append({"name": s.name, "column": s.column, "threads": s.threads,
                           "group": s.group_label if many_groups else "",
@@ -371,7 +367,7 @@ def render_pages(found, site: Path, *, out_dir: Path, revisions: dict[str, int],
             cache.keep_page(page.slug, digest, targets)
     index = env.get_template("index.html.j2").render(
         labels=_landing_context(compare_pages, series_pages, steps), warnings=warnings, root="",
-        profiles=len(profiles), project=project, percent=_percent, spark_commits=SPARK_COMMITS)
+        profiles=len(profiles), project=project, percent=steps_page.percent, spark_commits=SPARK_COMMITS)
     (site / "index.html").write_text(index)
     return Rendered(compare_pages, series_pages, steps)
 

@@ -89,14 +89,15 @@ def collect(series_pages: list[pages.SeriesPage], revisions: dict[str, int], out
                                         s["key"]))
 
 
-def _percent(ratio: float) -> str:
+def percent(ratio: float) -> str:
+    """A ratio as a signed change: 1.05 -> '+5.0%'."""
     return f"{(ratio - 1) * 100:+.1f}%"
 
 
 def write(steps: list[dict], *, html_dir: Path, site: Path, env, project: str, show_commit_url: str = "") -> None:
     """regressions.html and .json in SITE (our folder), and asv's feed in HTML_DIR."""
     text = env.get_template("regressions.html.j2").render(steps=steps, project=project, root="",
-                                                          percent=_percent, commit_url=show_commit_url)
+                                                          percent=percent, commit_url=show_commit_url)
     atomic_write_text(site / "regressions.html", text)
     doc = {"schema": SCHEMA, "project": project, "steps": steps}
     atomic_write_text(site / "regressions.json", json.dumps(doc, indent=1, allow_nan=False) + "\n")
@@ -115,11 +116,11 @@ def _write_feed(steps: list[dict], dest: Path, project: str) -> None:
         culprit = s.get("culprit") or {}
         where = (f"in commit {culprit['culprit'][:8]} ({culprit.get('subject', '')})" if culprit.get("culprit")
                  else f"in commits {s['before'][:8]}..{s['after'][:8]}")
-        measured = (f" Re-measured in alternating processes: {_percent(confirmed['ratio'])}"
+        measured = (f" Re-measured in alternating processes: {percent(confirmed['ratio'])}"
                     f" ({confirmed.get('label') or 'no label'})." if confirmed.get("ratio") else "")
-        summary = f"{_percent(s['ratio'])} regression {where} on {s['env_name']}.{measured}"
+        summary = f"{percent(s['ratio'])} regression {where} on {s['env_name']}.{measured}"
         link = f"torchbench/regressions.html#{anchor(s)}"
-        entries.append(feed.FeedEntry(f"{_percent(s['ratio'])} {s['name']}", updated, link, summary,
+        entries.append(feed.FeedEntry(f"{percent(s['ratio'])} {s['name']}", updated, link, summary,
                                       [s["key"], s["before"], s["after"]], updated))
     entries.sort(key=lambda e: e.updated, reverse=True)
     tmp = dest.with_name(f".{dest.name}.tmp")
