@@ -235,6 +235,28 @@ def interval(samples: Sequence[float], confidence: float = PAGE_CONFIDENCE) -> I
                     len(x), level(x))
 
 
+def intervals(samples: Sequence[Sequence[float]], confidence: float = PAGE_CONFIDENCE) -> list[Interval]:
+    """`interval` of each sample list, the same values, computed per sample count as one array: a published
+    history asks for one per cell (400,000 for 2000 commits x 200 rows), and numpy's per-call overhead was
+    most of a first publish (evaluation/publish_speed.py)."""
+    out: list[Interval | None] = [None] * len(samples)
+    by_n: dict[int, list[int]] = {}
+    for i, s in enumerate(samples):
+        by_n.setdefault(len(s), []).append(i)
+    for n, where in by_n.items():
+        if n == 0:
+            raise ValueError("an interval needs at least one sample")
+        x = np.sort(np.array([samples[i] for i in where], dtype=float), axis=1)
+        medians = (x[:, (n - 1) // 2] + x[:, n // 2]) / 2
+        levels = np.quantile(x, LEVEL_QUANTILE, axis=1)
+        low, high = _median_ci_ranks(n, confidence) if n >= 2 else (None, None)
+        lows = x[:, low] if low is not None else np.full(len(where), math.nan)
+        highs = x[:, high] if high is not None else np.full(len(where), math.nan)
+        for i, m, lo, hi, lev in zip(where, medians.tolist(), lows.tolist(), highs.tolist(), levels.tolist()):
+            out[i] = Interval(m, lo, hi, n, lev)
+    return out
+
+
 def cells_differ(base: Interval, head: Interval, floor: float = PAGE_FLOOR) -> int:
     """+1 head slower, -1 head faster, 0 no shown difference: the intervals are disjoint and
     the ratio of medians clears the floor. Cells without an interval never differ.

@@ -1,7 +1,7 @@
 """asv plugin loaded by every derived configuration ("plugins": [".torchbench.asv_bridge.plugin"]).
 
 asv 0.6.6 has no hooks for what a tracker must not lose, so `setup()` (which
-asv calls when it loads the plugin) wraps three of its functions:
+asv calls when it loads the plugin) wraps four of its functions:
 
 * ``asv.util.write_json`` writes to a temporary file and renames it: asv
   writes results in place, and a run killed while writing leaves half a
@@ -12,6 +12,11 @@ asv calls when it loads the plugin) wraps three of its functions:
   asv keeps each benchmark's exit code and stderr in memory only ("stderr
   and errcode are not saved to files"), so after the run nobody could say
   why a benchmark failed without scraping asv's console output.
+
+* ``Results.add_result`` counts the processes that measured each benchmark
+  (asv calls it once per round, a round being one process, and pools the
+  rounds' samples with the process boundaries lost); the outcome record
+  keeps the count, which the pages show beside the pooled blocks.
 
 Outcome records live in ``<results_dir>/../outcomes/<machine>/<file>.json``
 (outside results_dir: asv loads every .json there as a results file). They
@@ -68,9 +73,31 @@ def _recording_save(original, self, result_dir):
         else:
             failures.pop(name, None)
     build = _builds.get((self.env_name, self.commit_hash), record.get("build"))
+    processes = dict(record.get("processes", {}))
+    counted = self.__dict__.get("_torchbench_processes", {})
+    base = self.__dict__.setdefault("_torchbench_base", {})  # what earlier runs counted, for appended samples
+    for name, (count, appended) in counted.items():
+        if name not in base:
+            base[name] = processes.get(name) if appended else 0
+        if base[name] is None:  # appended to samples whose processes nobody counted
+            processes.pop(name, None)
+        else:
+            processes[name] = base[name] + count
     record = {"schema": OUTCOME_SCHEMA, "commit_hash": self.commit_hash, "env_name": self.env_name,
-              "build": build, "failures": failures}
+              "build": build, "failures": failures, "processes": processes}
     atomic_write_text(path, json.dumps(record, indent=1, sort_keys=True))
+
+
+def _counting_add(original, self, benchmark, result, *args, **kwargs):
+    original(self, benchmark, result, *args, **kwargs)
+    if all(r is None for r in result.result):  # a failed round measured nothing
+        return
+    counted = self.__dict__.setdefault("_torchbench_processes", {})
+    name = benchmark["name"]
+    if kwargs.get("append_samples") and name in counted:
+        counted[name] = (counted[name][0] + 1, counted[name][1])
+    else:  # a first round; appended to an earlier run's samples where asv says so
+        counted[name] = (1, bool(kwargs.get("append_samples")))
 
 
 def setup() -> None:
@@ -83,5 +110,7 @@ def setup() -> None:
     wrapped._torchbench = True
     util.write_json = wrapped
     install, save = environment.Environment.install_project, results.Results.save
+    add = results.Results.add_result
     environment.Environment.install_project = lambda self, *args: _recording_install(install, self, *args)
     results.Results.save = lambda self, result_dir: _recording_save(save, self, result_dir)
+    results.Results.add_result = lambda self, *args, **kwargs: _counting_add(add, self, *args, **kwargs)

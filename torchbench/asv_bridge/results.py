@@ -56,6 +56,7 @@ class Row:
     stats: dict | None
     unit: str | None
     date: int | None
+    processes: int | None = None  # the processes (asv rounds) that measured it, where our plugin counted them
 
     @property
     def status(self) -> str:
@@ -104,6 +105,7 @@ class Outcome:
 
     build: dict | None  # {"built": bool, "log": str}, or None where nothing was built (existing env)
     failures: dict[str, dict]  # benchmark name -> {"errcode": int, "stderr": str}
+    processes: dict[str, int] = field(default_factory=dict)  # benchmark name -> processes that measured it
 
     @property
     def built(self) -> bool | None:
@@ -140,7 +142,13 @@ def _load_benchmarks(results_dir: Path, warnings: list[str]) -> dict[str, dict]:
         return {}
 
 
-def _rows(results, machine: str, benchmarks: dict[str, dict]) -> list[Row]:
+@functools.lru_cache(maxsize=1024)  # every file of a history has the same parameters: made once, not per file
+def _combinations(names: tuple[str, ...], params: tuple[tuple[str, ...], ...]) -> list[tuple[tuple[str, object], ...]]:
+    """Each parameter combination as (name, value) pairs, in asv's itertools.product order."""
+    return [tuple((n, param_value(v)) for n, v in zip(names, combo)) for combo in itertools.product(*params)]
+
+
+def _rows(results, machine: str, benchmarks: dict[str, dict], processes: dict[str, int]) -> list[Row]:
     rows = []
     for key in sorted(results.get_all_result_keys()):
         params = results.get_result_params(key) or []
@@ -148,15 +156,15 @@ def _rows(results, machine: str, benchmarks: dict[str, dict]) -> list[Row]:
         names = info.get("param_names") or [f"param{i + 1}" for i in range(len(params))]
         values, stats, samples = (get(key, params) for get in (
             results.get_result_value, results.get_result_stats, results.get_result_samples))
-        for index, (combo, value, stat, sample) in enumerate(zip(itertools.product(*params), values, stats,
-                                                                  samples)):
+        combos = _combinations(tuple(names), tuple(tuple(p) for p in params))
+        for index, (combo, value, stat, sample) in enumerate(zip(combos, values, stats, samples)):
             number = stat.get("number") if stat else None
             rows.append(Row(
                 machine=machine, commit=results.commit_hash, env_name=results.env_name, benchmark=key, index=index,
-                params=tuple((n, param_value(v)) for n, v in zip(names, combo)), value=value,
+                params=combo, value=value,
                 samples=tuple(sample) if sample else None,
                 number=int(number) if number else None, stats=stat or None, unit=info.get("unit"),
-                date=results.date))
+                date=results.date, processes=processes.get(key)))
     return rows
 
 
@@ -167,20 +175,27 @@ def _load_outcome(path: Path, warnings: list[str]) -> Outcome | None:
         doc = json.loads(path.read_text())
         if doc.get("schema") != OUTCOME_SCHEMA:
             raise ValueError(f"schema is {doc.get('schema')!r}, expected {OUTCOME_SCHEMA!r}")
-        return Outcome(doc.get("build"), dict(doc.get("failures", {})))
+        processes = {str(k): int(v) for k, v in dict(doc.get("processes", {})).items()}
+        return Outcome(doc.get("build"), dict(doc.get("failures", {})), processes)
     except (ValueError, OSError, AttributeError) as e:
         warnings.append(f"{path}: skipped, not a readable outcome record ({e})")
         return None
 
 
+def _outcome_path(path: Path) -> Path:
+    """Where our plugin keeps a result file's outcome record (plugin.outcome_path)."""
+    return path.resolve().parent.parent.parent / "outcomes" / path.parent.name / path.name
+
+
 def _read(path: Path, benchmarks: dict[str, dict], warnings: list[str]):
-    """(asv Results, rows) of one file; None, with a warning naming it, when it cannot be read."""
+    """(asv Results, rows, outcome) of one file; None, with a warning naming it, when it cannot be read."""
     from asv import util
     from asv.results import Results
 
     try:
         results = Results.load(str(path))
-        return results, _rows(results, path.parent.name, benchmarks)
+        outcome = _load_outcome(_outcome_path(path), warnings)
+        return results, _rows(results, path.parent.name, benchmarks, outcome.processes if outcome else {}), outcome
     except (util.UserError, ValueError, KeyError, TypeError, IndexError, AttributeError, OSError) as e:
         warnings.append(f"{path}: skipped, not a readable asv results file ({type(e).__name__}: {e})")
         return None
@@ -191,7 +206,8 @@ class ResultFile(NamedTuple):
     reads only the files whose stamp changed."""
 
     path: Path
-    stamp: tuple  # (size, mtime ns, digest of benchmarks.json, which names the rows' parameters)
+    stamp: tuple  # (size, mtime ns, digest of benchmarks.json, which names the rows' parameters, and the
+    # outcome record's size and mtime, which counts the processes)
     read: Callable[[], list[Row] | None]  # None, with a warning naming the file, when it cannot be read
 
 
@@ -204,12 +220,17 @@ def iter_files(results_dir: Path, warnings: list[str]) -> Iterator[ResultFile]:
     digest = hashlib.sha1(definitions.read_bytes()).hexdigest() if definitions.is_file() else ""
     for path in _result_files(results_dir):
         stat = path.stat()
+        try:
+            outcome = _outcome_path(path).stat()
+            outcome_stamp = (outcome.st_size, outcome.st_mtime_ns)
+        except OSError:
+            outcome_stamp = None
 
         def read(path: Path = path) -> list[Row] | None:
             got = _read(path, benchmarks, warnings)
             return None if got is None else got[1]
 
-        yield ResultFile(path, (stat.st_size, stat.st_mtime_ns, digest), read)
+        yield ResultFile(path, (stat.st_size, stat.st_mtime_ns, digest, outcome_stamp), read)
 
 
 def iter_rows(results_dir: Path, warnings: list[str]) -> Iterator[Row]:
@@ -224,14 +245,12 @@ def _load_file(out: ResultSet, path: Path, commits: set[str] | None) -> None:
     read = _read(path, out.benchmarks, out.warnings)
     if read is None:
         return
-    results, rows = read
+    results, rows, outcome = read
     if commits is not None and results.commit_hash not in commits:
         return
     out.rows.extend(rows)
     out.files.append((machine, results))
     out.durations[(machine, results.commit_hash, results.env_name)] = dict(results.duration)
-    outcomes_dir = path.resolve().parent.parent.parent / "outcomes"
-    outcome = _load_outcome(outcomes_dir / machine / path.name, out.warnings)
     if outcome is not None:
         out.outcomes[(machine, results.commit_hash, results.env_name)] = outcome
 

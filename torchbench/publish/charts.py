@@ -77,6 +77,8 @@ class Chart:
     x_ticks: list[tuple[float, str]]
     plot: tuple[float, float, float, float]  # x0, y0, x1, y1
     steps: list[StepMark] = field(default_factory=list)
+    x_range: tuple[float, float] = (0.0, 1.0)  # the history positions at plot[0] and plot[2]
+    hover: dict | None = None  # data for the page's script to show the commit under the pointer (long lines)
 
 
 def _points_svg(points: list[tuple[float, float, Mark]], color: str) -> Markup:
@@ -166,7 +168,7 @@ def chart(title: str, y_label: str, lines: list[Line], x_labels: dict[float, str
     step = max(1, math.ceil(len(x_labels) / 8))
     x_ticks = [(px(x), label) for i, (x, label) in enumerate(sorted(x_labels.items())) if i % step == 0]
     marks = [StepMark(s.x, s.status, s.href, s.title, px(s.x)) for s in steps if x_min <= s.x <= x_max]
-    return Chart(title, y_label, WIDTH, HEIGHT, lines, y_ticks, x_ticks, (x0, y0, x1, y1), marks)
+    return Chart(title, y_label, WIDTH, HEIGHT, lines, y_ticks, x_ticks, (x0, y0, x1, y1), marks, (x_min, x_max))
 
 
 def sparkline(values: list[float], width: int = 120, height: int = 24, color: str = PALETTE[0]) -> Markup:

@@ -16,6 +16,8 @@ import functools
 import hashlib
 import math
 import re
+from array import array
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator, NamedTuple
 
@@ -28,8 +30,8 @@ from torchbench_core.units import _UNITS, select_unit, unit_to_english
 from .. import stats
 from ..asv_bridge.results import Row
 
-__all__ = ["ComparePage", "EnvInfo", "Point", "Record", "Series", "SeriesPage", "build", "build_from", "env_id_of",
-           "records", "slug", "DEFAULT_COMMITS"]
+__all__ = ["CellData", "Cells", "ComparePage", "EnvInfo", "Point", "Record", "Series", "SeriesPage", "build",
+           "build_from", "env_id_of", "records", "slug", "DEFAULT_COMMITS"]
 
 DEFAULT_COMMITS = 5  # the Compare pages open on the last five commits
 _TORCH_IN_NAME = re.compile(r"(?:^|-)torch([0-9][^-]*)")  # asv names an environment by its requirements
@@ -73,7 +75,7 @@ class EnvInfo:
 
 @dataclass(slots=True)
 class CellData:
-    """One case on one env: small, since a site of 2000 commits x 200 cases holds 400,000 of them."""
+    """One case on one env, as a page asks for it (made from Cells' columns when asked)."""
 
     interval: stats.Interval
     samples: np.ndarray | None  # per-call times (or counts); kept only for commits a table opens on
@@ -93,20 +95,153 @@ class CellData:
         return Measurement(self.number, [float(s) * self.number for s in samples], spec)
 
 
+CellKey = tuple[str, int, str, "str | None"]  # (env id, threads, row name, column)
+
+
+class Cells(Mapping):
+    """A label's cells, (env id, threads, row name, column) -> CellData, kept as columns.
+
+    A site of 2000 commits x 200 rows has 400,000 cells; as objects (a cell, its interval, its key and a
+    dict entry each) they took 2.8x `asv publish`'s memory, as numpy columns they take about 100 bytes a
+    cell. A cell is a position in the columns; CellData is made only for the cells a page looks at.
+    numpy has no keyed columnar table and pandas would be a new dependency for this one structure, so the
+    lookup is written here: each cell's (env, slot) packed into one int64, searched in sorted order.
+    """
+
+    def __init__(self, envs: list["EnvInfo"], env_of: dict[str, int], env: np.ndarray,
+                 slots: list[tuple[int, str, str | None]],
+                 slot: np.ndarray, intervals: np.ndarray, number: np.ndarray, benchmarks: list[str],
+                 benchmark: np.ndarray, index: np.ndarray, processes: np.ndarray, samples: dict[int, np.ndarray]):
+        self.envs = envs  # every env of the site, shared by its labels; `env` holds positions in it
+        self._env_of = env_of  # env id -> position in envs (shared too)
+        self.env, self.slot, self.slots = env, slot, slots  # slot: a (threads, row name, column) of the label
+        self.intervals = intervals  # (cells, 5): stats.Interval's fields
+        self.number, self.benchmarks, self.benchmark, self.index = number, benchmarks, benchmark, index
+        self.processes = processes  # that measured each cell (0: not counted)
+        self.samples = samples  # cell -> per-call samples, for the cells of the commits a table opens on
+        self.counts: np.ndarray | None = None  # (cells, 5) instructions per call beside times; nan: none
+        self._slot_of = {key: i for i, key in enumerate(slots)}
+        packed = self._pack(env, slot)
+        self._order = np.argsort(packed, kind="stable")
+        self._sorted = packed[self._order]
+
+    def _pack(self, env: np.ndarray, slot: np.ndarray) -> np.ndarray:
+        return env.astype(np.int64) * max(len(self.slots), 1) + slot
+
+    def find(self, key: CellKey) -> int | None:
+        """The cell's position in the columns, None where the label has no such cell."""
+        env, slot = self._env_of.get(key[0]), self._slot_of.get(key[1:])
+        if env is None or slot is None:
+            return None
+        packed = env * max(len(self.slots), 1) + slot
+        at = int(np.searchsorted(self._sorted, packed))
+        return int(self._order[at]) if at < len(self._sorted) and self._sorted[at] == packed else None
+
+    def find_all(self, other: "Cells") -> np.ndarray:
+        """For each of OTHER's cells, its position here (-1: none), as one array."""
+        slot_map = np.array([self._slot_of.get(key, -1) for key in other.slots], dtype=np.int64)
+        slots = slot_map[other.slot] if len(other.slot) else np.zeros(0, dtype=np.int64)
+        packed = self._pack(other.env, np.maximum(slots, 0))  # both index the site's envs
+        at = np.minimum(np.searchsorted(self._sorted, packed), max(len(self._sorted) - 1, 0))
+        if not len(self._sorted):
+            return np.full(len(packed), -1)
+        return np.where((slots >= 0) & (self._sorted[at] == packed), self._order[at], -1)
+
+    def find_env(self, env_id: str) -> int:
+        """The env's position in `envs` (KeyError where the site has no such env)."""
+        return self._env_of[env_id]
+
+    def key(self, i: int) -> CellKey:
+        return (self.envs[self.env[i]].id, *self.slots[self.slot[i]])
+
+    def interval(self, i: int) -> stats.Interval:
+        median, low, high, n, level = self.intervals[i].tolist()
+        return stats.Interval(median, low, high, int(n), level)
+
+    def cell(self, i: int) -> CellData:
+        counts = None
+        if self.counts is not None and not math.isnan(self.counts[i, 0]):
+            median, low, high, n, level = self.counts[i].tolist()
+            counts = stats.Interval(median, low, high, int(n), level)
+        return CellData(self.interval(i), self.samples.get(i), int(self.number[i]),
+                        self.benchmarks[self.benchmark[i]], int(self.index[i]), counts)
+
+    def positions(self, env_ids: Iterable[str] | None = None) -> np.ndarray:
+        """The cells of these envs (all where None), in the order they came."""
+        if env_ids is None:
+            return np.arange(len(self.env))
+        chosen = [self._env_of[e] for e in env_ids if e in self._env_of]
+        return np.flatnonzero(np.isin(self.env, chosen))
+
+    def items(self, env_ids: Iterable[str] | None = None) -> Iterator[tuple[CellKey, CellData]]:
+        return ((self.key(i), self.cell(i)) for i in self.positions(env_ids).tolist())
+
+    def __getitem__(self, key: CellKey) -> CellData:
+        i = self.find(key)
+        if i is None:
+            raise KeyError(key)
+        return self.cell(i)
+
+    def __iter__(self) -> Iterator[CellKey]:
+        return (self.key(i) for i in range(len(self.env)))
+
+    def __len__(self) -> int:
+        return len(self.env)
+
+
+class _CellsBuilder:
+    """Collects a label's cells as they come (compact arrays, not objects), then makes Cells."""
+
+    def __init__(self):
+        self.env, self.slot, self.benchmark, self.index = array("l"), array("l"), array("l"), array("l")
+        self.processes = array("l")
+        self.number, self.values = array("q"), array("d")
+        self.slots: dict[tuple, int] = {}
+        self.benchmarks: dict[str, int] = {}
+        self.samples: dict[int, np.ndarray] = {}
+
+    def add(self, env: int, r: "Record", keep_samples: bool) -> None:
+        if keep_samples:
+            self.samples[len(self.env)] = np.frombuffer(r.samples)
+        self.env.append(env)
+        self.slot.append(self.slots.setdefault((r.threads, r.name, r.description), len(self.slots)))
+        self.benchmark.append(self.benchmarks.setdefault(r.benchmark, len(self.benchmarks)))
+        self.index.append(r.index)
+        self.processes.append(r.processes)
+        self.number.append(r.number)
+        self.values.extend(r.interval)
+
+    def build(self, envs: list["EnvInfo"], env_of: dict[str, int]) -> Cells:
+        env, slot = np.frombuffer(self.env, dtype=np.int_), np.frombuffer(self.slot, dtype=np.int_)
+        keep = np.arange(len(env))
+        packed = env.astype(np.int64) * max(len(self.slots), 1) + slot
+        unique_last = len(env) - 1 - np.unique(packed[::-1], return_index=True)[1]
+        samples = self.samples
+        if len(unique_last) < len(env):  # a cell given twice: the last one counts, as a dict's would
+            keep = np.sort(unique_last)
+            new = {int(old): k for k, old in enumerate(keep.tolist())}
+            samples = {new[old]: values for old, values in samples.items() if old in new}
+        return Cells(envs, env_of, env[keep].astype(np.int32), list(self.slots), slot[keep].astype(np.int32),
+                     np.frombuffer(self.values, dtype=float).reshape(-1, 5)[keep].copy(),
+                     np.frombuffer(self.number, dtype=np.int64)[keep].copy(), list(self.benchmarks),
+                     np.frombuffer(self.benchmark, dtype=np.int_)[keep].astype(np.int32),
+                     np.frombuffer(self.index, dtype=np.int_)[keep].astype(np.int32),
+                     np.frombuffer(self.processes, dtype=np.int_)[keep].astype(np.int32), samples)
+
+
 @dataclass
 class ComparePage:
     label: str
     slug: str
     unit_kind: str  # "time" or COUNT_UNIT
     envs: list[EnvInfo]  # every env with data for this label, in history order
-    cells: dict[tuple[str, int, str, str | None], CellData]  # (env id, threads, row name, column) -> cell
+    cells: Cells
     columns: list[str | None]
     default_envs: list[str] = field(default_factory=list)
 
     def table(self, env_ids: list[str]) -> TableView:
         """The Compare table of these envs (rows in history order), as torchbench_core lays it out."""
-        chosen = set(env_ids)
-        compare = Compare(c.measurement(self.label, key) for key, c in self.cells.items() if key[0] in chosen)
+        compare = Compare(c.measurement(self.label, key) for key, c in self.cells.items(env_ids))
         if self.unit_kind == COUNT_UNIT:
             compare.as_counts(COUNT_UNIT)
         view = compare.tables()[0]
@@ -152,20 +287,25 @@ class ComparePage:
 
     def data(self) -> dict:
         """What the page's script needs to re-lay the table for other commits and baselines."""
+        c = self.cells
         scale_unit, scale = (COUNT_UNIT, 1.0) if self.unit_kind == COUNT_UNIT else select_unit(
-            min(c.interval.median for c in self.cells.values()))
+            float(c.intervals[:, 0].min()))
+        keys = [f"{threads}|{name}|{'' if column is None else column}" for threads, name, column in c.slots]
+        ids = [e.id for e in c.envs]
         cells: dict[str, dict[str, list]] = {}
         counts: dict[str, dict[str, float]] = {}  # instructions per call beside the times, where counted
-        for (env, threads, name, column), c in self.cells.items():
-            key = f"{threads}|{name}|{'' if column is None else column}"
-            i = c.interval
-            cells.setdefault(env, {})[key] = [i.median, None if math.isnan(i.low) else i.low,
-                                              None if math.isnan(i.high) else i.high, i.n]
-            if c.counts is not None:
-                counts.setdefault(env, {})[key] = c.counts.median
+        shown = np.where(np.isnan(c.intervals[:, :3]), None, c.intervals[:, :3]).tolist()  # JSON: null, not NaN
+        for env, slot, (median, low, high), n in zip(c.env.tolist(), c.slot.tolist(), shown,
+                                                       c.intervals[:, 3].astype(int).tolist()):
+            cells.setdefault(ids[env], {})[keys[slot]] = [median, low, high, n]
+        if c.counts is not None:
+            for env, slot, median in zip(c.env.tolist(), c.slot.tolist(), c.counts[:, 0].tolist()):
+                if not math.isnan(median):
+                    counts.setdefault(ids[env], {})[keys[slot]] = median
         # Compare's row order: by thread count, then as the results came (a site of 2000
         # commits would pay for a whole Compare per page to learn just this).
-        rows = sorted(dict.fromkeys((k[1], k[2]) for k in self.cells), key=lambda r: r[0])
+        first = np.unique(c.slot, return_index=True)[1]
+        rows = sorted(dict.fromkeys(c.slots[c.slot[i]][:2] for i in np.sort(first).tolist()), key=lambda r: r[0])
         return {"label": self.label, "unit": scale_unit, "scale": scale, "counts": self.unit_kind == COUNT_UNIT,
                 "units": {str(k): [name, s, unit_to_english(name)] for k, (name, s) in _UNITS.items()},
                 "rows": [[t, name, slug(name)] for t, name in rows],
@@ -184,6 +324,30 @@ class Point:
     interval: stats.Interval
     benchmark: str
     index: int
+    processes: int = 0  # that measured it; 0 where nobody counted them
+
+
+class Points(Sequence):
+    """A series' points in history order, made as they are asked for (`points[-40:]` makes 40)."""
+
+    def __init__(self, cells: Cells, at: np.ndarray):
+        self.cells, self.at = cells, at
+
+    def __len__(self) -> int:
+        return len(self.at)
+
+    def __getitem__(self, k):
+        if isinstance(k, slice):
+            return [self._point(i) for i in self.at[k].tolist()]
+        return self._point(int(self.at[k]))
+
+    def __iter__(self) -> Iterator[Point]:
+        return (self._point(i) for i in self.at.tolist())
+
+    def _point(self, i: int) -> Point:
+        c = self.cells
+        return Point(c.envs[c.env[i]], c.interval(i), c.benchmarks[c.benchmark[i]], int(c.index[i]),
+                     int(c.processes[i]))
 
 
 @dataclass
@@ -193,8 +357,40 @@ class Series:
     threads: int
     group: str  # EnvInfo.group: a history is drawn per machine and environment
     group_label: str  # machine · environment, for the legend where a page has several groups
-    points: list[Point]
-    overhead: list[tuple[EnvInfo, float, float, float]] | None = None  # (env, ns, low ns, high ns) vs baseline
+    cells: Cells
+    at: np.ndarray  # its cells, in history order
+    baseline: "Series | None" = None  # the overhead baseline's series on the same column, threads and group
+
+    @property
+    def points(self) -> Points:
+        return Points(self.cells, self.at)
+
+    def envs(self) -> list[EnvInfo]:
+        return [self.cells.envs[e] for e in self.cells.env[self.at].tolist()]
+
+    def values(self, field: str) -> np.ndarray:
+        """One of stats.Interval's fields (median, low, high, n, level) of every point, in history order."""
+        return self.cells.intervals[self.at, _INTERVAL_FIELDS.index(field)]
+
+    @property
+    def overhead(self) -> list[tuple[EnvInfo, float, float, float]] | None:
+        """(env, ns, low ns, high ns) over the baseline case, on each commit both measured; None without one."""
+        if self.baseline is None:
+            return None
+        base = self.baseline
+        mine, theirs = self.cells.env[self.at], base.cells.env[base.at]
+        common, i, j = np.intersect1d(mine, theirs, assume_unique=True, return_indices=True)
+        order = np.argsort(i, kind="stable")  # in this series' history order
+        a, b = self.cells.intervals[self.at[i[order]]], base.cells.intervals[base.at[j[order]]]
+        ns = (a[:, 0] - b[:, 0]) * 1e9
+        low = (a[:, 1] - b[:, 2]) * 1e9  # the conservative band: the extremes of the two intervals (nan stays nan)
+        high = (a[:, 2] - b[:, 1]) * 1e9
+        envs = self.cells.envs
+        return [(envs[e], x, lo, hi) for e, x, lo, hi in zip(common[order].tolist(), ns.tolist(), low.tolist(),
+                                                              high.tolist())]
+
+
+_INTERVAL_FIELDS = ("median", "low", "high", "n", "level")
 
 
 @dataclass
@@ -204,6 +400,7 @@ class SeriesPage:
     unit_kind: str
     series: list[Series]
     overhead_baseline: str | None  # sub_label the overhead is measured against, when the label has it
+    envs: list[EnvInfo] = field(default_factory=list)  # the label's envs, in history order
 
 
 class Record(NamedTuple):
@@ -225,19 +422,19 @@ class Record(NamedTuple):
     number: int
     benchmark: str
     index: int
+    processes: int = 0  # that measured it (asv rounds); 0 where nobody counted them
 
 
 def records(rows: Iterable[Row]) -> Iterator[Record]:
     """The measured rows (failed and skipped ones have no cell) as the pages need them."""
-    for row in rows:
-        if row.status != "ok" or not (row.samples or row.value is not None):
-            continue
+    measured = [row for row in rows if row.status == "ok" and (row.samples or row.value is not None)]
+    samples = [row.samples or (row.value,) for row in measured]
+    for row, s, i in zip(measured, samples, stats.intervals(samples)):
         label, name, description, threads = row.placement()
-        samples = np.asarray(row.samples or (row.value,), dtype=float)
-        i = stats.interval(samples)
         yield Record(row.machine, row.commit, row.env_name, row.date or 0, label, name, description, threads,
-                     row.unit == COUNT_UNIT, (i.median, i.low, i.high, i.n, i.level), samples.tobytes(),
-                     row.number or 1, row.benchmark, row.index)
+                     row.unit == COUNT_UNIT, (i.median, i.low, i.high, i.n, i.level),
+                     np.asarray(s, dtype=float).tobytes(), row.number or 1, row.benchmark, row.index,
+                     row.processes or 0)
 
 
 def env_id_of(row: Row | Record) -> str:
@@ -270,77 +467,79 @@ def build_from(found: Iterable[Record], revisions: dict[str, int],
                subjects: dict[str, str] | Callable[[set[str]], dict[str, str]],
                default_commits: int = DEFAULT_COMMITS) -> tuple[list[ComparePage], list[SeriesPage]]:
     """build, from records."""
-    env_records: dict[str, Record] = {}
+    env_index: dict[tuple[str, str, str], int] = {}  # (machine, env name, commit) -> position in `envs`
+    env_records: list[Record] = []
     dates: dict[str, float] = {}
-    by_label: dict[str, dict[tuple, CellData]] = {}
+    timed: dict[str, _CellsBuilder] = {}
+    counted: dict[str, _CellsBuilder] = {}  # instruction counts (a CountsSuite, or a counts label)
     # The default tables show the last commits: the branch's newest, and any commit off it (those
     # come after the branch). Only their cells keep their samples; the rest keep their interval.
     recent = set(sorted(revisions, key=revisions.get)[-default_commits:])
-    counted: dict[str, dict[tuple, CellData]] = {}  # instruction counts (a CountsSuite, or a counts label)
     for r in found:
-        env_id = env_id_of(r)
-        env_records.setdefault(env_id, r)
-        dates[r.commit] = min(dates.get(r.commit, math.inf), r.date)
-        keep = r.commit in recent or r.commit not in revisions
-        (counted if r.counts else by_label).setdefault(r.label, {})[(env_id, r.threads, r.name, r.description)] = \
-            CellData(stats.Interval(*r.interval), np.frombuffer(r.samples) if keep else None, r.number, r.benchmark,
-                     r.index)
-    kinds = {label: "time" for label in by_label}
-    for label, cells in counted.items():
-        if label in by_label:  # counts of timed cases: shown beside their times
-            timed = by_label[label]
-            for key, c in cells.items():
-                if key in timed:
-                    timed[key].counts = c.interval
-        else:  # a label of counts alone: its own page, in instructions
-            by_label[label], kinds[label] = cells, COUNT_UNIT
+        where = (r.machine, r.env_name, r.commit)
+        env = env_index.get(where)
+        if env is None:
+            env = env_index[where] = len(env_records)
+            env_records.append(r)
+            dates[r.commit] = min(dates.get(r.commit, math.inf), r.date)
+        builder = (counted if r.counts else timed).get(r.label)
+        if builder is None:
+            builder = (counted if r.counts else timed)[r.label] = _CellsBuilder()
+        builder.add(env, r, r.commit in recent or r.commit not in revisions)
     positions = _positions(dates, revisions)
     if callable(subjects):
         subjects = subjects(set(dates))
-    envs = {env_id: EnvInfo(env_id, r.machine, r.env_name, r.commit, positions[r.commit], subjects.get(r.commit, ""))
-            for env_id, r in env_records.items()}
+    envs = [EnvInfo(env_id_of(r), r.machine, r.env_name, r.commit, positions[r.commit], subjects.get(r.commit, ""))
+            for r in env_records]
+    env_of = {e.id: i for i, e in enumerate(envs)}
+    by_label = {label: timed.pop(label).build(envs, env_of) for label in list(timed)}  # each builder freed as built
+    kinds = {label: "time" for label in by_label}
+    for label in list(counted):
+        cells = counted.pop(label).build(envs, env_of)
+        if label in by_label:  # counts of timed cases: shown beside their times
+            timed_cells = by_label[label]
+            at = timed_cells.find_all(cells)
+            timed_cells.counts = np.full_like(timed_cells.intervals, math.nan)
+            timed_cells.counts[at[at >= 0]] = cells.intervals[at >= 0]
+        else:  # a label of counts alone: its own page, in instructions
+            by_label[label], kinds[label] = cells, COUNT_UNIT
 
+    position = np.array([e.position for e in envs], dtype=np.int64)
     compare_pages, series_pages = [], []
     for label in sorted(by_label):
         cells = by_label[label]
-        label_envs = sorted({envs[k[0]] for k in cells}, key=lambda e: (e.position, e.id))
-        columns = list(dict.fromkeys(k[3] for k in sorted(cells, key=lambda k: (envs[k[0]].position, k[1]))))
+        label_envs = sorted((envs[e] for e in np.unique(cells.env).tolist()), key=lambda e: (e.position, e.id))
+        # columns in the order they first appear, by commit then thread count
+        threads = np.array([t for t, _, _ in cells.slots], dtype=np.int64)[cells.slot]
+        first = np.lexsort((threads, position[cells.env]))
+        columns = list(dict.fromkeys(cells.slots[k][2] for k in cells.slot[first].tolist()))
         page = ComparePage(label, slug(label), kinds[label], label_envs, cells, columns)
         last = sorted({e.position for e in label_envs})[-default_commits:]
         page.default_envs = [e.id for e in label_envs if e.position in last]
         compare_pages.append(page)
-        series_pages.append(_series_page(page))
+        series_pages.append(_series_page(page, position))
     return compare_pages, series_pages
 
 
-def _series_page(page: ComparePage) -> SeriesPage:
-    order = {e.id: e for e in page.envs}
-    by_key: dict[tuple, list[Point]] = {}
-    for (env, threads, name, column), c in page.cells.items():
-        by_key.setdefault((threads, name, column, order[env].group), []).append(
-            Point(order[env], c.interval, c.benchmark, c.index))
+def _series_page(page: ComparePage, position: np.ndarray) -> SeriesPage:
+    """One series per (threads, row, column) and env group, its cells in history order."""
+    cells = page.cells
+    groups = [e.group for e in cells.envs]
+    by_key: dict[tuple, list[int]] = {}
+    for i, (env, slot) in enumerate(zip(cells.env.tolist(), cells.slot.tolist())):
+        by_key.setdefault((slot, groups[env]), []).append(i)
     series = []
-    for key in sorted(by_key, key=lambda k: (k[0], str(k[2]), k[1], k[3])):
-        threads, name, column, group = key
-        points = sorted(by_key[key], key=lambda p: (p.env.position, p.env.id))
-        first = points[0].env
-        series.append(Series(name, column, threads, group, f"{first.machine} · {first.env_short}", points))
+    for slot, group in sorted(by_key, key=lambda k: (cells.slots[k[0]][0], str(cells.slots[k[0]][2]),
+                                                     cells.slots[k[0]][1], k[1])):
+        threads, name, column = cells.slots[slot]
+        at = np.array(by_key[slot, group], dtype=np.int64)
+        at = at[np.argsort(position[cells.env[at]], kind="stable")]  # a group's envs: one per commit
+        first = cells.envs[cells.env[at[0]]]
+        series.append(Series(name, column, threads, group, f"{first.machine} · {first.env_short}", cells, at))
     names = {s.name for s in series}
     baseline = OVERHEAD_BASELINE if OVERHEAD_BASELINE in names and len(names) > 1 and page.unit_kind == "time" else None
     if baseline:
         baselines = {(b.column, b.threads, b.group): b for b in series if b.name == baseline}
         for s in series:
-            match = baselines.get((s.column, s.threads, s.group))
-            if match is None:
-                continue
-            base = {p.env.id: p.interval for p in match.points}
-            s.overhead = [(p.env, *_difference_ns(p.interval, base[p.env.id])) for p in s.points
-                          if p.env.id in base]
-    return SeriesPage(page.label, page.slug, page.unit_kind, series, baseline)
-
-
-def _difference_ns(case: stats.Interval, base: stats.Interval) -> tuple[float, float, float]:
-    """case - baseline in ns, with a conservative band: the extremes of the two intervals."""
-    low = case.low - base.high if not (math.isnan(case.low) or math.isnan(base.high)) else math.nan
-    high = case.high - base.low if not (math.isnan(case.high) or math.isnan(base.low)) else math.nan
-    return (case.median - base.median) * 1e9, low * 1e9, high * 1e9
+            s.baseline = baselines.get((s.column, s.threads, s.group)) if s.name != baseline else None
+    return SeriesPage(page.label, page.slug, page.unit_kind, series, baseline, page.envs)

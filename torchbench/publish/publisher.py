@@ -144,8 +144,13 @@ RECENT_REGRESSIONS = 3  # confirmed regressions listed per label on the landing 
 def _step_marks(steps: list[dict], members: list[pages.Series]) -> list[charts.StepMark]:
     """The steps of these series' rows (same benchmark row, machine and environment), as chart rules at their
     first commit at the new level, each linked to its entry on the Steps page."""
-    at = {(p.env.machine, p.env.env_name, p.benchmark, p.index, p.env.commit): p.env.position
-          for s in members for p in s.points}
+    if not steps:
+        return []
+    at = {}
+    for s in members:
+        c = s.cells
+        for env, b, i in zip(s.envs(), c.benchmark[s.at].tolist(), c.index[s.at].tolist()):
+            at[(env.machine, env.env_name, c.benchmarks[b], i, env.commit)] = env.position
     marks = []
     for step in steps:
         x = at.get((step["machine"], step["env_name"], step["benchmark"], step["index"], step["after"]))
@@ -159,11 +164,35 @@ def _step_marks(steps: list[dict], members: list[pages.Series]) -> list[charts.S
     return marks
 
 
+def _measured_by(n: int, processes: int) -> str:
+    """How many blocks a commit's value pools, and from how many processes where they were counted."""
+    if processes:
+        return f"{n} blocks from {processes} process{'es' if processes != 1 else ''}"
+    return f"{n} blocks (processes not counted)"
+
+
+def _hover(chart: charts.Chart, lines: list[tuple[str, pages.Series]], scale: float) -> dict | None:
+    """What series.js needs to show the nearest commit's values under the pointer, for a chart whose lines
+    are too long for a dot per commit (charts.DOTS_UP_TO): per line its positions, levels, medians, blocks
+    and processes (numbers only: the page's commit list gives the subjects)."""
+    if not any(len(s.at) > charts.DOTS_UP_TO for _, s in lines):
+        return None
+    out = []
+    for name, s in lines:
+        values = s.cells.intervals[s.at]
+        out.append({"name": name, "pos": [e.position for e in s.envs()],
+                    "level": np.round(values[:, 4] / scale, 6).tolist(),
+                    "median": np.round(values[:, 0] / scale, 6).tolist(),
+                    "n": values[:, 3].astype(int).tolist(), "p": s.cells.processes[s.at].tolist()})
+    x0, _, x1, _ = chart.plot
+    return {"plot": [x0, x1], "range": list(chart.x_range), "unit": chart.y_label, "lines": out}
+
+
 def _series_context(page: pages.SeriesPage, profiles: dict, diffs: dict, steps: list[dict] = ()) -> dict:
     groups: dict[tuple, list[pages.Series]] = {}
     for s in page.series:
         groups.setdefault((s.threads, s.column), []).append(s)
-    x_labels = {p.env.position: p.env.short for s in page.series for p in s.points}
+    x_labels = {e.position: e.short for e in page.envs}
     colors = charts.colors_for(s.name for s in page.series)
     env_groups = list(dict.fromkeys(s.group for s in page.series))
     dash = {g: DASHES[i % len(DASHES)] for i, g in enumerate(env_groups)}
@@ -174,57 +203,72 @@ def _series_context(page: pages.SeriesPage, profiles: dict, diffs: dict, steps: 
     panels = []
     for (threads, column), members in groups.items():
         unit_name, scale = (pages.COUNT_UNIT, 1.0) if page.unit_kind == pages.COUNT_UNIT else select_unit(
-            min(p.interval.median for s in members for p in s.points))
+            min(float(s.values("median").min()) for s in members))
 
         def tooltip(text: str, s: pages.Series, env: pages.EnvInfo, value: float, unit: str = unit_name):
             # made only for the dots drawn (a long history draws few): a closure, not 400,000 strings
             return lambda: f"{legend(s)} @ {env.short}{text}: {value:.4g} {unit}"
 
-        def point_tip(s: pages.Series, p: pages.Point, unit: str = unit_name, scale: float = scale):
-            i = p.interval
-            return lambda: (f"{legend(s)} @ {p.env.short} {p.env.subject}: level {i.level / scale:.4g} {unit}, "
-                            f"median {i.median / scale:.4g} {unit} ({i.n} blocks pooled from the processes "
-                            "that measured it)")
+        def point_tip(s: pages.Series, env: pages.EnvInfo, v: list, processes: int, unit: str = unit_name):
+            return lambda: (f"{legend(s)} @ {env.short} {env.subject}: level {v[4]:.4g} {unit}, median {v[0]:.4g} "
+                            f"{unit} ({_measured_by(int(v[3]), processes)})")
+
+        def hrefs(s: pages.Series, envs: list[pages.EnvInfo]) -> list[str | None]:
+            if not profiles:
+                return [None] * len(envs)
+            c = s.cells
+            return [profiles.get((e.commit, c.benchmarks[b], i))
+                    for e, b, i in zip(envs, c.benchmark[s.at].tolist(), c.index[s.at].tolist())]
 
         lines = []
         for s in members:
-            marks = [charts.Mark(p.env.position, p.interval.level / scale, p.interval.low / scale,
-                                 p.interval.high / scale, profiles.get((p.env.commit, p.benchmark, p.index)),
-                                 point_tip(s, p), mid=p.interval.median / scale) for p in s.points]
+            envs = s.envs()
+            values = (s.cells.intervals[s.at] / np.array([scale, scale, scale, 1.0, scale])).tolist()
+            marks = [charts.Mark(e.position, v[4], v[1], v[2], href, point_tip(s, e, v, p), mid=v[0])
+                     for e, v, href, p in zip(envs, values, hrefs(s, envs), s.cells.processes[s.at].tolist())]
             lines.append(charts.Line(legend(s), marks, case=s.name, dash=dash[s.group]))
         title = f"{column} ({threads} thread{'s' if threads != 1 else ''})" if column else f"{threads} threads"
         time_chart = charts.chart(title, unit_name, lines, x_labels, colors, steps=_step_marks(steps, members))
+        time_chart.hover = _hover(time_chart, [(legend(s), s) for s in members], scale)
         overhead_chart = None
         if page.overhead_baseline:
             o_lines = []
             for s in members:
-                if s.name == page.overhead_baseline or not s.overhead:
+                overhead = s.overhead
+                if not overhead:
                     continue
-                points = {p.env.id: p for p in s.points}
-                marks = [charts.Mark(env.position, ns, low, high,
-                                     profiles.get((env.commit, points[env.id].benchmark, points[env.id].index)),
+                envs = [env for env, *_ in overhead]
+                where = dict(zip((e.id for e in s.envs()), hrefs(s, s.envs()))) if profiles else {}
+                marks = [charts.Mark(env.position, ns, low, high, where.get(env.id),
                                      tooltip("", s, env, ns, f"ns over {page.overhead_baseline}"))
-                         for env, ns, low, high in s.overhead]
+                         for env, ns, low, high in overhead]
                 o_lines.append(charts.Line(legend(s), marks, case=s.name, dash=dash[s.group]))
             overhead_chart = charts.chart(f"overhead over {page.overhead_baseline}: {title}", "ns", o_lines,
                                           x_labels, colors)
-        # flame-graph columns only for the commits that have one (a long history has few)
-        profiled = {p.env.position: p.env for s in members for p in s.points
-                    if (p.env.commit, p.benchmark, p.index) in profiles}
-        flame_rows = []
-        for s in members:
-            row = {"name": legend(s), "at": {}}
-            previous = None
-            for p in s.points:
-                key = (p.env.commit, p.benchmark, p.index)
-                if p.env.position in profiled:
-                    row["at"][p.env.position] = {"env": p.env, "profile": profiles.get(key),
-                                                 "diff": diffs.get((previous, key)) if previous else None}
-                previous = key
-            flame_rows.append(row)
+        flame_rows, profiled = _flame_rows(members, legend, profiles, diffs) if profiles else ([], {})
         panels.append({"time": time_chart, "overhead": overhead_chart, "flames": flame_rows,
                        "commits": sorted(profiled.values(), key=lambda e: e.position)})
-    return {"page": page, "panels": panels, "level_quantile": stats.LEVEL_QUANTILE}
+    commits = {e.position: [e.short, e.subject] for e in page.envs}
+    return {"page": page, "panels": panels, "level_quantile": stats.LEVEL_QUANTILE, "commits": commits}
+
+
+def _flame_rows(members: list[pages.Series], legend: Callable[[pages.Series], str], profiles: dict,
+                diffs: dict) -> tuple[list[dict], dict[int, pages.EnvInfo]]:
+    """Flame-graph columns, only for the commits that have one (a long history has few)."""
+    profiled = {p.env.position: p.env for s in members for p in s.points
+                if (p.env.commit, p.benchmark, p.index) in profiles}
+    flame_rows = []
+    for s in members:
+        row = {"name": legend(s), "at": {}}
+        previous = None
+        for p in s.points:
+            key = (p.env.commit, p.benchmark, p.index)
+            if p.env.position in profiled:
+                row["at"][p.env.position] = {"env": p.env, "profile": profiles.get(key),
+                                             "diff": diffs.get((previous, key)) if previous else None}
+            previous = key
+        flame_rows.append(row)
+    return flame_rows, profiled
 
 
 def _landing_context(compare_pages: list[pages.ComparePage], series_pages: list[pages.SeriesPage],
@@ -376,20 +420,25 @@ def _digest(page: pages.ComparePage, profiles: dict, diffs: dict, project: str, 
     """Everything a label's two pages show: its cells (and the samples its default tables keep), its
     commits with their subjects and positions, the flame graphs and differential graphs of its cells, and
     the steps marked on its charts."""
+    c = page.cells
     envs = [(e.id, e.machine, e.env_name, e.commit, e.position, e.subject) for e in page.envs]
-    cells = list(page.cells.items())
-    h = hashlib.sha1(repr((page.label, page.unit_kind, envs, page.columns, page.default_envs, project,
-                           [(k, c.benchmark, c.index, c.number) for k, c in cells])).encode())
-    nan = math.nan
-    h.update(np.array([(c.interval.median, c.interval.low, c.interval.high, c.interval.n,
-                        c.counts.median if c.counts else nan, c.counts.low if c.counts else nan,
-                        c.counts.high if c.counts else nan) for _, c in cells], dtype=float).tobytes())
-    for _, c in cells:
-        if c.samples is not None:
-            h.update(c.samples.tobytes())
-    shown = {(page.env(k[0]).commit, c.benchmark, c.index) for k, c in cells}
-    h.update(repr(sorted((k, v) for k, v in profiles.items() if k in shown)).encode())
-    h.update(repr(sorted((k, v) for k, v in diffs.items() if k[1] in shown)).encode())
+    h = hashlib.sha1(repr((page.label, page.unit_kind, envs, page.columns, page.default_envs, project, c.slots,
+                           c.benchmarks)).encode())
+    # the cells' envs as positions in the label's own list: the site's list changes with every new commit
+    local = np.full(len(c.envs), -1, dtype=np.int64)
+    local[[c.find_env(e.id) for e in page.envs]] = np.arange(len(page.envs))
+    for column in (local[c.env], c.slot, c.intervals, c.number, c.benchmark, c.index, c.processes):
+        h.update(np.ascontiguousarray(column).tobytes())
+    if c.counts is not None:
+        h.update(c.counts.tobytes())
+    for i in sorted(c.samples):
+        h.update(repr(i).encode())
+        h.update(c.samples[i].tobytes())
+    if profiles or diffs:
+        shown = {(c.envs[e].commit, c.benchmarks[b], i)
+                 for e, b, i in zip(c.env.tolist(), c.benchmark.tolist(), c.index.tolist())}
+        h.update(repr(sorted((k, v) for k, v in profiles.items() if k in shown)).encode())
+        h.update(repr(sorted((k, v) for k, v in diffs.items() if k[1] in shown)).encode())
     h.update(repr([(st["key"], st["after"], st["status"], st["ratio"], st.get("subject_after")) for st in steps])
              .encode())
     return h.hexdigest()

@@ -23,10 +23,12 @@ import datetime
 import json
 import math
 from pathlib import Path
+from typing import Iterator
 
 from asv import feed
 from torchbench_core.storage import atomic_write_text
 
+from .. import stats
 from ..errors import UserError
 from ..history import changepoints
 from . import pages
@@ -40,26 +42,33 @@ ORDER = {CONFIRMED: 0, UNCONFIRMED: 1, "inconclusive": 2, REFUTED: 3}
 
 
 def histories_of(series_pages: list[pages.SeriesPage], revisions: dict[str, int]
-                 ) -> tuple[list[changepoints.History], dict[tuple[str, int], str]]:
-    """Every series of the pages along the branch (commits off it are not part of a history), and the slug
-    of the page each (benchmark, index) is on. A page's series is already in history order per machine
-    and environment: a history is its points of one benchmark row on the branch."""
-    found, series_of = [], {}
+                 ) -> tuple[Iterator[changepoints.History], dict[tuple[str, int], str]]:
+    """Every series of the pages along the branch (commits off it are not part of a history), made one at
+    a time as they are searched, and the slug of the page each (benchmark, index) is on. A page's series is
+    already in history order per machine and environment: a history is its points of one benchmark row on
+    the branch."""
+    series_of = {}
     for page in series_pages:
         for s in page.series:
-            title = " · ".join(x for x in (page.label, s.name, s.column) if x)
-            by_row: dict[tuple[str, int], list[pages.Point]] = {}
-            for p in s.points:
-                series_of.setdefault((p.benchmark, p.index), page.slug)
-                if p.env.commit in revisions:
-                    by_row.setdefault((p.benchmark, p.index), []).append(p)
-            for (benchmark, index), points in by_row.items():
-                env = points[0].env
-                found.append(changepoints.History(env.machine, env.env_name, benchmark, index, title,
-                                                  page.unit_kind, [p.env.commit for p in points],
-                                                  [p.interval.level for p in points],
-                                                  [p.interval for p in points]))
-    return sorted(found, key=lambda h: (h.machine, h.env_name, h.benchmark, h.index)), series_of
+            for benchmark, index in dict.fromkeys(zip(s.cells.benchmark[s.at].tolist(), s.cells.index[s.at].tolist())):
+                series_of.setdefault((s.cells.benchmarks[benchmark], index), page.slug)
+
+    def histories() -> Iterator[changepoints.History]:
+        for page in series_pages:
+            for s in page.series:
+                title = " · ".join(x for x in (page.label, s.name, s.column) if x)
+                c, envs = s.cells, s.envs()
+                by_row: dict[tuple[int, int], list[int]] = {}  # (benchmark, index) -> points on the branch
+                for k, (env, b, i) in enumerate(zip(envs, c.benchmark[s.at].tolist(), c.index[s.at].tolist())):
+                    if env.commit in revisions:
+                        by_row.setdefault((b, i), []).append(k)
+                for (b, index), ks in by_row.items():
+                    values = c.intervals[s.at[ks]].tolist()
+                    env = envs[ks[0]]
+                    yield changepoints.History(env.machine, env.env_name, c.benchmarks[b], index, title, page.unit_kind,
+                                               [envs[k].commit for k in ks], [v[4] for v in values],
+                                               [stats.Interval(m, lo, hi, int(n), lev) for m, lo, hi, n, lev in values])
+    return histories(), series_of
 
 
 def collect(series_pages: list[pages.SeriesPage], revisions: dict[str, int], out_dir: Path,
@@ -78,7 +87,7 @@ def collect(series_pages: list[pages.SeriesPage], revisions: dict[str, int], out
     for key, entry in record.items():
         if key in steps or entry.get("status") == CONFIRMED:
             steps[key] = {**steps.get(key, {}), **entry, "name": steps.get(key, entry)["name"]}
-    subjects = {p.env.commit: p.env.subject for page in series_pages for s in page.series for p in s.points}
+    subjects = {e.commit: e.subject for page in series_pages for e in page.envs}
     shown = []
     for s in steps.values():
         s["series"] = series_of.get((s["benchmark"], s["index"]))
