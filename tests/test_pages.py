@@ -1,5 +1,6 @@
 """The pages' content as data (pages.py, charts.py), on result rows shaped as asv's results module gives them."""
 
+import dataclasses
 import math
 
 import numpy as np
@@ -12,17 +13,18 @@ from torchbench.asv_bridge.results import Row
 LABEL = "__torch_function__ overhead"
 
 
-def row(commit: str, case: str, median: float, *, machine="m1", env="virtualenv-py3.11", date=0, n=9):
+def row(commit: str, case: str, median: float, *, machine="m1", env="virtualenv-py3.11", date=0, n=9,
+        processes=None):
     samples = tuple(np.linspace(median * 0.98, median * 1.02, n))
     params = (("label", LABEL), ("sub_label", case), ("description", "torch.add(t1, t2)"), ("num_threads", 1))
     return Row(machine=machine, commit=commit, env_name=env, benchmark="bench.Overhead.track_time",
                index={"Tensor": 0, "SubTensor": 1}[case], params=params, value=median, samples=samples,
-               number=1000, stats=None, unit="seconds", date=date)
+               number=1000, stats=None, unit="seconds", date=date, processes=processes)
 
 
-def history(commits=7):
+def history(commits=7, processes=None):
     shas = [f"{i:012x}".ljust(40, "a") for i in range(1, commits + 1)]
-    rows = [row(sha, case, (1e-6 if case == "Tensor" else 3e-6) * (1 + 0.01 * i))
+    rows = [row(sha, case, (1e-6 if case == "Tensor" else 3e-6) * (1 + 0.01 * i), processes=processes)
             for i, sha in enumerate(shas) for case in ("Tensor", "SubTensor")]
     return shas, rows
 
@@ -185,3 +187,101 @@ def test_series_plot_levels_with_the_median_beside_and_steps_marked_on_their_row
     case = next(c for c in label["cases"] if c["name"] == "SubTensor")
     assert case["change"] == "+1.0%" and case["commit"].commit == shas[-1] and case["previous"].commit == shas[-2]
     assert case["spark"].count("<polyline") == 1
+
+
+def test_cells_are_found_by_key_and_a_cell_given_twice_keeps_the_last():
+    shas, rows = history(3)
+    again = row(shas[1], "SubTensor", 5e-6)  # the same cell from a second file: the last one counts
+    (page,), _ = pages.build(rows + [again], {sha: i for i, sha in enumerate(shas)}, {})
+    assert len(page.cells) == 6 and len(list(page.cells)) == 6
+    env = next(e for e in page.envs if e.commit == shas[1])
+    cell = page.cells[(env.id, 1, "SubTensor", "torch.add(t1, t2)")]
+    assert cell.interval.median == pytest.approx(5e-6) and cell.samples is not None  # a default-table commit
+    assert page.cells.get((env.id, 1, "NoSuchCase", "torch.add(t1, t2)")) is None
+    assert page.cells.get(("no.such.env", 1, "SubTensor", "torch.add(t1, t2)")) is None
+    assert {k for k, _ in page.cells.items([env.id])} == {(env.id, 1, c, "torch.add(t1, t2)")
+                                                           for c in ("Tensor", "SubTensor")}
+
+
+def test_a_point_says_how_many_blocks_and_processes_its_value_pools():
+    from torchbench.publish import publisher
+
+    for processes, said in ((4, "9 blocks from 4 processes"), (1, "9 blocks from 1 process)"),
+                            (None, "9 blocks (processes not counted)")):
+        shas, rows = history(3, processes=processes)
+        _, (series,) = pages.build(rows, {sha: i for i, sha in enumerate(shas)}, {shas[2]: "tune"})
+        chart = publisher._series_context(series, {}, {})["panels"][0]["time"]
+        assert said in chart.lines[0].marks[-1].text and "tune" in chart.lines[0].marks[-1].text
+        assert chart.hover is None  # short lines: a dot per commit, each with its tooltip
+
+
+def test_a_long_series_carries_what_the_script_shows_under_the_pointer():
+    from torchbench.publish import publisher
+
+    shas, rows = history(charts.DOTS_UP_TO + 20, processes=4)
+    _, (series,) = pages.build(rows, {sha: i for i, sha in enumerate(shas)}, {})
+    context = publisher._series_context(series, {}, {})
+    chart = context["panels"][0]["time"]
+    assert not chart.lines[0].points_svg  # too many commits for a dot each
+    hover = chart.hover
+    assert [line["name"] for line in hover["lines"]] == [line.name for line in chart.lines]
+    sub = next(s for s in series.series if s.name == "SubTensor")
+    line = next(line for line in hover["lines"] if line["name"] == "SubTensor")
+    assert line["pos"] == [p.env.position for p in sub.points] and set(line["p"]) == {4}
+    assert line["level"] == pytest.approx([p.interval.level * 1e6 for p in sub.points])  # in the chart's unit
+    assert hover["unit"] == chart.y_label and hover["range"] == [0, len(shas) - 1]
+    assert context["commits"][0] == [shas[0][:8], ""]
+
+
+@pytest.mark.slow
+def test_the_hover_shows_a_commit_of_a_long_series_in_a_browser(tmp_path):
+    """The series page from disk in Chromium: #at=<commit> shows that commit's subject and each case's
+    level, median, blocks and processes, as a pointer over it would."""
+    import browser
+    from bs4 import BeautifulSoup
+    from torchbench.publish import publisher
+
+    import hashlib
+
+    _, rows = history(charts.DOTS_UP_TO + 20, processes=4)
+    shas = [hashlib.sha1(str(i).encode()).hexdigest() for i in range(charts.DOTS_UP_TO + 20)]
+    rename = dict(zip(dict.fromkeys(r.commit for r in rows), shas))  # commits a short sha tells apart
+    rows = [dataclasses.replace(r, commit=rename[r.commit]) for r in rows]
+    subjects = {sha: f"commit number {i}" for i, sha in enumerate(shas)}
+    publisher.render_pages(pages.records(rows), tmp_path / "site", out_dir=tmp_path, project="p",
+                           revisions={sha: i for i, sha in enumerate(shas)}, subjects=subjects)
+    (page,) = (tmp_path / "site" / "series").glob("*.html")
+    loaded = browser.load(f"{page.as_uri()}#at={shas[100][:8]}", tmp_path / "chromium")
+    assert not loaded.errors, loaded.console
+    (tip,) = BeautifulSoup(loaded.dom, "html.parser").select("figure.chart.hover .hover-tip")
+    assert not tip.has_attr("hidden") and tip["data-position"] == "100"
+    text = tip.get_text()
+    assert text.startswith(f"{shas[100][:8]} commit number 100")
+    sub = next(s for s in pages.build(rows, {sha: i for i, sha in enumerate(shas)}, {})[1][0].series
+               if s.name == "SubTensor")
+    level = sub.points[100].interval.level * 1e6
+    assert f"SubTensor: level {level:.4g} us" in text.replace("μs", "us") and "9 blocks from 4 processes" in text
+
+
+def test_the_landing_page_compares_each_release_with_the_release_before():
+    """A history of torch releases (run --torch): one commit in each release's environment. Each case's latest
+    level is set against the same case in the previous release (by version, not by name: 2.9 before 2.10)."""
+    from torchbench.publish import publisher
+
+    sha = "c" * 40
+    level = {"2.9.0": 1.0, "2.10.0": 1.5, "2.13.0": 1.5}  # 2.10 made SubTensor 50% slower, 2.13 left it
+    rows = [row(sha, case, (1e-6 if case == "Tensor" else 3e-6 * level[torch]), env=f"virtualenv-py3.11-torch{torch}")
+            for torch in ("2.13.0", "2.9.0", "2.10.0") for case in ("Tensor", "SubTensor")]
+    compare_pages, series_pages = pages.build(rows, {sha: 0}, {})
+    (label,) = publisher._landing_context(compare_pages, series_pages, [])
+    assert label["releases"]
+    sub = {c["release"] and c["release"].env_short: c for c in label["cases"] if c["name"] == "SubTensor"}
+    by_release = {c["commit"].env_short: c for c in label["cases"] if c["name"] == "SubTensor"}
+    assert by_release["torch 2.9.0"]["release"] is None  # the oldest release has none before it
+    assert by_release["torch 2.10.0"]["release"].env_short == "torch 2.9.0"
+    assert by_release["torch 2.10.0"]["release_change"] == "+50.0%"
+    assert by_release["torch 2.10.0"]["release_direction"] == "slower"
+    assert by_release["torch 2.13.0"]["release"].env_short == "torch 2.10.0"
+    assert by_release["torch 2.13.0"]["release_change"] == "+0.0%" and not by_release["torch 2.13.0"]["release_direction"]
+    assert all(c["change"] is None for c in label["cases"])  # one commit: nothing before it
+    assert sub  # every release's case is listed

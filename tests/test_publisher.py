@@ -11,6 +11,7 @@ produce our pages, and every page must work opened from disk.
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -22,6 +23,7 @@ from bs4 import BeautifulSoup
 
 from torchbench import stats
 from torchbench.asv_bridge import results
+from torchbench.history.run import DEFAULT_ROUNDS
 from torchbench.publish import pages
 from torchbench_core import Compare, Measurement, TaskSpec
 
@@ -292,6 +294,15 @@ def test_the_overhead_series_plots_every_case_against_plain_tensor(site):
     assert cases(overhead_chart) == sorted(["SubTensor", "SubWithTorchFunction", XSS_CASE] * 3)
     for g in overhead_chart.find_all("g", class_="line"):
         assert len(g.find_all("circle")) == 2
+    # each dot says what its value pools: the blocks, and the processes the asv plugin counted (torchbench
+    # run's default 4 rounds; plain `asv run` here measures in its own number of rounds)
+    titles = [t.get_text() for t in time_chart.find_all("title")]
+    assert any(f"from {DEFAULT_ROUNDS} processes" in t for t in titles)
+    assert all(re.search(r"\d+ blocks from \d+ process", t) for t in titles), titles
+    counted = {r.name: set(json.loads(r.read_text())["processes"].values())
+               for r in (site["out"] / "outcomes" / site["machine"]).glob("*.json")}
+    assert all(c == {DEFAULT_ROUNDS} for name, c in counted.items() if "-virtualenv-" in name)  # torchbench run
+    assert all(c and min(c) >= 1 for c in counted.values()) and len(counted) == 4  # and plain asv run's
     browser.screenshot(page.as_uri(), site["out"] / "series.png", site["profile_dir"])
 
 

@@ -150,3 +150,15 @@ def test_cells_differ_only_with_disjoint_intervals_and_a_ratio_beyond_the_floor(
     assert stats.cells_differ(base, stats.Interval(1.03, 1.025, 1.035, 20, 1.03)) == 0  # disjoint, below the floor
     assert stats.cells_differ(base, stats.Interval(1.2, 1.0, 1.4, 20, 1.2)) == 0  # overlapping
     assert stats.cells_differ(base, stats.Interval(1.2, math.nan, math.nan, 1, 1.2)) == 0  # no interval
+
+
+def test_intervals_of_many_sample_lists_are_each_lists_interval():
+    """stats.intervals (a published history's 400,000 cells at once) gives what interval gives one list."""
+    rng = np.random.default_rng(7)
+    lists = [tuple(rng.lognormal(0, 0.3, n)) for n in rng.integers(1, 40, 500)]
+    for one, many in zip((stats.interval(s) for s in lists), stats.intervals(lists)):
+        assert (one.median, one.n, one.level) == (many.median, many.n, many.level)
+        assert (math.isnan(one.low) and math.isnan(many.low)) or one.low == many.low
+        assert (math.isnan(one.high) and math.isnan(many.high)) or one.high == many.high
+    with pytest.raises(ValueError):
+        stats.intervals([()])

@@ -79,11 +79,10 @@ class Row:
 
     def placement(self) -> tuple[str, str, str | None, int]:
         """(label, sub_label, description, num_threads): where Compare puts the row."""
-        params = dict(self.params)
-        if set(TASK_SPEC_PARAMS) <= params.keys():
-            return (str(params["label"]), str(params["sub_label"]), str(params["description"]),
-                    int(params["num_threads"]))
-        return self.benchmark, ", ".join(f"{k}={v!r}" for k, v in self.params) or self.benchmark, None, 1
+        try:
+            return _placement(self.benchmark, self.params)
+        except TypeError:  # a parameter value that is not hashable (a list): placed without the cache
+            return _placement.__wrapped__(self.benchmark, self.params)
 
     def task_spec(self) -> TaskSpec:
         label, sub_label, description, threads = self.placement()
@@ -140,6 +139,14 @@ def _load_benchmarks(results_dir: Path, warnings: list[str]) -> dict[str, dict]:
     except (util.UserError, ValueError, OSError) as e:
         warnings.append(f"{path}: skipped, not a readable asv benchmarks file ({e})")
         return {}
+
+
+@functools.lru_cache(maxsize=65536)  # a history's rows repeat the same few placements in every file
+def _placement(benchmark: str, params: tuple[tuple[str, object], ...]) -> tuple[str, str, str | None, int]:
+    found = dict(params)
+    if set(TASK_SPEC_PARAMS) <= found.keys():
+        return (str(found["label"]), str(found["sub_label"]), str(found["description"]), int(found["num_threads"]))
+    return benchmark, ", ".join(f"{k}={v!r}" for k, v in params) or benchmark, None, 1
 
 
 @functools.lru_cache(maxsize=1024)  # every file of a history has the same parameters: made once, not per file

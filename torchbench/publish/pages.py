@@ -5,7 +5,9 @@
 An *env* is one commit measured in one asv environment on one machine: the
 unit a Compare table groups its rows by. Its id (machine.envhash.commit12) is
 the same in every publish, so links to a table row stay valid as the history
-grows. The tables are laid out by torchbench_core.Compare itself
+grows. A label's cells are kept as numpy columns (Cells): a first publish of
+2000 commits x 200 rows holds 400,000 of them, and objects per cell took 2.8x
+`asv publish`'s memory (evaluation/publish_speed.py). The tables are laid out by torchbench_core.Compare itself
 (`Compare.tables()`), so a page and the printed table cannot disagree; the
 statistics come from stats.py, as for the alerts.
 """
@@ -31,7 +33,7 @@ from .. import stats
 from ..asv_bridge.results import Row
 
 __all__ = ["CellData", "Cells", "ComparePage", "EnvInfo", "Point", "Record", "Series", "SeriesPage", "build",
-           "build_from", "env_id_of", "records", "slug", "DEFAULT_COMMITS"]
+           "build_from", "env_id_of", "records", "slug", "torch_release", "DEFAULT_COMMITS"]
 
 DEFAULT_COMMITS = 5  # the Compare pages open on the last five commits
 _TORCH_IN_NAME = re.compile(r"(?:^|-)torch([0-9][^-]*)")  # asv names an environment by its requirements
@@ -43,6 +45,12 @@ def slug(text: str) -> str:
     """A file/anchor-safe name that stays the same across publishes (readable part + short hash)."""
     readable = re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower()[:40] or "x"
     return f"{readable}-{hashlib.sha1(text.encode()).hexdigest()[:6]}"
+
+
+def torch_release(env_name: str) -> str | None:
+    """The torch release in an asv environment's name (asv names one by its requirements: ...-torch2.13.0)."""
+    found = _TORCH_IN_NAME.search(env_name)
+    return found.group(1) if found else None
 
 
 @dataclass(frozen=True)
@@ -62,9 +70,9 @@ class EnvInfo:
     def env_short(self) -> str:
         """The environment for a row tag or a legend: its torch release where asv's name has one (a history of
         torch releases groups by it), else its name cut short (the full name is in the tag's tooltip)."""
-        torch = _TORCH_IN_NAME.search(self.env_name)
+        torch = torch_release(self.env_name)
         if torch:
-            return f"torch {torch.group(1)}"
+            return f"torch {torch}"
         return self.env_name if len(self.env_name) <= 24 else self.env_name[:23] + "…"
 
     @functools.cached_property

@@ -271,35 +271,71 @@ def _flame_rows(members: list[pages.Series], legend: Callable[[pages.Series], st
     return flame_rows, profiled
 
 
+def _release(env: pages.EnvInfo):
+    """The torch release of an env asv named by it (`run --torch`), as a comparable version; None otherwise."""
+    from packaging.version import InvalidVersion, Version
+
+    found = pages.torch_release(env.env_name)
+    try:
+        return Version(found) if found else None
+    except InvalidVersion:
+        return None
+
+
+def _change(latest: pages.Point, before: pages.Point | None) -> tuple[str | None, str]:
+    """The latest level against an earlier one, and the Compare colour where their intervals differ."""
+    if before is None or not before.interval.level > 0:
+        return None, ""
+    return (steps_page.percent(latest.interval.level / before.interval.level),
+            _cell_class(stats.cells_differ(before.interval, latest.interval)))
+
+
 def _landing_context(compare_pages: list[pages.ComparePage], series_pages: list[pages.SeriesPage],
                      steps: list[dict]) -> list[dict]:
-    """Per label: each case's sparkline of its last levels and its latest level against the previous
-    commit (coloured where their intervals differ, as a Compare cell), and its recent confirmed regressions."""
+    """Per label: each case's sparkline of its last levels, its latest level against the previous commit and,
+    in a history of torch releases, against the previous release's latest (coloured where their intervals
+    differ, as a Compare cell), and the label's recent confirmed regressions."""
     labels = []
     for page, series in zip(compare_pages, series_pages):
         colors = charts.colors_for(s.name for s in series.series)
         many_groups = len({s.group for s in series.series}) > 1
+        # the same case on the same machine in each torch release, oldest release first
+        releases: dict[tuple, list[tuple]] = {}
+        for s in series.series:
+            first = s.points[0].env
+            version = _release(first)
+            if version is not None:
+                releases.setdefault((s.name, s.column, s.threads, first.machine), []).append((version, s.group))
+        previous_release = {}
+        for key, found in releases.items():
+            found.sort()
+            for (_, older), (_, newer) in zip(found, found[1:]):
+                previous_release[(key, newer)] = older
+        latest_of = {(s.name, s.column, s.threads, s.group): s.points[-1] for s in series.series}
         cases = []
         for s in series.series:
             last = s.points[-SPARK_COMMITS:]
             latest, previous = last[-1], (last[-2] if len(last) > 1 else None)
             unit, scale = (pages.COUNT_UNIT, 1.0) if page.unit_kind == pages.COUNT_UNIT else select_unit(
                 latest.interval.level)
-            change = direction = None
-            if previous is not None and previous.interval.level > 0:
-                change = steps_page.percent(latest.interval.level / previous.interval.level)
-                direction = _cell_class(stats.cells_differ(previous.interval, latest.interval))
+            change, direction = _change(latest, previous)
+            older = previous_release.get(((s.name, s.column, s.threads, latest.env.machine), s.group))
+            release = latest_of.get((s.name, s.column, s.threads, older)) if older else None
+            release_change, release_direction = _change(latest, release)
             cases.append({"name": s.name, "column": s.column, "threads": s.threads,
                           "group": s.group_label if many_groups else "",
                           "spark": charts.sparkline([p.interval.level for p in last], color=colors[s.name]),
                           "latest": f"{latest.interval.level / scale:.4g} {unit}", "commit": latest.env,
                           "previous": previous.env if previous else None, "change": change,
-                          "direction": direction or ""})
+                          "direction": direction, "release": release.env if release else None,
+                          "release_change": release_change, "release_direction": release_direction})
         regressions = [st for st in steps if st.get("series") == page.slug and st["status"] == CONFIRMED
                        and st["ratio"] > 1][:RECENT_REGRESSIONS]
         labels.append({"page": page, "series": series, "cases": cases, "regressions": regressions,
-                       "commits": len({e.commit for e in page.envs})})
+                       "commits": len({e.commit for e in page.envs}),
+                       "releases": any(c["release"] for c in cases)})
     return labels
+
 
 def _copy_profiles(out_dir: Path, site: Path, warnings: list[str], commits: set[str] | None) -> tuple[dict, dict]:
     """Copy the recorded flame graphs in (those of `commits`, when given) and vendor the differential
