@@ -10,7 +10,9 @@ html_dir and copied its own www/ there, so `torchbench publish` and a plain
     html/torchbench/compare/<label>.html    Compare-style table across commits and envs
     html/torchbench/series/<label>.html     the label's cases over the history: each commit's level
                                             (what step detection uses), median and band, the steps
-                                            marked; the __torch_function__ overhead against plain Tensor
+                                            marked; the __torch_function__ overhead against plain Tensor;
+                                            hovering shows a commit's values and the processes behind
+                                            them (static/series.js, for lines too long for a dot each)
     html/torchbench/regressions.html        steps in the history, joined with `torchbench find`'s
                                             confirmations and culprits (steps_page.py; also
                                             regressions.json, and asv's feed html/regressions.xml)
