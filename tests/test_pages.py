@@ -261,6 +261,9 @@ def test_the_hover_shows_a_commit_of_a_long_series_in_a_browser(tmp_path):
                if s.name == "SubTensor")
     level = sub.points[100].interval.level * 1e6
     assert f"SubTensor: level {level:.4g} us" in text.replace("μs", "us") and "9 blocks from 4 processes" in text
+    rule = BeautifulSoup(loaded.dom, "html.parser").select_one("figure.chart.hover svg line.hover-rule")
+    x0, x1 = charts.LEFT, charts.WIDTH - charts.RIGHT  # the plot's ends: position 100 lies 100/339 of the way
+    assert float(rule["x1"]) == pytest.approx(x0 + 100 / (len(shas) - 1) * (x1 - x0))
 
 
 def test_the_landing_page_compares_each_release_with_the_release_before():

@@ -186,8 +186,7 @@ def _hover(chart: charts.Chart, lines: list[tuple[str, pages.Series]], scale: fl
                     "level": np.round(values[:, 4] / scale, 6).tolist(),
                     "median": np.round(values[:, 0] / scale, 6).tolist(),
                     "n": values[:, 3].astype(int).tolist(), "p": s.cells.processes[s.at].tolist()})
-    x0, _, x1, _ = chart.plot
-    return {"plot": [x0, x1], "range": list(chart.x_range), "unit": chart.y_label, "lines": out}
+    return {"plot": list(chart.plot), "range": list(chart.x_range), "unit": chart.y_label, "lines": out}
 
 
 def _series_context(page: pages.SeriesPage, profiles: dict, diffs: dict, steps: list[dict] = ()) -> dict:

@@ -43,9 +43,25 @@
     tip.textContent = rows.join("\n");
     tip.dataset.position = best;
     var frac = (best - data.range[0]) / (data.range[1] - data.range[0]);
-    tip.style.left = Math.round(data.plot[0] + frac * (data.plot[1] - data.plot[0])) + "px";
+    var x = data.plot[0] + frac * (data.plot[2] - data.plot[0]);  // plot: x0, y0, x1, y1 in the SVG's units
+    tip.style.left = Math.round(x) + "px";
     tip.hidden = false;
+    var rule = figure.querySelector("line.hover-rule");
+    if (!rule) {
+      rule = document.createElementNS("http://www.w3.org/2000/svg", "line");
+      rule.setAttribute("class", "hover-rule");
+      figure.querySelector("svg").appendChild(rule);
+    }
+    rule.setAttribute("x1", x); rule.setAttribute("x2", x);
+    rule.setAttribute("y1", data.plot[1]); rule.setAttribute("y2", data.plot[3]);
+    rule.style.display = "";
     return true;
+  }
+
+  function hide(figure, tip) {
+    tip.hidden = true;
+    var rule = figure.querySelector("line.hover-rule");
+    if (rule) rule.style.display = "none";
   }
 
   var wanted = (location.hash.match(/^#at=([0-9a-fA-F]+)/) || [])[1];
@@ -56,11 +72,11 @@
     svg.addEventListener("mousemove", function (event) {
       var box = svg.getBoundingClientRect();
       var px = (event.clientX - box.left) * svg.viewBox.baseVal.width / box.width;
-      var frac = (px - data.plot[0]) / (data.plot[1] - data.plot[0]);
-      if (frac < 0 || frac > 1) { tip.hidden = true; return; }
+      var frac = (px - data.plot[0]) / (data.plot[2] - data.plot[0]);
+      if (frac < 0 || frac > 1) { hide(figure, tip); return; }
       show(figure, data, tip, data.range[0] + frac * (data.range[1] - data.range[0]));
     });
-    svg.addEventListener("mouseleave", function () { tip.hidden = true; });
+    svg.addEventListener("mouseleave", function () { hide(figure, tip); });
     if (wanted) {
       for (var position in commits) {
         if (commits[position][0].toLowerCase().indexOf(wanted.toLowerCase().slice(0, 8)) === 0) {
