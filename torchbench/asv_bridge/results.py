@@ -26,7 +26,7 @@ from typing import Callable, Iterator, NamedTuple
 from torchbench_core import Measurement, TaskSpec
 from torchbench_core.asv_suite import TASK_SPEC_PARAMS
 
-from .plugin import OUTCOME_SCHEMA
+from .plugin import OUTCOME_SCHEMA, outcome_path
 
 __all__ = ["Outcome", "ResultFile", "ResultSet", "Row", "iter_files", "iter_rows", "load", "load_paths", "param_value"]
 
@@ -190,8 +190,8 @@ def _load_outcome(path: Path, warnings: list[str]) -> Outcome | None:
 
 
 def _outcome_path(path: Path) -> Path:
-    """Where our plugin keeps a result file's outcome record (plugin.outcome_path)."""
-    return path.resolve().parent.parent.parent / "outcomes" / path.parent.name / path.name
+    """Where our plugin keeps a result file's outcome record (RESULTS/MACHINE/FILE.json)."""
+    return outcome_path(path.parent.parent, f"{path.parent.name}/{path.name}")
 
 
 def _read(path: Path, benchmarks: dict[str, dict], warnings: list[str]):

@@ -106,6 +106,17 @@ class CellData:
 CellKey = tuple[str, int, str, "str | None"]  # (env id, threads, row name, column)
 
 
+def _packed(env, slot, slots: int):
+    """A cell's (env, slot) as one int64 (arrays or plain ints): what Cells sorts and searches."""
+    return env * max(slots, 1) + slot
+
+
+def _interval(values: list[float]) -> stats.Interval:
+    """An Interval from a row of Cells' interval columns (median, low, high, n, level)."""
+    median, low, high, n, level = values
+    return stats.Interval(median, low, high, int(n), level)
+
+
 class Cells(Mapping):
     """A label's cells, (env id, threads, row name, column) -> CellData, kept as columns.
 
@@ -129,19 +140,16 @@ class Cells(Mapping):
         self.samples = samples  # cell -> per-call samples, for the cells of the commits a table opens on
         self.counts: np.ndarray | None = None  # (cells, 5) instructions per call beside times; nan: none
         self._slot_of = {key: i for i, key in enumerate(slots)}
-        packed = self._pack(env, slot)
+        packed = _packed(env.astype(np.int64), slot, len(slots))
         self._order = np.argsort(packed, kind="stable")
         self._sorted = packed[self._order]
-
-    def _pack(self, env: np.ndarray, slot: np.ndarray) -> np.ndarray:
-        return env.astype(np.int64) * max(len(self.slots), 1) + slot
 
     def find(self, key: CellKey) -> int | None:
         """The cell's position in the columns, None where the label has no such cell."""
         env, slot = self._env_of.get(key[0]), self._slot_of.get(key[1:])
         if env is None or slot is None:
             return None
-        packed = env * max(len(self.slots), 1) + slot
+        packed = _packed(env, slot, len(self.slots))
         at = int(np.searchsorted(self._sorted, packed))
         return int(self._order[at]) if at < len(self._sorted) and self._sorted[at] == packed else None
 
@@ -149,10 +157,10 @@ class Cells(Mapping):
         """For each of OTHER's cells, its position here (-1: none), as one array."""
         slot_map = np.array([self._slot_of.get(key, -1) for key in other.slots], dtype=np.int64)
         slots = slot_map[other.slot] if len(other.slot) else np.zeros(0, dtype=np.int64)
-        packed = self._pack(other.env, np.maximum(slots, 0))  # both index the site's envs
-        at = np.minimum(np.searchsorted(self._sorted, packed), max(len(self._sorted) - 1, 0))
         if not len(self._sorted):
-            return np.full(len(packed), -1)
+            return np.full(len(slots), -1)
+        packed = _packed(other.env.astype(np.int64), np.maximum(slots, 0), len(self.slots))  # both: the site's envs
+        at = np.minimum(np.searchsorted(self._sorted, packed), len(self._sorted) - 1)
         return np.where((slots >= 0) & (self._sorted[at] == packed), self._order[at], -1)
 
     def find_env(self, env_id: str) -> int:
@@ -163,14 +171,16 @@ class Cells(Mapping):
         return (self.envs[self.env[i]].id, *self.slots[self.slot[i]])
 
     def interval(self, i: int) -> stats.Interval:
-        median, low, high, n, level = self.intervals[i].tolist()
-        return stats.Interval(median, low, high, int(n), level)
+        return _interval(self.intervals[i].tolist())
+
+    def intervals_at(self, at: np.ndarray) -> list[stats.Interval]:
+        """The intervals of these cells, in their order (one conversion for a whole series)."""
+        return [_interval(values) for values in self.intervals[at].tolist()]
 
     def cell(self, i: int) -> CellData:
         counts = None
         if self.counts is not None and not math.isnan(self.counts[i, 0]):
-            median, low, high, n, level = self.counts[i].tolist()
-            counts = stats.Interval(median, low, high, int(n), level)
+            counts = _interval(self.counts[i].tolist())
         return CellData(self.interval(i), self.samples.get(i), int(self.number[i]),
                         self.benchmarks[self.benchmark[i]], int(self.index[i]), counts)
 
@@ -222,7 +232,7 @@ class _CellsBuilder:
     def build(self, envs: list["EnvInfo"], env_of: dict[str, int]) -> Cells:
         env, slot = np.frombuffer(self.env, dtype=np.int_), np.frombuffer(self.slot, dtype=np.int_)
         keep = np.arange(len(env))
-        packed = env.astype(np.int64) * max(len(self.slots), 1) + slot
+        packed = _packed(env.astype(np.int64), slot, len(self.slots))
         unique_last = len(env) - 1 - np.unique(packed[::-1], return_index=True)[1]
         samples = self.samples
         if len(unique_last) < len(env):  # a cell given twice: the last one counts, as a dict's would
@@ -332,7 +342,6 @@ class Point:
     interval: stats.Interval
     benchmark: str
     index: int
-    processes: int = 0  # that measured it; 0 where nobody counted them
 
 
 class Points(Sequence):
@@ -354,8 +363,7 @@ class Points(Sequence):
 
     def _point(self, i: int) -> Point:
         c = self.cells
-        return Point(c.envs[c.env[i]], c.interval(i), c.benchmarks[c.benchmark[i]], int(c.index[i]),
-                     int(c.processes[i]))
+        return Point(c.envs[c.env[i]], c.interval(i), c.benchmarks[c.benchmark[i]], int(c.index[i]))
 
 
 @dataclass

@@ -41,6 +41,7 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 from asv.publishing import OutputPublisher
+from packaging.version import InvalidVersion, Version
 from torchbench_core.units import select_unit
 
 from .. import resources, stats
@@ -181,11 +182,10 @@ def _hover(chart: charts.Chart, lines: list[tuple[str, pages.Series]], scale: fl
         return None
     out = []
     for name, s in lines:
-        values = s.cells.intervals[s.at]
         out.append({"name": name, "pos": [e.position for e in s.envs()],
-                    "level": np.round(values[:, 4] / scale, 6).tolist(),
-                    "median": np.round(values[:, 0] / scale, 6).tolist(),
-                    "n": values[:, 3].astype(int).tolist(), "p": s.cells.processes[s.at].tolist()})
+                    "level": np.round(s.values("level") / scale, 6).tolist(),
+                    "median": np.round(s.values("median") / scale, 6).tolist(),
+                    "n": s.values("n").astype(int).tolist(), "p": s.cells.processes[s.at].tolist()})
     return {"plot": list(chart.plot), "range": list(chart.x_range), "unit": chart.y_label, "lines": out}
 
 
@@ -238,8 +238,11 @@ def _series_context(page: pages.SeriesPage, profiles: dict, diffs: dict, steps: 
                 overhead = s.overhead
                 if not overhead:
                     continue
-                envs = [env for env, *_ in overhead]
-                where = dict(zip((e.id for e in s.envs()), hrefs(s, s.envs()))) if profiles else {}
+                if profiles:
+                    envs = s.envs()
+                    where = dict(zip((e.id for e in envs), hrefs(s, envs)))
+                else:
+                    where = {}
                 marks = [charts.Mark(env.position, ns, low, high, where.get(env.id),
                                      tooltip("", s, env, ns, f"ns over {page.overhead_baseline}"))
                          for env, ns, low, high in overhead]
@@ -272,10 +275,8 @@ def _flame_rows(members: list[pages.Series], legend: Callable[[pages.Series], st
     return flame_rows, profiled
 
 
-def _release(env: pages.EnvInfo):
+def _release(env: pages.EnvInfo) -> Version | None:
     """The torch release of an env asv named by it (`run --torch`), as a comparable version; None otherwise."""
-    from packaging.version import InvalidVersion, Version
-
     found = pages.torch_release(env.env_name)
     try:
         return Version(found) if found else None

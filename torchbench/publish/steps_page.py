@@ -28,7 +28,6 @@ from typing import Iterator
 from asv import feed
 from torchbench_core.storage import atomic_write_text
 
-from .. import stats
 from ..errors import UserError
 from ..history import changepoints
 from . import pages
@@ -63,11 +62,10 @@ def histories_of(series_pages: list[pages.SeriesPage], revisions: dict[str, int]
                     if env.commit in revisions:
                         by_row.setdefault((b, i), []).append(k)
                 for (b, index), ks in by_row.items():
-                    values = c.intervals[s.at[ks]].tolist()
+                    intervals = c.intervals_at(s.at[ks])
                     env = envs[ks[0]]
                     yield changepoints.History(env.machine, env.env_name, c.benchmarks[b], index, title, page.unit_kind,
-                                               [envs[k].commit for k in ks], [v[4] for v in values],
-                                               [stats.Interval(m, lo, hi, int(n), lev) for m, lo, hi, n, lev in values])
+                                               [envs[k].commit for k in ks], [i.level for i in intervals], intervals)
     return histories(), series_of
 
 
