@@ -11,7 +11,7 @@ The 6-row version is evaluation/alert_validation.py; this one measures a suite o
   for +5% and +10% of those rows' time (--effects). Only the 4 rows that call torch.mul on a
   TensorLike (3 of bench_suite, 1 of bench_dispatch) run it: they are the targets, each one changed
   row among 69 (power per target row); a flagged row of the other 65 is a false alert.
-* --own-suite: this project's own suite (torchbench/suites), A/A: two consecutive commits of this
+* --own-suite: this project's own suite (benchmarks/), A/A: two consecutive commits of this
   repository that change only tests (--own-base, --own-head).
 
 For each pair (--repeats times): `torchbench alert` with its default flags (instruction counts, the

@@ -1,7 +1,7 @@
 """The `__torch_function__` overhead over torch releases, and an upgrade verdict, beside asv's own figures.
 
 One commit of this repository (default HEAD) is measured by `torchbench run --torch A --torch B ...` on
-its own `__torch_function__` suite (torchbench/suites/torch_function.py: torch.add on a Tensor, a plain
+its own `__torch_function__` suite (benchmarks/torch_function.py: torch.add on a Tensor, a plain
 subclass, a Tensor-like with __torch_function__, a subclass overriding it), one asv environment per
 release, and published. Then:
 
@@ -153,7 +153,7 @@ def main() -> None:
                              check=True).stdout.strip()
         hashfile = tmp / "commit"
         hashfile.write_text(sha + "\n")
-        run_args = ["run", "--repo", ROOT, "--hashfile", hashfile, "--benchmarks", ROOT / "torchbench" / "suites",
+        run_args = ["run", "--repo", ROOT, "--hashfile", hashfile, "--benchmarks", ROOT / "benchmarks",
                     "-b", "torch_function.TorchFunctionOverhead", "--rounds", args.rounds, "--out", out,
                     "--env-dir", envs]
         for release in args.releases:
@@ -191,7 +191,7 @@ def main() -> None:
         print(f"\n== upgrade verdict torch {a} -> {b} (torchbench alert --base-torch {a} --head-torch {b})", flush=True)
         report_file = tmp / "verdict.json"
         proc, alert_seconds = torchbench("alert", "--repo", ROOT, "--head", sha, "--base-torch", a, "--head-torch", b,
-                                         "--benchmarks", ROOT / "torchbench" / "suites", "-b",
+                                         "--benchmarks", ROOT / "benchmarks", "-b",
                                          "torch_function.TorchFunctionOverhead", "--no-profile", "--out", out,
                                          "--budget-minutes", args.verdict_minutes,
                                          "--env-dir", envs, "--json", report_file, log=tmp / "alert.log")

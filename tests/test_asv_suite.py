@@ -114,9 +114,9 @@ def test_asv_discovers_the_suite_and_not_the_base_class(tmp_path):
 
 
 def test_the_projects_own_suites_use_it():
-    for path in (ROOT / "torchbench" / "suites").glob("*.py"):
+    for path in (ROOT / "benchmarks").glob("*.py"):
         assert "_harness" not in path.read_text(), path
-    assert "TimerSuite" in (ROOT / "torchbench" / "suites" / "torch_function.py").read_text()
+    assert "TimerSuite" in (ROOT / "benchmarks" / "torch_function.py").read_text()
 
 
 def test_a_counts_suite_shares_the_timed_suites_parameters_and_rejects_anything_else():

@@ -182,20 +182,20 @@ def test_the_differential_page_renders_from_disk_in_a_browser(tmp_path, chromium
 
 @pytest.fixture(scope="module")
 def own_suite_profiles(tmp_path_factory):
-    """Tensor and WithTorchFunction of torchbench/suites/torch_function.py, 1 s each, in this interpreter."""
+    """Tensor and WithTorchFunction of benchmarks/torch_function.py, 1 s each, in this interpreter."""
     pyspy = shutil.which("py-spy")
     if pyspy is None:
         pytest.fail("py-spy is not installed: scripts/install.sh installs it")
     out = tmp_path_factory.mktemp("own")
     commit = commits.Commit("0" * 40, "this working tree")
-    report = profile.profile_cases(Path(sys.executable), ROOT / "torchbench" / "suites", harness_env(), commit, out, pyspy=pyspy,
+    report = profile.profile_cases(Path(sys.executable), ROOT / "benchmarks", harness_env(), commit, out, pyspy=pyspy,
                                    only=lambda c: c.params["sub_label"] in ("'Tensor'", "'WithTorchFunction'"),
                                    seconds=1.0)
     return out, report, commit
 
 
 def test_default_cases_of_the_own_suite_are_its_four_timer_cases():
-    listing = list_benchmarks(Path(sys.executable), ROOT / "torchbench" / "suites", harness_env())
+    listing = list_benchmarks(Path(sys.executable), ROOT / "benchmarks", harness_env())
     cases = profile.select_cases(listing, [])
     assert {c.benchmark for c in cases} == {OVERHEAD}
     assert [c.params["sub_label"] for c in cases] == ["'Tensor'", "'SubTensor'", "'WithTorchFunction'",
@@ -230,13 +230,13 @@ def test_a_real_profile_shows_the_python_torch_function_under_torch_add(own_suit
     dispatched = sum(n for s, n in stacks.items()
                      if f"{ADD_FRAME};torch::handle_torch_function (libtorch_python.so)" in s)
     in_python = sum(n for s, n in stacks.items()
-                    if "WithTorchFunction.__torch_function__ (torchbench/suites/torch_function.py)" in s)
+                    if "WithTorchFunction.__torch_function__ (benchmarks/torch_function.py)" in s)
     assert dispatched > 0.5 * sum(stacks.values()) and in_python > 0
 
 
 def test_existing_profiles_are_skipped_unless_rerun(own_suite_profiles):
     out, _, commit = own_suite_profiles
-    report = profile.profile_cases(Path(sys.executable), ROOT / "torchbench" / "suites", harness_env(), commit, out,
+    report = profile.profile_cases(Path(sys.executable), ROOT / "benchmarks", harness_env(), commit, out,
                                    pyspy="py-spy-is-not-run-when-nothing-is-to-record",
                                    only=lambda c: c.params["sub_label"] in ("'Tensor'", "'WithTorchFunction'"))
     assert (report.recorded, report.existing, report.failures) == (0, 2, [])

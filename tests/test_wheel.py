@@ -26,9 +26,12 @@ from e2e import ROOT, explain, make_repo
 
 pytestmark = pytest.mark.slow
 
-# what pyproject's package-data must put in the wheel (torchbench/resources.py finds them there); each
-# pattern must match files in the checkout, and all of them must be in the wheel
-PACKAGE_DATA = ["torchbench/templates/*.j2", "torchbench/templates/static/*", "torchbench/suites/*.py",
+# the checkout's folders and where the wheel ships them: the design card's top-level benchmarks/ and
+# html_templates/ go inside torchbench (pyproject's package-dir; torchbench/resources.py finds them there)
+SHIPPED = {"torchbench": "torchbench", "torchbench_core": "torchbench_core",
+           "benchmarks": "torchbench/benchmarks", "html_templates": "torchbench/html_templates"}
+# package data that must exist in the checkout (so that the check of every file cannot pass on nothing)
+PACKAGE_DATA = ["html_templates/*.j2", "html_templates/static/*", "benchmarks/*.py",
                 "torchbench/project/asv.conf.json", "torchbench/project/tensorlib/README.md",
                 "torchbench/project/tensorlib/patches/*.patch", "torchbench/schemas/*.json"]
 
@@ -200,13 +203,12 @@ def _site_packages(venv: Path) -> Path:
 def test_the_wheel_holds_the_package_data_and_nothing_else(wheel):
     names = set(zipfile.ZipFile(wheel.path).namelist())
     for pattern in PACKAGE_DATA:
-        expected = {p.relative_to(wheel.src).as_posix() for p in wheel.src.glob(pattern) if p.is_file()}
-        assert expected, f"{pattern} matches nothing in the checkout"
-        assert expected <= names, f"{pattern}: not in the wheel: {sorted(expected - names)}"
-    # every file of the two packages ships, data included (a new template or schema needs package-data)
-    package_files = {p.relative_to(wheel.src).as_posix() for top in ("torchbench", "torchbench_core")
-                     for p in (wheel.src / top).rglob("*") if p.is_file()}
-    assert package_files <= names, sorted(package_files - names)
+        assert [p for p in wheel.src.glob(pattern) if p.is_file()], f"{pattern} matches nothing in the checkout"
+    # every file of the four folders ships where resources.py looks, data included (a new template, schema
+    # or subpackage needs pyproject's package-data or packages)
+    shipped = {f"{into}/{p.relative_to(wheel.src / top).as_posix()}" for top, into in SHIPPED.items()
+               for p in (wheel.src / top).rglob("*") if p.is_file()}
+    assert shipped <= names, sorted(shipped - names)
     tops = {n.split("/")[0] for n in names}
     dist_info = "-".join(wheel.path.name.split("-")[:2]) + ".dist-info"
     assert tops == {"torchbench", "torchbench_core", dist_info}, tops  # no tests, scripts or evaluation
@@ -271,7 +273,7 @@ def test_the_shipped_suites_measure_the_venvs_own_torch_with_existing(measured, 
                    "--commit", m.shas[1], "-b", "TorchFunctionOverhead", "--rounds", 1, "--out", out,
                    "--no-publish")
     assert proc.returncode == 0 and "4 measured" in proc.stdout, explain(proc)
-    assert f"suites in {_site_packages(outside.venv) / 'torchbench' / 'suites'}" in proc.stdout
+    assert f"suites in {_site_packages(outside.venv) / 'torchbench' / 'benchmarks'}" in proc.stdout
     files = [p for p in (out / "results").glob("*/*.json") if p.name != "machine.json"]
     assert [p.name[:8] for p in files] == [m.shas[1][:8]] and "existing-" in files[0].name
 

@@ -1,6 +1,6 @@
 """The alert's report: a Markdown comment for the pull request, the same as JSON, and the exit status.
 
-The comment is rendered by jinja2 (torchbench/templates/alert_comment.md.j2) with
+The comment is rendered by jinja2 (html_templates/alert_comment.md.j2) with
 autoescape on; names, parameters and commit subjects also get their Markdown
 specials escaped, so a benchmark called `<img onerror=...>|x` stays text.
 It starts with a hidden marker by which the GitHub workflow finds the

@@ -43,7 +43,7 @@ def install_env(install: Path) -> dict[str, str]:
 
 def harness_env() -> dict[str, str]:
     """The environment asv runs in: our harness (the torchbench_core package folder) named for the suites
-    (see torchbench/suites/__init__.py)."""
+    (see benchmarks/__init__.py)."""
     return dict(os.environ, TORCHBENCH_HARNESS=str(resources.harness()), PYTHONUNBUFFERED="1")
 
 

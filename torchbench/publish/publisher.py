@@ -20,7 +20,7 @@ html_dir and copied its own www/ there, so `torchbench publish` and a plain
                                             outside html_dir, copied in on every publish) and
                                             differential flame graphs between adjacent commits
 
-Every page is rendered by jinja2 (autoescape on) from torchbench/templates/, carries
+Every page is rendered by jinja2 (autoescape on) from html_templates/, carries
 its data inline and draws its charts as inline SVG, so it works opened from
 disk. asv's nav bar gets one link to our index, and asv's own page is pointed
 at local copies of its CDN scripts (assets.py) when npm can fetch them.
