@@ -92,3 +92,26 @@ def test_a_long_series_searches_again_only_the_windows_a_new_commit_falls_in():
     assert [s.at for s in changepoints.detect(values, windows=appended)] == [400]
     new = set(appended.used) - set(first.used)
     assert 1 <= len(new) <= 2 < len(appended.used)  # the last window or two; the rest as they were
+
+
+def test_asv_publish_hands_our_pages_the_files_it_parsed_and_they_are_the_same_pages(history, tmp_path):
+    """`asv publish` with our publisher in plugins: asv parses every result file and our pages take their
+    records from that parse (publisher.setup), reading no file again; the pages equal render_site's."""
+    import json
+    import shutil
+    import subprocess
+
+    expected = publish(history, 4)
+    shutil.rmtree(history["tmp"] / "out" / page_cache.FOLDER)
+    conf = json.loads((history["tmp"] / "out" / "asv-site.conf.json").read_text())  # synthetic.config's
+    conf["plugins"] = [".torchbench.publish.publisher"]
+    path = history["tmp"] / "out" / "asv-plugin.conf.json"
+    path.write_text(json.dumps(conf))
+    proc = subprocess.run([sys.executable, "-m", "asv", "publish", "--config", str(path)], capture_output=True,
+                          text=True, cwd=tmp_path, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    line = next(s for s in proc.stderr.splitlines() if s.startswith("torchbench: result files"))
+    assert line == ("torchbench: result files: 0 read, 4 as asv's publish read them, 0 from the cache; "
+                    "labels: 3 rendered, 0 unchanged"), proc.stderr
+    got = {p.relative_to(history["html"]).as_posix(): p.read_bytes() for p in history["html"].rglob("*.html")}
+    assert got == expected

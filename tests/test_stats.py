@@ -143,6 +143,19 @@ def test_a_cells_interval_is_scipys_order_statistic_interval_of_the_median():
     assert math.isnan(stats.interval([1.0]).low)
 
 
+def test_the_median_interval_ranks_are_scipys_for_every_sample_count():
+    """Computed without scipy.stats (its import is 75 MiB inside asv's publish): the same ranks."""
+    from scipy import stats as scipy_stats
+
+    for confidence in (0.99, 0.95, 0.9):
+        for n in range(1, 401):
+            ci = scipy_stats.quantile_test(np.arange(n, dtype=float), q=(n - 1) / 2, p=0.5).confidence_interval(
+                confidence_level=confidence)
+            want = tuple(None if math.isnan(v) else int(v) for v in (ci.low, ci.high))
+            assert stats._median_ci_ranks(n, confidence) == want, (n, confidence)
+    assert stats._median_ci_ranks(3000, 0.99)[0] > 1400  # past where a float 2**n would overflow
+
+
 def test_cells_differ_only_with_disjoint_intervals_and_a_ratio_beyond_the_floor():
     base = stats.Interval(1.0, 0.98, 1.02, 20, 1.0)
     assert stats.cells_differ(base, stats.Interval(1.2, 1.18, 1.22, 20, 1.2)) == 1

@@ -28,7 +28,8 @@ from torchbench_core.asv_suite import TASK_SPEC_PARAMS
 
 from .plugin import OUTCOME_SCHEMA, outcome_path
 
-__all__ = ["Outcome", "ResultFile", "ResultSet", "Row", "iter_files", "iter_rows", "load", "load_paths", "param_value"]
+__all__ = ["Definitions", "Outcome", "ResultFile", "ResultSet", "Row", "iter_files", "iter_rows", "load", "load_paths",
+           "loaded_file", "param_value"]
 
 
 @functools.lru_cache(maxsize=65536)  # a history repeats the same few parameter values in every file
@@ -194,13 +195,14 @@ def _outcome_path(path: Path) -> Path:
     return outcome_path(path.parent.parent, f"{path.parent.name}/{path.name}")
 
 
-def _read(path: Path, benchmarks: dict[str, dict], warnings: list[str]):
-    """(asv Results, rows, outcome) of one file; None, with a warning naming it, when it cannot be read."""
+def _read(path: Path, benchmarks: dict[str, dict], warnings: list[str], loaded=None):
+    """(asv Results, rows, outcome) of one file; None, with a warning naming it, when it cannot be read.
+    `loaded`: the file's Results where asv has parsed it already (an asv publish: see rows_of)."""
     from asv import util
     from asv.results import Results
 
     try:
-        results = Results.load(str(path))
+        results = loaded if loaded is not None else Results.load(str(path))
         outcome = _load_outcome(_outcome_path(path), warnings)
         return results, _rows(results, path.parent.name, benchmarks, outcome.processes if outcome else {}), outcome
     except (util.UserError, ValueError, KeyError, TypeError, IndexError, AttributeError, OSError) as e:
@@ -218,26 +220,53 @@ class ResultFile(NamedTuple):
     read: Callable[[], list[Row] | None]  # None, with a warning naming the file, when it cannot be read
 
 
+class Definitions(NamedTuple):
+    """A results folder's benchmarks.json, read once for all its files, and its digest (part of each
+    file's stamp)."""
+
+    benchmarks: dict[str, dict]
+    digest: str
+
+    @classmethod
+    def read(cls, results_dir: Path, warnings: list[str]) -> Definitions:
+        definitions = results_dir / "benchmarks.json"
+        digest = hashlib.sha1(definitions.read_bytes()).hexdigest() if definitions.is_file() else ""
+        return cls(_load_benchmarks(results_dir, warnings), digest)
+
+
+def _stamp(path: Path, digest: str) -> tuple:
+    stat = path.stat()
+    try:
+        outcome = _outcome_path(path).stat()
+        outcome_stamp = (outcome.st_size, outcome.st_mtime_ns)
+    except OSError:
+        outcome_stamp = None
+    return (stat.st_size, stat.st_mtime_ns, digest, outcome_stamp)
+
+
 def iter_files(results_dir: Path, warnings: list[str]) -> Iterator[ResultFile]:
     """Every result file under results_dir, in a stable order."""
     if not results_dir.is_dir():
         return
-    benchmarks = _load_benchmarks(results_dir, warnings)
-    definitions = results_dir / "benchmarks.json"
-    digest = hashlib.sha1(definitions.read_bytes()).hexdigest() if definitions.is_file() else ""
+    definitions = Definitions.read(results_dir, warnings)
     for path in _result_files(results_dir):
-        stat = path.stat()
-        try:
-            outcome = _outcome_path(path).stat()
-            outcome_stamp = (outcome.st_size, outcome.st_mtime_ns)
-        except OSError:
-            outcome_stamp = None
-
         def read(path: Path = path) -> list[Row] | None:
-            got = _read(path, benchmarks, warnings)
+            got = _read(path, definitions.benchmarks, warnings)
             return None if got is None else got[1]
 
-        yield ResultFile(path, (stat.st_size, stat.st_mtime_ns, digest, outcome_stamp), read)
+        yield ResultFile(path, _stamp(path, definitions.digest), read)
+
+
+def loaded_file(results_dir: Path, loaded, definitions: Definitions, warnings: list[str]) -> ResultFile:
+    """The ResultFile of a Results that asv has loaded already (asv's own publish parses every file, and
+    our publisher takes its rows from that instead of parsing the file again)."""
+    path = Path(results_dir) / loaded._filename  # asv's "machine/file.json", set by Results.load
+
+    def read() -> list[Row] | None:
+        got = _read(path, definitions.benchmarks, warnings, loaded)
+        return None if got is None else got[1]
+
+    return ResultFile(path, _stamp(path, definitions.digest), read)
 
 
 def iter_rows(results_dir: Path, warnings: list[str]) -> Iterator[Row]:

@@ -65,6 +65,8 @@ class SiteCache:
     def __init__(self, out_dir: Path):
         self.root = out_dir / FOLDER
         self.read = self.reused = 0  # result files read through asv / taken from the cache
+        self.shared = 0  # result files taken as asv's publish had read them (prime)
+        self.primed: set[Path] = set()  # their cache entries: counted by prime, not again by records
         self.rendered = self.copied = 0  # labels rendered / copied
 
     # -- result files ----------------------------------------------------------------------------------
@@ -72,23 +74,43 @@ class SiteCache:
         """pages.records of every readable result file; from the cache where the file is unchanged."""
         seen = set()
         for file in results.iter_files(results_dir, warnings):
-            entry = self.root / "records" / file.path.parent.name / f"{file.path.name}.pickle"
+            entry = self._entry(file)
             seen.add(entry)
-            key = (renderer(), file.stamp)
-            found = _load(entry, key)
-            if found is None:
-                rows = file.read()
-                if rows is None:  # named in a warning by the reader; nothing to keep
-                    continue
-                found = list(pages.records(rows))
-                _store(entry, key, found)
-                self.read += 1
-            else:
-                self.reused += 1
+            found, was_read = self._records(file, entry)
+            if entry not in self.primed:  # a primed file is counted once, by prime
+                self.read += was_read
+                self.reused += not was_read
             yield from found
         for stale in (self.root / "records").glob("*/*.pickle"):  # a result file that is gone
             if stale not in seen:
                 stale.unlink(missing_ok=True)
+
+    def prime(self, file: results.ResultFile) -> None:
+        """Keep the records of a file read elsewhere (asv's publish has parsed it: loaded_file), so that
+        `records` takes them from the cache instead of parsing the file again."""
+        entry = self._entry(file)
+        if entry in self.primed:  # asv parses every file twice
+            return
+        _, was_read = self._records(file, entry)
+        self.primed.add(entry)
+        self.shared += was_read
+        self.reused += not was_read
+
+    def _entry(self, file: results.ResultFile) -> Path:
+        return self.root / "records" / file.path.parent.name / f"{file.path.name}.pickle"
+
+    def _records(self, file: results.ResultFile, entry: Path) -> tuple[list[pages.Record], bool]:
+        """The file's records, and whether they were read (and kept) rather than taken from the cache."""
+        key = (renderer(), file.stamp)
+        found = _load(entry, key)
+        if found is not None:
+            return found, False
+        rows = file.read()
+        if rows is None:  # named in a warning by the reader; nothing to keep
+            return [], True
+        found = list(pages.records(rows))
+        _store(entry, key, found)
+        return found, True
 
     # -- change-point windows --------------------------------------------------------------------------
     def windows(self) -> dict:
@@ -124,5 +146,6 @@ class SiteCache:
         self.rendered += 1
 
     def summary(self) -> str:
-        return (f"result files: {self.read} read, {self.reused} from the cache; "
+        shared = f", {self.shared} as asv's publish read them" if self.shared else ""
+        return (f"result files: {self.read} read{shared}, {self.reused} from the cache; "
                 f"labels: {self.rendered} rendered, {self.copied} unchanged")

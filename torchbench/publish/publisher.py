@@ -45,6 +45,7 @@ from packaging.version import InvalidVersion, Version
 from torchbench_core.units import select_unit
 
 from .. import resources, stats
+from ..asv_bridge import results
 from ..history import changepoints
 from ..history.step_record import CONFIRMED
 from ..profiling import flamegraph
@@ -387,12 +388,59 @@ def render_site(conf, revisions: dict[str, int]) -> list[str]:
         return _render_site(conf, revisions)
 
 
+class _Shared(NamedTuple):
+    """What asv's publish has parsed for us (setup): the site cache it primed, and what reading said."""
+
+    cache: page_cache.SiteCache
+    definitions: results.Definitions
+    warnings: list[str]
+
+
+_shared: dict[Path, _Shared] = {}  # results folder -> its primed cache, in this process
+
+
+def _sharing(original):
+    """asv 0.6.6's Publish.iter_results, taking our records from each Results it parses.
+
+    asv's publish parses every result file (twice: its parameters, then its graphs) and hands its
+    publishers only the graphs, which hold medians; our pages need the samples. asv has no seam for
+    this, so this one staticmethod is wrapped (as asv_bridge/plugin.py wraps what it must): each file's
+    records go into the site cache as asv parses it, and render_site takes them from there instead of
+    parsing every file a third time."""
+    def iter_results(conf, repo, range_spec=None):
+        results_dir = Path(conf.results_dir)
+        shared = _shared.get(results_dir.resolve())
+        if shared is None:
+            warnings: list[str] = []
+            shared = _shared[results_dir.resolve()] = _Shared(
+                page_cache.SiteCache(results_dir.resolve().parent), results.Definitions.read(results_dir, warnings),
+                warnings)
+        for loaded in original(conf, repo, range_spec):
+            try:
+                shared.cache.prime(results.loaded_file(results_dir, loaded, shared.definitions, shared.warnings))
+            except OSError:  # gone since asv read it: our own reading names it
+                pass
+            yield loaded
+
+    iter_results._torchbench = True
+    return iter_results
+
+
+def setup() -> None:
+    """asv's plugin hook, called once when a configuration loads this module: see _sharing."""
+    from asv.commands.publish import Publish
+
+    if not getattr(Publish.iter_results, "_torchbench", False):
+        Publish.iter_results = staticmethod(_sharing(Publish.iter_results))
+
+
 def _render_site(conf, revisions: dict[str, int]) -> list[str]:
     html_dir = Path(conf.html_dir)
-    warnings: list[str] = []
     out_dir = Path(conf.results_dir).resolve().parent
     project = getattr(conf, "project", "")
-    cache = page_cache.SiteCache(out_dir)
+    shared = _shared.pop(Path(conf.results_dir).resolve(), None)
+    cache = shared.cache if shared else page_cache.SiteCache(out_dir)
+    warnings: list[str] = list(shared.warnings) if shared else []
     windows = changepoints.Windows(cache.windows())
     rendered = render_pages(cache.records(Path(conf.results_dir), warnings), html_dir / SITE,
                             out_dir=out_dir, revisions=revisions,
