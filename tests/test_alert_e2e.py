@@ -7,6 +7,7 @@ with the report still printed, the new benchmark and the real slowdown in it.
 """
 
 import json
+import re
 
 import git
 import pytest
@@ -111,6 +112,17 @@ def test_the_regressing_commit_exits_1_with_the_right_rows_labelled_compute(exam
     (diff_page,) = {(site / links["diff"].removeprefix("https://bench.example.org/pr-1/"))
                     for links in doc["links"].values() if "track_time/4" in links["diff"]}
     assert "_pytree" in diff_page.read_text()  # the regression's new frames are in the differential view
+
+    # The verdict page lists every row in the comment's order, each linked to its Compare row.
+    page = (site / "verdicts.html").read_text()
+    assert "https://bench.example.org/pr-1/verdicts.html" in comment
+    sections = re.findall(r'<h2 id="([^"]+)"', page)
+    assert sections[0] == "regressed", sections
+    first_other = page.index("<h2", page.index('id="regressed"') + 1) if len(sections) > 1 else len(page)
+    for title in regressed:
+        assert page.index(title) < first_other, title
+    for href in set(re.findall(r'<a href="(compare/[^"#]+)#([^"]+)"', page)):
+        assert f'id="{href[1]}"' in (site / href[0]).read_text(), href
 
 
 def test_a_docs_only_commit_exits_0(example_repo, env_dir, tmp_path):

@@ -82,7 +82,7 @@ def test_exit_statuses_live_in_one_place_and_only_a_regression_is_1():
     help_text = torchbench.cli.build_parser().format_help()
     assert "find: Exit status: 0 done (bisect: the culprit found); 3 bisect inconclusive" in " ".join(help_text.split())
     readme = " ".join((ROOT / "README.md").read_text().split())
-    assert "3 inconclusive (`find --good/--bad`)" in readme and "1 a regression, and only `alert` says it" in readme
+    assert "1 a regression (`alert` only)" in readme and "3 inconclusive (`find`'s bisection)" in readme
 
 
 def test_an_unexpected_exception_exits_2_with_one_line_and_the_traceback_in_a_file(capsys, monkeypatch, tmp_path):

@@ -105,3 +105,28 @@ def test_a_broken_record_is_named_in_a_warning_and_the_fresh_steps_still_show(bu
     warnings = []
     steps = steps_page.collect(series_pages, revisions, tmp_path, warnings)
     assert len(steps) == 2 and len(warnings) == 1 and step_record.RECORD in warnings[0]
+
+
+def test_a_step_whose_confirmation_could_not_decide_is_listed_as_undecided_with_its_interval(built, tmp_path):
+    """Not dropped: find's listing and the Steps page both show it, with the re-measured interval."""
+    from torchbench.history.find import StepsFound, render_steps
+
+    shas, compare_pages, series_pages, revisions = built
+    up, down = steps_page.collect(series_pages, revisions, tmp_path, [])
+    confirmation = {"status": "inconclusive", "label": "wall time only (memory, cache, or noise)", "ratio": 1.08,
+                    "ci_low": 0.97, "ci_high": 1.21, "p_value": 0.2, "processes": [6, 6], "counts_delta": 0.0,
+                    "error": ""}
+    record = {step_record.record_key(up): {**up, "status": step_record.INCONCLUSIVE, "confirmation": confirmation,
+                                          "culprit": None}}
+    step_record.write_record(tmp_path, record)
+    listing = render_steps(StepsFound(step_record.read_record(tmp_path)), tmp_path)
+    (line,) = [s for s in listing.splitlines() if "TensorLike" in s]
+    assert line.split()[0] == "undecided" and "re-measured 1.080x [0.970, 1.210]" in line
+
+    steps = steps_page.collect(series_pages, revisions, tmp_path, [])
+    site, html = tmp_path / "html" / "torchbench", tmp_path / "html"
+    site.mkdir(parents=True)
+    steps_page.write(steps, html_dir=html, site=site, env=publisher._environment(), project="tensorlib")
+    page = BeautifulSoup((site / "regressions.html").read_text(), "html.parser")
+    (row,) = [r for r in page.select("tr.step") if r["id"] == steps_page.anchor(up)]
+    assert row.select("td")[0].get_text() == "undecided" and "+8.0% [-3.0%, +21.0%]" in row.get_text()

@@ -43,9 +43,9 @@ from typing import Sequence
 
 import numpy as np
 
-__all__ = ["Comparison", "compare", "permutation_p", "resamples_for", "classify", "fdr", "process_summary", "Interval", "interval",
-           "level", "LEVEL_QUANTILE", "within", "cells_differ", "PAGE_FLOOR", "PAGE_CONFIDENCE", "REGRESSED", "IMPROVED", "UNCHANGED",
-           "INCONCLUSIVE"]
+__all__ = ["Comparison", "compare", "permutation_p", "resamples_for", "classify", "fdr", "process_summary",
+           "processes_to_detect", "Interval", "interval", "level", "LEVEL_QUANTILE", "within", "cells_differ",
+           "PAGE_FLOOR", "PAGE_CONFIDENCE", "REGRESSED", "IMPROVED", "UNCHANGED", "INCONCLUSIVE"]
 
 REGRESSED, IMPROVED, UNCHANGED, INCONCLUSIVE = "regressed", "improved", "unchanged", "inconclusive"
 TRIM = 0.5  # the slower half of each side's processes is cut off before the mean
@@ -173,6 +173,17 @@ def compare(base: Sequence[float], head: Sequence[float], *, confidence: float =
     mde = math.expm1((stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(power)) * float(boot.standard_error))
     return Comparison(math.exp(shift), math.exp(float(low)), math.exp(float(high)), p, mde, len(b), len(h),
                       confidence)
+
+
+def processes_to_detect(c: Comparison, effect: float) -> int | None:
+    """Processes a side at which this comparison's minimum detectable effect would come down to `effect`:
+    compare's own computation (the z-sum times the bootstrap standard error of the shift), with that
+    standard error shrinking as 1/sqrt(n), so this and the stated MDE never disagree. None where the MDE
+    is not finite (too few processes to estimate the noise)."""
+    if not math.isfinite(c.mde) or effect <= 0:
+        return None
+    n = min(c.n_base, c.n_head)
+    return max(n, math.ceil(n * (math.log1p(c.mde) / math.log1p(effect)) ** 2))
 
 
 # The published pages colour a cell against its baseline cell. A history has a

@@ -15,7 +15,8 @@ from typing import Callable
 
 from .errors import UserError
 
-__all__ = ["AT_LEAST_TWO", "FRACTION", "NON_NEGATIVE", "POSITIVE", "POSITIVE_WHOLE", "Rule", "check", "check_all"]
+__all__ = ["AT_LEAST_TWO", "FRACTION", "NON_NEGATIVE", "POSITIVE", "POSITIVE_WHOLE", "Rule", "UNDECIDED_EXIT", "check",
+           "check_all"]
 
 
 def _number(value) -> bool:
@@ -31,6 +32,8 @@ NON_NEGATIVE = (lambda v: _number(v) and v >= 0, "must be a number >= 0")
 POSITIVE = (lambda v: _number(v) and v > 0, "must be a number > 0")
 POSITIVE_WHOLE = (lambda v: _whole(v) and v >= 1, "must be a whole number >= 1")
 AT_LEAST_TWO = (lambda v: _whole(v) and v >= 2, "must be a whole number >= 2 (a verdict needs 2 processes a side)")
+UNDECIDED_EXIT = (lambda v: _whole(v) and v in (0, 3),
+                  "must be 0 (pass) or 3 (inconclusive): 1 is a regression's alone, 2 a failure's")
 # a field's rule: (predicate, what it must be)
 Rule = tuple[Callable[[object], bool], str]
 

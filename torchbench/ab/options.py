@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import UserError
-from ..validate import AT_LEAST_TWO, FRACTION, NON_NEGATIVE, POSITIVE, POSITIVE_WHOLE, check_all
+from ..validate import AT_LEAST_TWO, FRACTION, NON_NEGATIVE, POSITIVE, POSITIVE_WHOLE, UNDECIDED_EXIT, check_all
 
 __all__ = ["MIN_ROUNDS", "Policy", "Rounds"]
 
@@ -27,10 +27,11 @@ class Policy:
     confidence: float = 0.95  # of the reported interval
     power: float = 0.8  # for the minimum detectable effect
     count_floor: float = 0.01  # instruction counts moved this much (beyond their noise) decide a row alone
+    undecided_exit: int = 0  # the exit status of an alert that found no regression but left rows undecided
+    # (0: noise does not fail a CI gate; 3, inconclusive, for a project that gates on a decided verdict)
 
     RULES = {"fdr": FRACTION, "floor": NON_NEGATIVE, "threshold": NON_NEGATIVE, "confidence": FRACTION,
-             "power": FRACTION,
-             "count_floor": NON_NEGATIVE}
+             "power": FRACTION, "count_floor": NON_NEGATIVE, "undecided_exit": UNDECIDED_EXIT}
 
     def __post_init__(self):
         check_all(self)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import statistics
 import urllib.parse
 from dataclasses import asdict, dataclass, field
 
@@ -26,9 +27,18 @@ from ..errors import EXIT_FAILURE, EXIT_OK, EXIT_REGRESSION
 from ..project.commits import Commit
 from .github import MARKER
 
-__all__ = ["MARKER", "AlertReport"]
+__all__ = ["MARKER", "OUTCOMES", "AlertReport", "undecided_order"]
 
 ORDER = [stats.REGRESSED, stats.IMPROVED, stats.UNCHANGED, stats.INCONCLUSIVE, NEW, FAILED, REMOVED]
+# What an alert concluded, for machines (the JSON's `outcome`) and its exit status:
+REGRESSION = "regression"  # a row regressed: exit 1
+NO_REGRESSION = "no_regression"  # every compared row decided (unchanged, improved, or below the floor): exit 0
+UNDECIDED = "undecided"  # no regression found, but rows could not be decided: Policy.undecided_exit (0)
+FAILED_OUTCOME = "failed"  # could not compare, or a benchmark failed: exit 2
+OUTCOMES = (REGRESSION, NO_REGRESSION, UNDECIDED, FAILED_OUTCOME)
+SUSPECTS_WITHOUT_EVIDENCE = 3  # where no undecided row's interval excludes 1: the smallest p-values shown first
+UNFOLDED = 10  # undecided rows listed before the rest fold into <details>
+EFFECT = 0.05  # the change the "what it would take" line is about
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
 
 
@@ -73,21 +83,71 @@ class AlertReport:
             out[r.status] += 1
         return out
 
-    def exit_status(self) -> int:
+    def outcome(self) -> str:
+        """One of OUTCOMES: a failure outranks a regression, which outranks rows left undecided."""
         counts = self.counts()
         if self.problems or counts[FAILED]:
-            return EXIT_FAILURE
-        return EXIT_REGRESSION if counts[stats.REGRESSED] else EXIT_OK
+            return FAILED_OUTCOME
+        if counts[stats.REGRESSED]:
+            return REGRESSION
+        return UNDECIDED if counts[stats.INCONCLUSIVE] else NO_REGRESSION
+
+    def exit_status(self) -> int:
+        return {FAILED_OUTCOME: EXIT_FAILURE, REGRESSION: EXIT_REGRESSION, NO_REGRESSION: EXIT_OK,
+                UNDECIDED: self.policy.undecided_exit}[self.outcome()]
+
+    def compared(self) -> int:
+        return sum(1 for r in self.rows if r.comparison is not None)
 
     def headline(self) -> str:
-        counts = self.counts()
+        counts, outcome = self.counts(), self.outcome()
         if self.problems:
             return "⚠️ could not compare: " + "; ".join(self.problems)
-        if counts[stats.REGRESSED]:
+        if outcome == FAILED_OUTCOME:
+            failed = f"⚠️ {counts[FAILED]} benchmark(s) failed"
+            return f"❌ {counts[stats.REGRESSED]} regression(s), and {failed}" if counts[stats.REGRESSED] else failed
+        if outcome == REGRESSION:
             return f"❌ {counts[stats.REGRESSED]} regression(s)"
-        if counts[FAILED]:
-            return f"⚠️ {counts[FAILED]} benchmark(s) failed"
-        return "✅ no regression"
+        if outcome == UNDECIDED:
+            mdes = [r.comparison.mde for r in self.rows if r.status == stats.INCONCLUSIVE and r.comparison]
+            finite = [m for m in mdes if math.isfinite(m)]
+            mde = f"median MDE {statistics.median(finite):.0%}" if finite else "noise not measurable"
+            return (f"⚠️ no regression found; {counts[stats.INCONCLUSIVE]} of {self.compared()} rows undecided "
+                    f"({mde})")
+        return f"✅ no regression: all {self.compared()} compared rows decided"
+
+    def what_it_would_take(self) -> dict | None:
+        """For the undecided rows: the rounds (and minutes, at this run's rate) at which their minimum
+        detectable effect comes down to EFFECT (stats.processes_to_detect: the MDE's own computation).
+        Half of them (the median row) and all of them (the slowest)."""
+        more = []
+        for r in self.rows:
+            if r.status == stats.INCONCLUSIVE and r.comparison:
+                needed = stats.processes_to_detect(r.comparison, EFFECT)
+                if needed is not None:
+                    more.append(max(0, needed - min(r.comparison.n_base, r.comparison.n_head)))
+        if not more:
+            return None
+        more.sort()
+        rate = (self.time_spent or {}).get("rounds_per_minute")
+        half, all_ = more[(len(more) - 1) // 2], more[-1]
+        return {"effect": EFFECT, "rows": len(more), "half_rounds": half, "all_rounds": all_,
+                "half_minutes": half / rate if rate else None, "all_minutes": all_ / rate if rate else None,
+                "rounds_per_minute": rate}
+
+    def sections(self) -> list[tuple[str, list[Verdict]]]:
+        """The rows in the order every view of the report shows them (the comment, the terminal, the evidence
+        site's verdict page): regressed, improved, failed, the suspects, the other undecided by p-value, then
+        unchanged, new and removed."""
+        suspects, rest = undecided_order(self.rows)
+        by = {s: [r for r in self.rows if r.status == s] for s in ORDER}
+        suspects_title = ("suspects: their interval excludes no change, not significant at the suite's false "
+                          "discovery rate" if suspects and _excludes_one(suspects[0].comparison)
+                          else "undecided, closest to significance")
+        return [(title, found) for title, found in [
+            ("regressed", by[stats.REGRESSED]), ("improved", by[stats.IMPROVED]), ("failed", by[FAILED]),
+            (suspects_title, suspects), ("undecided, by p-value", rest), ("unchanged", by[stats.UNCHANGED]),
+            ("new", by[NEW]), ("removed", by[REMOVED])] if found]
 
     def _cells(self, r: Verdict) -> dict:
         c = r.comparison
@@ -100,6 +160,7 @@ class AlertReport:
             "counts_text": f"{r.counts_delta:+.2%}" if r.counts_delta is not None else "—",
             "n_text": f"{c.n_base}/{c.n_head}" if c else "—",
             "mde_text": f"{c.mde:.1%}" if c else "—",
+            "p_text": f"{c.p_value:.2g}" if c else "—",
         }
 
     def _evidence(self) -> list[dict]:
@@ -117,18 +178,35 @@ class AlertReport:
             "codepath": lambda path: Markup(str(path).replace("`", "'"))})  # code spans show < > as is
         cells = [self._cells(r) for r in self.rows]
         by = {s: [c for c in cells if c["status"] == s] for s in ORDER}
+        suspects, rest = undecided_order(self.rows)
+        undecided = [self._cells(r) for r in suspects + rest]
         text = env.get_template("alert_comment.md.j2").render(
             marker=MARKER, headline=self.headline(), counts=self.counts(), policy=self.policy,
             base=self.base, head=self.head, rounds=self.rounds, processes=2 * self.rounds,
             compared=sum(1 for r in self.rows if r.comparison is not None),
             changed=by[stats.REGRESSED] + by[stats.IMPROVED], failed=by[FAILED],
-            inconclusive=by[stats.INCONCLUSIVE], mde_rows=[c for c in cells if c["mde_text"] != "—"],
-            notes=self.notes + self.problems, evidence=self._evidence(), site_url=self.site_url,
+            suspects=undecided[:len(suspects)], undecided=undecided[len(suspects):], unfolded=UNFOLDED,
+            suspects_significant=bool(suspects) and _excludes_one(suspects[0].comparison),
+            take=self.what_it_would_take(), outcome=self.outcome(), exit_status=self.exit_status(),
+            mde_rows=[c for c in cells if c["mde_text"] != "—"],
+            notes=self.notes + self.problems, evidence=self._evidence(), site_url=(self.site_url or "").rstrip("/"),
             time=self.time_spent, by_counts=sum(1 for r in self.rows if r.decided_by == COUNTS), torch=self.torch)
         return re.sub(r"\n{3,}", "\n\n", text)
 
+    def verdicts_html(self, tables: dict[str, str]) -> str:
+        """The evidence site's verdict page: every row in `sections` order, each linked to its Compare row
+        (`tables`: row name -> its place in the site)."""
+        env = resources.jinja_environment(trim_blocks=True, lstrip_blocks=True)
+        sections = [(title, [{**self._cells(r), "table": tables.get(r.name)} for r in rows])
+                    for title, rows in self.sections()]
+        return env.get_template("alert_verdicts.html.j2").render(
+            root="", headline=self.headline(), base=self.base, head=self.head, rounds=self.rounds,
+            outcome=self.outcome(), exit_status=self.exit_status(), take=self.what_it_would_take(),
+            sections=sections, policy=self.policy)
+
     def to_dict(self) -> dict:
-        return {"schema": "torchbench.alert/1", "verdict": self.headline(), "exit_status": self.exit_status(),
+        return {"schema": "torchbench.alert/1", "verdict": self.headline(), "outcome": self.outcome(),
+                "exit_status": self.exit_status(),
                 "base": {"sha": self.base.sha, "subject": self.base.subject},
                 "head": {"sha": self.head.sha, "subject": self.head.subject},
                 "policy": asdict(self.policy), "rounds": self.rounds, "counts": self.counts(),
@@ -154,6 +232,22 @@ class AlertReport:
 
     def json(self) -> str:
         return json.dumps(_finite(self.to_dict()), indent=1, allow_nan=False)
+
+
+def _excludes_one(c: stats.Comparison | None) -> bool:
+    return c is not None and (c.ci_low > 1 or c.ci_high < 1)
+
+
+def undecided_order(rows: list[Verdict]) -> tuple[list[Verdict], list[Verdict]]:
+    """The undecided rows as (suspects, the rest), each by p-value. Suspects: those whose interval excludes
+    no change (not significant at the suite's false discovery rate); where none does, the
+    SUSPECTS_WITHOUT_EVIDENCE smallest p-values."""
+    undecided = sorted((r for r in rows if r.status == stats.INCONCLUSIVE),
+                       key=lambda r: (r.comparison.p_value if r.comparison else math.inf, r.name))
+    suspects = [r for r in undecided if _excludes_one(r.comparison)]
+    if not suspects:
+        suspects = [r for r in undecided if r.comparison][:SUSPECTS_WITHOUT_EVIDENCE]
+    return suspects, [r for r in undecided if r not in suspects]
 
 
 def _finite(value):

@@ -18,6 +18,8 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from torchbench_core.storage import atomic_write_text
+
 from .. import stats, tools
 from ..ab.evidence import Evidence, Job
 from ..ab.pair import Measured, patterns_for
@@ -28,9 +30,10 @@ from ..profiling.record import profile_cases
 from ..project.commits import Commit
 from ..publish import pages, publisher
 
-__all__ = ["ENV_NAME", "MACHINE", "Links", "Site", "build_site"]
+__all__ = ["ENV_NAME", "MACHINE", "VERDICTS", "Links", "Site", "build_site", "write_verdicts"]
 
 MACHINE = "alert"
+VERDICTS = "verdicts.html"  # every row of the alert, in the comment's order
 ENV_NAME = "alternating-processes"
 
 
@@ -84,6 +87,14 @@ class Site:
 
     links: dict[str, Links] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    tables: dict[str, str] = field(default_factory=dict)  # every measured row: its Compare row, inside the site
+    folder: Path | None = None  # where the site was written
+
+
+def write_verdicts(site: Site, html: str) -> None:
+    """The verdict page (AlertReport.verdicts_html: every row in the comment's order) in the site."""
+    if site.folder is not None and site.folder.is_dir():
+        atomic_write_text(site.folder / VERDICTS, html)
 
 
 def build_site(measured: Measured, rows: list[Verdict], base: Commit, head: Commit, *, out: Path,
@@ -101,7 +112,7 @@ def build_site(measured: Measured, rows: list[Verdict], base: Commit, head: Comm
             written.notes += _profile(measured, {"base": base, "head": head}, regressed, out)
     found = _result_rows(measured.evidence, base, head, torch)
     head_env = _env_name(torch.get("head", ""))
-    site = measured.work / "site"
+    site = written.folder = measured.work / "site"
     shutil.rmtree(site, ignore_errors=True)
     compare_pages = publisher.render_pages(
         pages.records(found.rows), site, out_dir=out, revisions={base.sha: 0, head.sha: 1},
@@ -111,15 +122,18 @@ def build_site(measured: Measured, rows: list[Verdict], base: Commit, head: Comm
     by_label = {p.label: p for p in compare_pages}
     specs = {(rr.benchmark, rr.index): rr.task_spec() for rr in found.rows if rr.commit == head.sha}
     for r in rows:
-        if r.status != stats.REGRESSED:
-            continue
         spec = specs.get((r.benchmark, r.index))
         page = by_label.get(spec.label) if spec else None
-        table = f"{prefix}compare/{page.slug}.html" if page else f"{prefix}index.html"
+        table = f"compare/{page.slug}.html" if page else "index.html"
         if page:
             env = next((e for e in page.envs if e.commit == head.sha and e.env_name == head_env), None)
             if env is not None:
                 table += "#" + publisher.row_anchor(env, spec.num_threads, spec.sub_label or spec.stmt)
+        if spec:
+            written.tables[r.name] = table
+        if r.status != stats.REGRESSED:
+            continue
+        table = prefix + table
         flames = {}
         for side, commit in (("base", base), ("head", head)):
             path = site / "profiles" / commit.sha / r.benchmark / f"{r.index}.svg"

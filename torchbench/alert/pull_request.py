@@ -72,9 +72,14 @@ def alert(folders: Folders, base_rev: str, head_rev: str, options: AlertOptions 
     except KeyboardInterrupt:
         raise UserError("interrupted before a verdict") from None
     evidence = measured.evidence
-    return AlertReport(base, head, rows, options.policy, evidence.rounds, evidence.notes + site.notes,
-                       measured.problems, {name: link.__dict__ for name, link in site.links.items()},
-                       options.site_url, evidence.time_spent(), torch or {})
+    report = AlertReport(base, head, rows, options.policy, evidence.rounds, evidence.notes + site.notes,
+                         measured.problems, {name: link.__dict__ for name, link in site.links.items()},
+                         options.site_url, evidence.time_spent(), torch or {})
+    try:
+        evidence_site.write_verdicts(site, report.verdicts_html(site.tables))
+    except OSError as e:
+        report.notes.append(f"the evidence site's verdict page was not written: {e}")
+    return report
 
 
 def _site(measured, rows, base, head, out: Path, options: AlertOptions) -> evidence_site.Site:

@@ -36,7 +36,9 @@ EPILOGS = {
                "build, a case failed, or py-spy is missing or failed.",
     "find": f"Exit status: {EXIT_OK} done (bisect: the culprit found); {EXIT_INCONCLUSIVE} bisect inconclusive "
             f"(never {EXIT_REGRESSION}, which means a regression); {_FAILURE}.",
-    "alert": f"Exit status: {EXIT_OK} no regression; {EXIT_REGRESSION} a regression; {_FAILURE}.",
+    "alert": f"Exit status: {EXIT_OK} no regression (every compared row decided), or none found with rows left "
+             f"undecided (--undecided-exit N changes that one); {EXIT_REGRESSION} a regression; {_FAILURE}. The "
+             "JSON report's `outcome` says which: regression, no_regression, undecided or failed.",
     "merge": f"Exit status: {EXIT_OK} every input merged; {_FAILURE}: a file could not be read (named; the rest "
              "is merged).",
 }

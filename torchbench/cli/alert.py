@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 
 from torchbench_core.storage import atomic_write_text
 
+from ..ab.options import Policy
 from ..alert.pull_request import AlertOptions, alert, alert_from_results
-from ..errors import UserError
+from ..errors import EXIT_INCONCLUSIVE, UserError
 from ..project.folders import locked_folders
-from .options import add_folder_arguments, add_measurement_arguments, policy_of, rounds_of
+from .options import add_folder_arguments, add_measurement_arguments, checked, policy_of, rounds_of
 
 __all__ = ["add_arguments", "main"]
 
@@ -36,12 +38,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="where OUT/alert/BASE..HEAD/site will be served: the comment then links to its "
                              "Compare rows and flame graphs (default: it names the files)")
     parser.add_argument("--no-profile", action="store_true", help="no flame graphs of the regressions (py-spy)")
+    parser.add_argument("--undecided-exit", type=checked(Policy, "undecided_exit", int),
+                        default=Policy().undecided_exit, metavar="N",
+                        help="the exit status when no regression was found but rows stayed undecided (default "
+                             f"{Policy().undecided_exit}: noise does not fail a CI gate; {EXIT_INCONCLUSIVE} to "
+                             "gate on a decided verdict)")
     parser.add_argument("--markdown", type=Path, metavar="FILE", help="also write the comment here")
     parser.add_argument("--json", type=Path, metavar="FILE", help="also write the JSON report here")
 
 
 def main(args: argparse.Namespace) -> int:
-    policy = policy_of(args)
+    policy = dataclasses.replace(policy_of(args), undecided_exit=args.undecided_exit)
     if args.base_results or args.head_results:
         if not (args.base_results and args.head_results):
             raise UserError("give both --base-results and --head-results")
@@ -62,5 +69,5 @@ def main(args: argparse.Namespace) -> int:
         atomic_write_text(args.markdown, text)
     if args.json:
         atomic_write_text(args.json, report.json())
-    print(f"\n== exit status {report.exit_status()}", file=sys.stderr)
+    print(f"\n== {report.outcome()}: exit status {report.exit_status()}", file=sys.stderr)
     return report.exit_status()

@@ -44,7 +44,8 @@ from ..profiling import flamegraph
 from ..profiling.record import profile_cases
 from ..project import commits
 from . import changepoints
-from .step_record import CONFIRMED, INCONCLUSIVE, RECORD, REFUTED, UNCONFIRMED, read_record, record_key, write_record
+from .step_record import (CONFIRMED, INCONCLUSIVE, RECORD, REFUTED, UNCONFIRMED, read_record, record_key,
+                          shown_status, write_record)
 
 __all__ = ["FOUND", "FindOptions", "Session", "StepsFound", "bisect", "bisect_range", "detect", "find_steps",
            "render_bisect", "render_steps"]
@@ -339,7 +340,10 @@ def render_steps(found: StepsFound, out: Path) -> str:
                  if culprit.get("culprit") else f"{s['before'][:8]}..{s['after'][:8]}")
         conf = s.get("confirmation") or {}
         measured = f", re-measured {conf['ratio']:.3f}x" if conf.get("ratio") else ""
-        lines.append(f"  {s['status']:12} {s['ratio']:6.3f}x{measured}  {s['name']}  [{s['env_name']}]  {where}")
+        if conf.get("ratio") and conf.get("ci_low") is not None and conf.get("ci_high") is not None:
+            measured += f" [{conf['ci_low']:.3f}, {conf['ci_high']:.3f}]"
+        lines.append(f"  {shown_status(s['status']):12} {s['ratio']:6.3f}x{measured}  {s['name']}  [{s['env_name']}]  "
+                     f"{where}")
     lines += [f"note: {p}" for p in found.problems]
     return "\n".join(lines)
 

@@ -17,11 +17,18 @@ from ..errors import UserError
 from ..stats import INCONCLUSIVE  # a step whose confirmation could not decide: the verdict's own word
 
 __all__ = ["RECORD", "SCHEMA", "CONFIRMED", "REFUTED", "UNCONFIRMED", "INCONCLUSIVE", "read_record",
-           "record_key", "write_record"]
+           "record_key", "shown_status", "write_record"]
 
 RECORD = "changepoints.json"
 SCHEMA = "torchbench.changepoints/1"
 CONFIRMED, REFUTED, UNCONFIRMED = "confirmed", "refuted", "unconfirmed"
+
+
+def shown_status(status: str) -> str:
+    """A step's status as every view shows it (find's listing, the Steps page): a confirmation that could not
+    decide is *undecided*, the alert's word, kept with its interval and never dropped; the record keeps
+    INCONCLUSIVE."""
+    return "undecided" if status == INCONCLUSIVE else status
 
 
 def record_key(entry: dict) -> str:

@@ -47,7 +47,7 @@ from torchbench_core.units import select_unit
 from .. import resources, stats
 from ..asv_bridge import results
 from ..history import changepoints
-from ..history.step_record import CONFIRMED
+from ..history.step_record import CONFIRMED, shown_status
 from ..profiling import flamegraph
 from . import assets, charts, page_cache, pages, steps_page
 
@@ -61,7 +61,8 @@ NAV_ITEM = (f'<li id="nav-li-torchbench"><a href="{SITE}/index.html">Compare tab
 def _environment():
     # tojson_script: the differential page's, for the same reason
     return resources.jinja_environment(filters={"tojson_script": flamegraph.script_json},
-                                       globals={"anchor": steps_page.anchor}, trim_blocks=True, lstrip_blocks=True)
+                                       globals={"anchor": steps_page.anchor, "shown_status": shown_status},
+                                       trim_blocks=True, lstrip_blocks=True)
 
 
 def _subjects(repo_path: str | None, shas: set[str]) -> dict[str, str]:
