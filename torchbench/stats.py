@@ -44,7 +44,7 @@ from typing import Sequence
 import numpy as np
 
 __all__ = ["Comparison", "compare", "permutation_p", "resamples_for", "classify", "fdr", "process_summary",
-           "processes_to_detect", "Interval", "interval", "level", "LEVEL_QUANTILE", "within", "cells_differ",
+           "processes_to_detect", "Interval", "interval", "interval_columns", "level", "LEVEL_QUANTILE", "within", "cells_differ",
            "PAGE_FLOOR", "PAGE_CONFIDENCE", "REGRESSED", "IMPROVED", "UNCHANGED", "INCONCLUSIVE"]
 
 REGRESSED, IMPROVED, UNCHANGED, INCONCLUSIVE = "regressed", "improved", "unchanged", "inconclusive"
@@ -258,11 +258,11 @@ def interval(samples: Sequence[float], confidence: float = PAGE_CONFIDENCE) -> I
                     len(x), level(x))
 
 
-def intervals(samples: Sequence[Sequence[float]], confidence: float = PAGE_CONFIDENCE) -> list[Interval]:
-    """`interval` of each sample list, the same values, computed per sample count as one array: a published
-    history asks for one per cell (400,000 for 2000 commits x 200 rows), and numpy's per-call overhead was
-    most of a first publish (evaluation/publish_speed.py)."""
-    out: list[Interval | None] = [None] * len(samples)
+def interval_columns(samples: Sequence[Sequence[float]], confidence: float = PAGE_CONFIDENCE) -> np.ndarray:
+    """`interval` of each sample list as one (len(samples), 5) array of Interval's fields, computed per sample
+    count as one array: a published history asks for one per cell (400,000 for 2000 commits x 200 rows), and
+    numpy's per-call overhead was most of a first publish (evaluation/publish_speed.py)."""
+    out = np.empty((len(samples), 5))
     by_n: dict[int, list[int]] = {}
     for i, s in enumerate(samples):
         by_n.setdefault(len(s), []).append(i)
@@ -270,14 +270,18 @@ def intervals(samples: Sequence[Sequence[float]], confidence: float = PAGE_CONFI
         if n == 0:
             raise ValueError("an interval needs at least one sample")
         x = np.sort(np.array([samples[i] for i in where], dtype=float), axis=1)
-        medians = (x[:, (n - 1) // 2] + x[:, n // 2]) / 2
-        levels = np.quantile(x, LEVEL_QUANTILE, axis=1)
         low, high = _median_ci_ranks(n, confidence) if n >= 2 else (None, None)
-        lows = x[:, low] if low is not None else np.full(len(where), math.nan)
-        highs = x[:, high] if high is not None else np.full(len(where), math.nan)
-        for i, m, lo, hi, lev in zip(where, medians.tolist(), lows.tolist(), highs.tolist(), levels.tolist()):
-            out[i] = Interval(m, lo, hi, n, lev)
+        out[where, 0] = (x[:, (n - 1) // 2] + x[:, n // 2]) / 2
+        out[where, 1] = x[:, low] if low is not None else math.nan
+        out[where, 2] = x[:, high] if high is not None else math.nan
+        out[where, 3] = n
+        out[where, 4] = np.quantile(x, LEVEL_QUANTILE, axis=1)
     return out
+
+
+def intervals(samples: Sequence[Sequence[float]], confidence: float = PAGE_CONFIDENCE) -> list[Interval]:
+    """`interval` of each sample list, the same values (interval_columns, as Interval objects)."""
+    return [Interval(m, lo, hi, int(n), lev) for m, lo, hi, n, lev in interval_columns(samples, confidence).tolist()]
 
 
 def cells_differ(base: Interval, head: Interval, floor: float = PAGE_FLOOR) -> int:

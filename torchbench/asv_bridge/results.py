@@ -21,7 +21,7 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator, NamedTuple
+from typing import Callable, Iterable, Iterator, NamedTuple, Sequence
 
 from torchbench_core import Measurement, TaskSpec
 from torchbench_core.asv_suite import TASK_SPEC_PARAMS
@@ -29,7 +29,7 @@ from torchbench_core.asv_suite import TASK_SPEC_PARAMS
 from .plugin import OUTCOME_SCHEMA, outcome_path
 
 __all__ = ["Definitions", "Outcome", "ResultFile", "ResultSet", "Row", "iter_files", "iter_rows", "load", "load_paths",
-           "loaded_file", "param_value"]
+           "loaded_file", "Measured", "measured_of", "param_value", "placement"]
 
 
 @functools.lru_cache(maxsize=65536)  # a history repeats the same few parameter values in every file
@@ -80,10 +80,7 @@ class Row:
 
     def placement(self) -> tuple[str, str, str | None, int]:
         """(label, sub_label, description, num_threads): where Compare puts the row."""
-        try:
-            return _placement(self.benchmark, self.params)
-        except TypeError:  # a parameter value that is not hashable (a list): placed without the cache
-            return _placement.__wrapped__(self.benchmark, self.params)
+        return placement(self.benchmark, self.params)
 
     def task_spec(self) -> TaskSpec:
         label, sub_label, description, threads = self.placement()
@@ -176,6 +173,77 @@ def _rows(results, machine: str, benchmarks: dict[str, dict], processes: dict[st
     return rows
 
 
+class Measured(NamedTuple):
+    """The measured cells of one result file (status ok), as plain lists, a file at a time: what the pages
+    read (publish/pages.py: file_cells), without a Row object per cell."""
+
+    machine: str
+    commit: str
+    env_name: str
+    date: int | None
+    benchmark: list[str]
+    index: list[int]
+    params: list[tuple[tuple[str, object], ...]]
+    unit: list[str | None]
+    samples: list[Sequence[float]]  # per call; (value,) where asv kept no samples
+    number: list[int]
+    processes: list[int]
+
+
+def _measured(results, machine: str, benchmarks: dict[str, dict], processes: dict[str, int]) -> Measured:
+    """`_rows`' cells whose status is ok, as columns (the same values, in the same order)."""
+    out = Measured(machine, results.commit_hash, results.env_name, results.date, [], [], [], [], [], [], [])
+    for key in sorted(results.get_all_result_keys()):
+        params = results.get_result_params(key) or []
+        info = benchmarks.get(key, {})
+        names = info.get("param_names") or [f"param{i + 1}" for i in range(len(params))]
+        values, stats, samples = (get(key, params) for get in (
+            results.get_result_value, results.get_result_stats, results.get_result_samples))
+        combos = _combinations(tuple(names), tuple(tuple(p) for p in params))
+        unit, counted = info.get("unit"), processes.get(key) or 0
+        for index, (combo, value, stat, sample) in enumerate(zip(combos, values, stats, samples)):
+            if value is None or (isinstance(value, float) and math.isnan(value)):  # failed, skipped
+                continue
+            number = stat.get("number") if stat else None
+            out.benchmark.append(key)
+            out.index.append(index)
+            out.params.append(combo)
+            out.unit.append(unit)
+            out.samples.append(sample if sample else (value,))
+            out.number.append(int(number) if number else 1)
+            out.processes.append(counted)
+    return out
+
+
+def measured_of(rows: Iterable[Row]) -> Iterator[Measured]:
+    """Rows (of any files) as Measured, one per (machine, commit, env) in the order they first come; rows
+    whose status is not ok are left out, as `_measured` leaves them."""
+    files: dict[tuple[str, str, str], Measured] = {}
+    for row in rows:
+        if row.status != "ok":
+            continue
+        key = (row.machine, row.commit, row.env_name)
+        m = files.get(key)
+        if m is None:
+            m = files[key] = Measured(*key, row.date, [], [], [], [], [], [], [])
+        m.benchmark.append(row.benchmark)
+        m.index.append(row.index)
+        m.params.append(row.params)
+        m.unit.append(row.unit)
+        m.samples.append(row.samples or (row.value,))
+        m.number.append(row.number or 1)
+        m.processes.append(row.processes or 0)
+    yield from files.values()
+
+
+def placement(benchmark: str, params: tuple[tuple[str, object], ...]) -> tuple[str, str, str | None, int]:
+    """(label, sub_label, description, num_threads): where Compare puts a row (Row.placement)."""
+    try:
+        return _placement(benchmark, params)
+    except TypeError:  # a parameter value that is not hashable (a list): placed without the cache
+        return _placement.__wrapped__(benchmark, params)
+
+
 def _load_outcome(path: Path, warnings: list[str]) -> Outcome | None:
     if not path.exists():
         return None
@@ -195,16 +263,18 @@ def _outcome_path(path: Path) -> Path:
     return outcome_path(path.parent.parent, f"{path.parent.name}/{path.name}")
 
 
-def _read(path: Path, benchmarks: dict[str, dict], warnings: list[str], loaded=None):
+def _read(path: Path, benchmarks: dict[str, dict], warnings: list[str], loaded=None, make=None):
     """(asv Results, rows, outcome) of one file; None, with a warning naming it, when it cannot be read.
-    `loaded`: the file's Results where asv has parsed it already (an asv publish: see rows_of)."""
+    `loaded`: the file's Results where asv has parsed it already (an asv publish: see loaded_file).
+    `make`: what to make of it instead of rows (_measured)."""
     from asv import util
     from asv.results import Results
 
     try:
         results = loaded if loaded is not None else Results.load(str(path))
         outcome = _load_outcome(_outcome_path(path), warnings)
-        return results, _rows(results, path.parent.name, benchmarks, outcome.processes if outcome else {}), outcome
+        made = (make or _rows)(results, path.parent.name, benchmarks, outcome.processes if outcome else {})
+        return results, made, outcome
     except (util.UserError, ValueError, KeyError, TypeError, IndexError, AttributeError, OSError) as e:
         warnings.append(f"{path}: skipped, not a readable asv results file ({type(e).__name__}: {e})")
         return None
@@ -218,6 +288,7 @@ class ResultFile(NamedTuple):
     stamp: tuple  # (size, mtime ns, digest of benchmarks.json, which names the rows' parameters, and the
     # outcome record's size and mtime, which counts the processes)
     read: Callable[[], list[Row] | None]  # None, with a warning naming the file, when it cannot be read
+    measure: Callable[[], Measured | None]  # its measured cells as columns (likewise)
 
 
 class Definitions(NamedTuple):
@@ -250,11 +321,11 @@ def iter_files(results_dir: Path, warnings: list[str]) -> Iterator[ResultFile]:
         return
     definitions = Definitions.read(results_dir, warnings)
     for path in _result_files(results_dir):
-        def read(path: Path = path) -> list[Row] | None:
-            got = _read(path, definitions.benchmarks, warnings)
+        def read(path: Path = path, make=None):
+            got = _read(path, definitions.benchmarks, warnings, make=make)
             return None if got is None else got[1]
 
-        yield ResultFile(path, _stamp(path, definitions.digest), read)
+        yield ResultFile(path, _stamp(path, definitions.digest), read, functools.partial(read, make=_measured))
 
 
 def loaded_file(results_dir: Path, loaded, definitions: Definitions, warnings: list[str]) -> ResultFile:
@@ -262,11 +333,11 @@ def loaded_file(results_dir: Path, loaded, definitions: Definitions, warnings: l
     our publisher takes its rows from that instead of parsing the file again)."""
     path = Path(results_dir) / loaded._filename  # asv's "machine/file.json", set by Results.load
 
-    def read() -> list[Row] | None:
-        got = _read(path, definitions.benchmarks, warnings, loaded)
+    def read(make=None):
+        got = _read(path, definitions.benchmarks, warnings, loaded, make)
         return None if got is None else got[1]
 
-    return ResultFile(path, _stamp(path, definitions.digest), read)
+    return ResultFile(path, _stamp(path, definitions.digest), read, functools.partial(read, make=_measured))
 
 
 def iter_rows(results_dir: Path, warnings: list[str]) -> Iterator[Row]:

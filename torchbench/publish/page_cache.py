@@ -1,6 +1,6 @@
 """What a publish keeps for the next one, in OUT/cache/site, so that it redoes only what changed.
 
-    records/<machine>/<file>.pickle   what the pages made of each result file (pages.Record), with the
+    records/<machine>/<file>.pickle   what the pages made of each result file (pages.FileCells), with the
                                       file's stamp (size, mtime, benchmarks.json's digest): an unchanged
                                       file is not read through asv again
     windows.pickle                    the change-point search's candidates per window of a series
@@ -70,7 +70,7 @@ class SiteCache:
         self.rendered = self.copied = 0  # labels rendered / copied
 
     # -- result files ----------------------------------------------------------------------------------
-    def records(self, results_dir: Path, warnings: list[str]) -> Iterator[pages.Record]:
+    def records(self, results_dir: Path, warnings: list[str]) -> Iterator[pages.FileCells]:
         """pages.records of every readable result file; from the cache where the file is unchanged."""
         seen = set()
         for file in results.iter_files(results_dir, warnings):
@@ -99,16 +99,16 @@ class SiteCache:
     def _entry(self, file: results.ResultFile) -> Path:
         return self.root / "records" / file.path.parent.name / f"{file.path.name}.pickle"
 
-    def _records(self, file: results.ResultFile, entry: Path) -> tuple[list[pages.Record], bool]:
+    def _records(self, file: results.ResultFile, entry: Path) -> tuple[list[pages.FileCells], bool]:
         """The file's records, and whether they were read (and kept) rather than taken from the cache."""
         key = (renderer(), file.stamp)
         found = _load(entry, key)
         if found is not None:
             return found, False
-        rows = file.read()
-        if rows is None:  # named in a warning by the reader; nothing to keep
+        measured = file.measure()
+        if measured is None:  # named in a warning by the reader; nothing to keep
             return [], True
-        found = list(pages.records(rows))
+        found = [pages.file_cells(measured)] if measured.benchmark else []
         _store(entry, key, found)
         return found, True
 

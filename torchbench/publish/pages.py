@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import itertools
 import math
 import re
-from array import array
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator, NamedTuple
@@ -30,10 +30,10 @@ from torchbench_core.compare import TableView
 from torchbench_core.units import _UNITS, select_unit, unit_to_english
 
 from .. import stats
-from ..asv_bridge.results import Row
+from ..asv_bridge.results import Measured, Row, measured_of, placement
 
-__all__ = ["CellData", "Cells", "ComparePage", "EnvInfo", "Point", "Record", "Series", "SeriesPage", "build",
-           "build_from", "env_id_of", "records", "slug", "torch_release", "DEFAULT_COMMITS"]
+__all__ = ["CellData", "CellKind", "Cells", "ComparePage", "EnvInfo", "FileCells", "Point", "Series", "SeriesPage",
+           "build", "build_from", "env_id_of", "file_cells", "records", "slug", "torch_release", "DEFAULT_COMMITS"]
 
 DEFAULT_COMMITS = 5  # the Compare pages open on the last five commits
 _TORCH_IN_NAME = re.compile(r"(?:^|-)torch([0-9][^-]*)")  # asv names an environment by its requirements
@@ -207,44 +207,89 @@ class Cells(Mapping):
         return len(self.env)
 
 
+class _Chunk(NamedTuple):
+    """One file's cells as the builder keeps them."""
+
+    env: int
+    ids: np.ndarray  # each cell's kind
+    intervals: np.ndarray
+    number: np.ndarray
+    index: np.ndarray
+    processes: np.ndarray
+    samples: tuple[np.ndarray, np.ndarray] | None  # (samples, offsets), where a table opens on the file
+
+
 class _CellsBuilder:
-    """Collects a label's cells as they come (compact arrays, not objects), then makes Cells."""
+    """Collects the site's cells a result file at a time, as numpy chunks (no object per cell), then makes
+    each label's Cells. A file's cells are placed by one lookup of its layout (the same in every file of a
+    history), not one per cell."""
 
     def __init__(self):
-        self.env, self.slot, self.benchmark, self.index = array("l"), array("l"), array("l"), array("l")
-        self.processes = array("l")
-        self.number, self.values = array("q"), array("d")
-        self.slots: dict[tuple, int] = {}
-        self.benchmarks: dict[str, int] = {}
-        self.samples: dict[int, np.ndarray] = {}
+        self.keys: dict[CellKind, int] = {}  # every distinct cell kind, in the order they first came
+        self._layouts: dict[tuple, np.ndarray] = {}  # a file's kinds -> their ids
+        self.chunks: list[_Chunk] = []
 
-    def add(self, env: int, r: "Record", keep_samples: bool) -> None:
-        if keep_samples:
-            self.samples[len(self.env)] = np.frombuffer(r.samples)
-        self.env.append(env)
-        self.slot.append(self.slots.setdefault((r.threads, r.name, r.description), len(self.slots)))
-        self.benchmark.append(self.benchmarks.setdefault(r.benchmark, len(self.benchmarks)))
-        self.index.append(r.index)
-        self.processes.append(r.processes)
-        self.number.append(r.number)
-        self.values.extend(r.interval)
+    def add(self, env: int, f: "FileCells", keep_samples: bool) -> None:
+        ids = self._layouts.get(f.kinds)
+        if ids is None:
+            ids = self._layouts[f.kinds] = np.array([self.keys.setdefault(k, len(self.keys)) for k in f.kinds],
+                                                    dtype=np.int64)
+        # what the pages need of the file, not the file: its samples only where a table opens on them
+        self.chunks.append(_Chunk(env, ids, f.intervals, f.number, f.index, f.processes,
+                                  (f.samples, f.offsets) if keep_samples else None))
 
-    def build(self, envs: list["EnvInfo"], env_of: dict[str, int]) -> Cells:
-        env, slot = np.frombuffer(self.env, dtype=np.int_), np.frombuffer(self.slot, dtype=np.int_)
-        keep = np.arange(len(env))
-        packed = _packed(env.astype(np.int64), slot, len(self.slots))
-        unique_last = len(env) - 1 - np.unique(packed[::-1], return_index=True)[1]
-        samples = self.samples
-        if len(unique_last) < len(env):  # a cell given twice: the last one counts, as a dict's would
-            keep = np.sort(unique_last)
-            new = {int(old): k for k, old in enumerate(keep.tolist())}
-            samples = {new[old]: values for old, values in samples.items() if old in new}
-        return Cells(envs, env_of, env[keep].astype(np.int32), list(self.slots), slot[keep].astype(np.int32),
-                     np.frombuffer(self.values, dtype=float).reshape(-1, 5)[keep].copy(),
-                     np.frombuffer(self.number, dtype=np.int64)[keep].copy(), list(self.benchmarks),
-                     np.frombuffer(self.benchmark, dtype=np.int_)[keep].astype(np.int32),
-                     np.frombuffer(self.index, dtype=np.int_)[keep].astype(np.int32),
-                     np.frombuffer(self.processes, dtype=np.int_)[keep].astype(np.int32), samples)
+    def build(self, envs: list["EnvInfo"], env_of: dict[str, int]) -> dict[tuple[str, bool], Cells]:
+        """Each (label, counts) group's Cells."""
+        kinds = list(self.keys)
+        if not self.chunks:
+            return {}
+        sizes = [len(c.ids) for c in self.chunks]
+        kind = np.concatenate([c.ids for c in self.chunks])
+        env = np.repeat(np.array([c.env for c in self.chunks], dtype=np.int64), sizes)
+        intervals = np.concatenate([c.intervals for c in self.chunks])
+        number = np.concatenate([c.number for c in self.chunks])
+        index = np.concatenate([c.index for c in self.chunks])
+        processes = np.concatenate([c.processes for c in self.chunks])
+        start = np.concatenate([[0], np.cumsum(sizes)])
+        kept = {}  # cell (site-wide position) -> its samples, for the files a table opens on
+        for c, at in zip(self.chunks, start.tolist()):
+            if c.samples is not None:
+                samples, offsets = c.samples
+                for i, (lo, hi) in enumerate(zip(offsets[:-1].tolist(), offsets[1:].tolist())):
+                    kept[at + i] = samples[lo:hi]
+        self.chunks = []
+        group_of = {}  # (label, counts) -> group id, in the order kinds first came
+        kind_group = np.array([group_of.setdefault((k.label, k.counts), len(group_of)) for k in kinds],
+                              dtype=np.int64)
+        cell_group = kind_group[kind]
+        out = {}
+        for (label, counts), g in group_of.items():
+            at = np.flatnonzero(cell_group == g)
+            # slots (threads, row name, column) and benchmarks in the order they first came
+            local_kinds = np.unique(kind[at])  # kind ids are in first-come order
+            slots: dict[tuple, int] = {}
+            benchmarks: dict[str, int] = {}
+            slot_of_kind = np.zeros(len(kinds), dtype=np.int64)
+            bench_of_kind = np.zeros(len(kinds), dtype=np.int64)
+            for k in local_kinds.tolist():
+                c = kinds[k]
+                slot_of_kind[k] = slots.setdefault((c.threads, c.name, c.description), len(slots))
+                bench_of_kind[k] = benchmarks.setdefault(c.benchmark, len(benchmarks))
+            slot = slot_of_kind[kind[at]]
+            keep = np.arange(len(at))
+            packed = _packed(env[at], slot, len(slots))
+            unique_last = len(at) - 1 - np.unique(packed[::-1], return_index=True)[1]
+            if len(unique_last) < len(at):  # a cell given twice: the last one counts, as a dict's would
+                keep = np.sort(unique_last)
+            cells = at[keep]
+            local = np.full(len(kind), -1, dtype=np.int64)
+            local[cells] = np.arange(len(cells))
+            samples = {int(local[c]): s for c, s in kept.items() if local[c] >= 0}
+            out[label, counts] = Cells(envs, env_of, env[cells].astype(np.int32), list(slots),
+                                       slot[keep].astype(np.int32), intervals[cells], number[cells],
+                                       list(benchmarks), bench_of_kind[kind[cells]].astype(np.int32),
+                                       index[cells], processes[cells], samples)
+        return out
 
 
 @dataclass
@@ -419,41 +464,61 @@ class SeriesPage:
     envs: list[EnvInfo] = field(default_factory=list)  # the label's envs, in history order
 
 
-class Record(NamedTuple):
-    """What the pages keep of one measured row: made once per result file (and kept between publishes
-    by page_cache, so that an unchanged file is not read again)."""
+class CellKind(NamedTuple):
+    """Where a measured row goes: its label's page, its row and column there, and its benchmark."""
+
+    label: str
+    threads: int
+    name: str  # sub_label
+    description: str | None
+    counts: bool  # instruction counts, not times
+    benchmark: str
+
+
+class FileCells(NamedTuple):
+    """What the pages keep of one result file's measured rows, as columns: made once per file (and kept
+    between publishes by page_cache, so that an unchanged file is not read again), pickled as a few
+    arrays and added to the site a file at a time."""
 
     machine: str
     commit: str
     env_name: str
     date: int
-    label: str
-    name: str  # sub_label
-    description: str | None
-    threads: int
-    counts: bool  # instruction counts, not times
-    interval: tuple[float, float, float, int, float]  # stats.Interval's fields: plain data pickles fast
-    # (publish/page_cache.py)
-    samples: bytes  # per call, float64 (np.frombuffer): likewise
-    number: int
-    benchmark: str
-    index: int
-    processes: int = 0  # that measured it (asv rounds); 0 where nobody counted them
+    kinds: tuple[CellKind, ...]  # per cell
+    intervals: np.ndarray  # (cells, 5): stats.Interval's fields
+    samples: np.ndarray  # every cell's per-call samples, one after another
+    offsets: np.ndarray  # cell i's samples are samples[offsets[i]:offsets[i + 1]]
+    number: np.ndarray
+    index: np.ndarray  # the parameter combination's position in asv's order
+    processes: np.ndarray  # that measured each cell (asv rounds); 0 where nobody counted them
+
+    @property
+    def cells(self) -> int:
+        return len(self.kinds)
 
 
-def records(rows: Iterable[Row]) -> Iterator[Record]:
-    """The measured rows (failed and skipped ones have no cell) as the pages need them."""
-    measured = [row for row in rows if row.status == "ok" and (row.samples or row.value is not None)]
-    samples = [row.samples or (row.value,) for row in measured]
-    for row, s, i in zip(measured, samples, stats.intervals(samples)):
-        label, name, description, threads = row.placement()
-        yield Record(row.machine, row.commit, row.env_name, row.date or 0, label, name, description, threads,
-                     row.unit == COUNT_UNIT, (i.median, i.low, i.high, i.n, i.level),
-                     np.asarray(s, dtype=float).tobytes(), row.number or 1, row.benchmark, row.index,
-                     row.processes or 0)
+def file_cells(m: Measured) -> FileCells:
+    """A file's measured cells (results.Measured) as the pages keep them."""
+    kinds = tuple(CellKind(label, threads, name, description, unit == COUNT_UNIT, benchmark)
+                  for benchmark, (label, name, description, threads), unit in
+                  zip(m.benchmark, map(placement, m.benchmark, m.params), m.unit))
+    sizes = [len(s) for s in m.samples]
+    return FileCells(m.machine, m.commit, m.env_name, m.date or 0, kinds, stats.interval_columns(m.samples),
+                     np.fromiter(itertools.chain.from_iterable(m.samples), dtype=float, count=sum(sizes)),
+                     np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]).astype(np.int64),
+                     np.array(m.number, dtype=np.int64), np.array(m.index, dtype=np.int32),
+                     np.array(m.processes, dtype=np.int32))
 
 
-def env_id_of(row: Row | Record) -> str:
+def records(rows: Iterable[Row]) -> Iterator[FileCells]:
+    """The measured rows (failed and skipped ones have no cell) as the pages need them: one FileCells per
+    commit and environment on a machine, in the order they first come."""
+    for m in measured_of(rows):
+        if m.benchmark:
+            yield file_cells(m)
+
+
+def env_id_of(row: Row | FileCells) -> str:
     """The id of the env a row belongs to: machine.envhash.commit12, the same in every publish."""
     return f"{row.machine}.{_env_hash(row.env_name)}.{row.commit[:12]}"
 
@@ -479,39 +544,39 @@ def build(rows: Iterable[Row], revisions: dict[str, int],
     return build_from(records(rows), revisions, subjects, default_commits)
 
 
-def build_from(found: Iterable[Record], revisions: dict[str, int],
+def build_from(found: Iterable[FileCells], revisions: dict[str, int],
                subjects: dict[str, str] | Callable[[set[str]], dict[str, str]],
                default_commits: int = DEFAULT_COMMITS) -> tuple[list[ComparePage], list[SeriesPage]]:
     """build, from records."""
     env_index: dict[tuple[str, str, str], int] = {}  # (machine, env name, commit) -> position in `envs`
-    env_records: list[Record] = []
+    env_records: list[FileCells] = []
     dates: dict[str, float] = {}
-    timed: dict[str, _CellsBuilder] = {}
-    counted: dict[str, _CellsBuilder] = {}  # instruction counts (a CountsSuite, or a counts label)
+    builder = _CellsBuilder()
     # The default tables show the last commits: the branch's newest, and any commit off it (those
     # come after the branch). Only their cells keep their samples; the rest keep their interval.
     recent = set(sorted(revisions, key=revisions.get)[-default_commits:])
-    for r in found:
-        where = (r.machine, r.env_name, r.commit)
+    for f in found:
+        if not f.cells:
+            continue
+        where = (f.machine, f.env_name, f.commit)
         env = env_index.get(where)
         if env is None:
             env = env_index[where] = len(env_records)
-            env_records.append(r)
-            dates[r.commit] = min(dates.get(r.commit, math.inf), r.date)
-        builder = (counted if r.counts else timed).get(r.label)
-        if builder is None:
-            builder = (counted if r.counts else timed)[r.label] = _CellsBuilder()
-        builder.add(env, r, r.commit in recent or r.commit not in revisions)
+            env_records.append(f)
+            dates[f.commit] = min(dates.get(f.commit, math.inf), f.date)
+        builder.add(env, f, f.commit in recent or f.commit not in revisions)
     positions = _positions(dates, revisions)
     if callable(subjects):
         subjects = subjects(set(dates))
     envs = [EnvInfo(env_id_of(r), r.machine, r.env_name, r.commit, positions[r.commit], subjects.get(r.commit, ""))
             for r in env_records]
     env_of = {e.id: i for i, e in enumerate(envs)}
-    by_label = {label: timed.pop(label).build(envs, env_of) for label in list(timed)}  # each builder freed as built
+    groups = builder.build(envs, env_of)
+    by_label = {label: cells for (label, counts), cells in groups.items() if not counts}
     kinds = {label: "time" for label in by_label}
-    for label in list(counted):
-        cells = counted.pop(label).build(envs, env_of)
+    for (label, counts), cells in groups.items():
+        if not counts:
+            continue
         if label in by_label:  # counts of timed cases: shown beside their times
             timed_cells = by_label[label]
             at = timed_cells.find_all(cells)

@@ -461,7 +461,7 @@ def render_pages(found, site: Path, *, out_dir: Path, revisions: dict[str, int],
                  warnings: list[str] | None = None, commits: set[str] | None = None,
                  cache: page_cache.SiteCache | None = None,
                  find_steps: Callable[[list[pages.SeriesPage]], list[dict]] | None = None) -> Rendered:
-    """Our pages for `found` (pages.Record: pages.records of result rows, or the site cache's) in `site`,
+    """Our pages for `found` (pages.FileCells: pages.records of result rows, or the site cache's) in `site`,
     with the flame graphs under OUT/profiles (of `commits` only, when given) copied in; a label whose pages
     `cache` holds under the same digest is copied from it. `find_steps` gives the history's steps (as
     steps_page.collect), marked on the series charts and listed on the index."""
