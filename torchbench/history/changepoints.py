@@ -134,19 +134,27 @@ def _candidates(y: np.ndarray, noise: float, penalty: float, windows: Windows | 
     return merged
 
 
-def _bounds(i: stats.Interval) -> tuple[float, float]:
-    """A commit's interval; its median alone where it had too few samples for one."""
-    return (i.median, i.median) if math.isnan(i.low) or math.isnan(i.high) else (i.low, i.high)
+def _as_array(intervals: Sequence[stats.Interval] | np.ndarray | None) -> np.ndarray | None:
+    """Commits' intervals as an (n, 5) array of stats.Interval's fields (the pages keep them so already)."""
+    if intervals is None or isinstance(intervals, np.ndarray):
+        return intervals
+    return np.array([(i.median, i.low, i.high, i.n, i.level) for i in intervals], dtype=float).reshape(-1, 5)
 
 
-def _separated(before: Sequence[stats.Interval], after: Sequence[stats.Interval], up: bool) -> bool:
-    b, a = [_bounds(i) for i in before], [_bounds(i) for i in after]
+def _bounds(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Commits' intervals (low, high); a commit's median alone where it had too few samples for one."""
+    none = np.isnan(a[:, 1]) | np.isnan(a[:, 2])
+    return np.where(none, a[:, 0], a[:, 1]), np.where(none, a[:, 0], a[:, 2])
+
+
+def _separated(before: np.ndarray, after: np.ndarray, up: bool) -> bool:
+    (b_low, b_high), (a_low, a_high) = _bounds(before), _bounds(after)
     if up:
-        return max(hi for _, hi in b) < min(lo for lo, _ in a)
-    return min(lo for lo, _ in b) > max(hi for _, hi in a)
+        return bool(b_high.max() < a_low.min())
+    return bool(b_low.min() > a_high.max())
 
 
-def _evidence(values: np.ndarray, intervals: Sequence[stats.Interval] | None, lo: int, at: int, hi: int,
+def _evidence(values: np.ndarray, intervals: np.ndarray | None, lo: int, at: int, hi: int,
               floor: float, alpha: float, noise: float) -> Step | None:
     lo, hi = max(lo, at - WINDOW), min(hi, at + WINDOW)
     before, after = values[lo:at], values[at:hi]
@@ -176,11 +184,13 @@ def _evidence(values: np.ndarray, intervals: Sequence[stats.Interval] | None, lo
     return None
 
 
-def detect(values: Sequence[float], intervals: Sequence[stats.Interval] | None = None, *, floor: float = FLOOR,
+def detect(values: Sequence[float], intervals: Sequence[stats.Interval] | np.ndarray | None = None, *,
+           floor: float = FLOOR,
            alpha: float = ALPHA, penalty: float = PENALTY, windows: Windows | None = None) -> list[Step]:
     """Steps in one series of per-commit values (times, in commit order), each with its evidence.
 
-    `intervals`: each commit's interval from its own samples (stats.interval); used for the noise floor and
+    `intervals`: each commit's interval from its own samples (stats.interval, or their fields as an (n, 5)
+    array, as the pages keep them); used for the noise floor and
     to decide steps between segments too short for the test. Non-finite values must be left out by the caller.
     `windows`: the long-series search's candidates from an earlier call (kept by the caller: publish/page_cache.py).
     """
@@ -189,9 +199,12 @@ def detect(values: Sequence[float], intervals: Sequence[stats.Interval] | None =
         return []
     y = np.log(v)
     spreads = None
+    intervals = _as_array(intervals)
     if intervals is not None:
-        spreads = np.array([(math.log(i.high) - math.log(i.low)) / 2 for i in intervals
-                            if i.low > 0 and math.isfinite(i.high)])  # (nan > 0 is False: no interval, left out)
+        low, high = intervals[:, 1], intervals[:, 2]
+        with np.errstate(invalid="ignore"):
+            known = (low > 0) & np.isfinite(high)  # (nan > 0 is False: no interval, left out)
+        spreads = (np.log(high[known]) - np.log(low[known])) / 2
     noise = _noise(y, spreads)
     cuts = _candidates(y, noise, penalty, windows)
     # drop the weakest unsupported candidate, re-test its neighbours against the merged segment, repeat
@@ -225,7 +238,7 @@ class History:
     unit: str | None
     commits: list[str]
     values: list[float]
-    intervals: list[stats.Interval]
+    intervals: list[stats.Interval] | np.ndarray  # or their fields as an (n, 5) array (the pages' columns)
 
     @property
     def key(self) -> str:  # the same from the results (find) and from the pages (publish)

@@ -1,5 +1,5 @@
 """Line charts with confidence bands and step marks, laid out here and drawn as inline SVG by
-templates/chart.svg.j2; and sparklines for the landing page.
+html_templates/chart.svg.j2; and sparklines for the landing page.
 
 Inline SVG rendered when the page is published needs no charting script, no
 CDN and no data loaded over XHR, so the page works opened from disk. What a
@@ -12,12 +12,13 @@ from __future__ import annotations
 import html
 import math
 from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import Callable
 
 import numpy as np
 from markupsafe import Markup
 
-__all__ = ["Chart", "Line", "Mark", "StepMark", "chart", "colors_for", "sparkline"]
+__all__ = ["Chart", "Line", "Mark", "Marks", "StepMark", "chart", "colors_for", "sparkline"]
 
 WIDTH, HEIGHT = 720, 260
 LEFT, RIGHT, TOP, BOTTOM = 64, 40, 24, 40
@@ -41,18 +42,55 @@ class Mark:
         return self.title if isinstance(self.title, str) else self.title()
 
 
+class Marks(Sequence):
+    """A line's marks as columns, each Mark made only when asked for: a history of 2000 commits draws a line
+    of 2000 values, and few of its marks are ever drawn as dots (DOTS_UP_TO)."""
+
+    def __init__(self, x, y, low, high, mid, hrefs: Sequence[str | None] | None,
+                 title: Callable[[int], str]):
+        self.x = np.asarray(x)  # positions: whole numbers stay whole (the page's script reads them as JSON)
+        self.y, self.low, self.high, self.mid = (np.asarray(v, dtype=float) for v in (y, low, high, mid))
+        self.hrefs = hrefs  # None: no mark links anywhere
+        self.title = title  # mark i's tooltip
+
+    def __len__(self) -> int:
+        return len(self.x)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        return Mark(self.x[i].item(), float(self.y[i]), float(self.low[i]), float(self.high[i]),
+                    self.hrefs[i] if self.hrefs is not None else None, lambda: self.title(i), float(self.mid[i]))
+
+    def linked(self) -> list[int]:
+        """The marks that link somewhere."""
+        return [] if self.hrefs is None else [i for i, h in enumerate(self.hrefs) if h]
+
+
+def _columns(marks: Sequence[Mark]) -> Marks:
+    if isinstance(marks, Marks):
+        return marks
+    return Marks([m.x for m in marks], [m.y for m in marks], [m.low for m in marks], [m.high for m in marks],
+                 [m.mid for m in marks], [m.href for m in marks], lambda i: marks[i].text)
+
+
 @dataclass
 class Line:
     name: str  # legend
-    marks: list[Mark]
+    marks: Sequence[Mark]  # a list of Marks, or Marks (columns)
     case: str = ""  # what the colour follows (defaults to the name)
     dash: str = ""  # SVG stroke-dasharray: tells apart lines of one case (machines, environments)
     color: str = ""
     path: str = ""
     mid_path: str = ""  # the marks' `mid` values, where known
     band: str = ""
-    points: list[tuple[float, float, Mark]] = field(default_factory=list)
     points_svg: Markup = Markup("")
+    xy: tuple[list[float], list[float]] = ([], [])  # each mark's place in the plot (pixels), set by `chart`
+
+    @property
+    def points(self) -> list[tuple[float, float, Mark]]:
+        """(x, y, mark) of every mark, in pixels (made when asked: a long line has thousands)."""
+        return list(zip(*self.xy, self.marks))
 
 
 @dataclass(frozen=True)
@@ -81,17 +119,16 @@ class Chart:
     hover: dict | None = None  # data for the page's script to show the commit under the pointer (long lines)
 
 
-def _points_svg(points: list[tuple[float, float, Mark]], color: str) -> Markup:
-    """The points as SVG, made here rather than in a template loop: a history of 2000 commits has
-    tens of thousands of points, and jinja2 escaping each attribute costs seconds. Coordinates are
-    numbers; the tooltip and link are escaped."""
+def _points_svg(xs: list[float], ys: list[float], marks: Marks, color: str) -> Markup:
+    """The dots as SVG (every mark of a short line, the linked ones of a long one), made here rather than in
+    a template loop: a history of 2000 commits has tens of thousands of points, and jinja2 escaping each
+    attribute costs seconds. Coordinates are numbers; the tooltip and link are escaped."""
     parts = []
     fill = html.escape(color)
-    every = len(points) <= DOTS_UP_TO
-    for x, y, m in points:
-        if not (every or m.href):
-            continue
-        circle = f'<circle cx="{x}" cy="{y}" r="3.5" fill="{fill}"><title>{html.escape(m.text)}</title></circle>'
+    drawn = range(len(marks)) if len(marks) <= DOTS_UP_TO else marks.linked()
+    for i in drawn:
+        m = marks[i]
+        circle = f'<circle cx="{xs[i]}" cy="{ys[i]}" r="3.5" fill="{fill}"><title>{html.escape(m.text)}</title></circle>'
         parts.append(f'<a href="{html.escape(m.href)}">{circle}</a>' if m.href else circle)
     return Markup("\n".join(parts))  # noqa: S704 (every text above is escaped)
 
@@ -124,14 +161,16 @@ def chart(title: str, y_label: str, lines: list[Line], x_labels: dict[float, str
     case the same colour in every chart of a page."""
     # The scale follows the values (y and mid): a wide band (few samples) is clipped at the plot's edge
     # rather than squashing every line into a corner.
-    values = [v for line in lines for m in line.marks for v in (m.y, m.mid) if math.isfinite(v)]
-    xs = [m.x for line in lines for m in line.marks]
-    y_min, y_max = (min(values), max(values)) if values else (0.0, 1.0)
+    columns = [_columns(line.marks) for line in lines]
+    values = np.concatenate([np.concatenate([c.y, c.mid]) for c in columns]) if columns else np.zeros(0)
+    values = values[np.isfinite(values)]
+    xs_all = np.concatenate([c.x for c in columns]) if columns else np.zeros(0)
+    y_min, y_max = (float(values.min()), float(values.max())) if len(values) else (0.0, 1.0)
     if y_min > 0 and y_min < 0.5 * y_max:
         y_min = 0.0  # from zero, when that does not squash the data
     pad = (y_max - y_min) * 0.15 or abs(y_max) * 0.15 or 1.0
     y_min, y_max = y_min - pad, y_max + pad
-    x_min, x_max = (min(xs), max(xs)) if xs else (0.0, 1.0)
+    x_min, x_max = (xs_all.min().item(), xs_all.max().item()) if len(xs_all) else (0.0, 1.0)
     if x_max == x_min:
         x_min, x_max = x_min - 1, x_max + 1
     x0, y0, x1, y1 = LEFT, TOP, WIDTH - RIGHT, HEIGHT - BOTTOM
@@ -143,27 +182,27 @@ def chart(title: str, y_label: str, lines: list[Line], x_labels: dict[float, str
         return round(y1 - (y - y_min) / (y_max - y_min) * (y1 - y0), 1)
 
     def scale(values, low, high, p0, p1):  # numpy: a long history has thousands of points a line
-        return np.round(p0 + (np.asarray(values, dtype=float) - low) / (high - low) * (p1 - p0), 1).tolist()
+        return np.round(p0 + (np.asarray(values, dtype=float) - low) / (high - low) * (p1 - p0), 1)
 
-    for i, line in enumerate(lines):
+    def path(xs: np.ndarray, ys: np.ndarray) -> str:
+        return "M" + " L".join(f"{x},{y}" for x, y in zip(xs.tolist(), ys.tolist()))
+
+    for i, (line, c) in enumerate(zip(lines, columns)):
         line.case = line.case or line.name
         line.color = (colors or {}).get(line.case) or PALETTE[i % len(PALETTE)]
-        xs = scale([m.x for m in line.marks], x_min, x_max, x0, x1)
-        ys = scale([m.y for m in line.marks], y_min, y_max, y1, y0)
-        line.points = list(zip(xs, ys, line.marks))
-        line.points_svg = _points_svg(line.points, line.color)
-        line.path = "M" + " L".join(f"{x},{y}" for x, y in zip(xs, ys)) if xs else ""
-        mids = [(x, m.mid) for x, m in zip(xs, line.marks) if math.isfinite(m.mid)]
-        if len(mids) >= 2:
-            line.mid_path = "M" + " L".join(
-                f"{x},{y}" for (x, _), y in zip(mids, scale([v for _, v in mids], y_min, y_max, y1, y0)))
-        banded = [(x, m) for x, m in zip(xs, line.marks) if math.isfinite(m.low) and math.isfinite(m.high)]
-        if len(banded) >= 2:
-            highs = scale([m.high for _, m in banded], y_min, y_max, y1, y0)
-            lows = scale([m.low for _, m in banded], y_min, y_max, y1, y0)
-            upper = [f"{x},{y}" for (x, _), y in zip(banded, highs)]
-            lower = [f"{x},{y}" for (x, _), y in zip(reversed(banded), reversed(lows))]
-            line.band = "M" + " L".join(upper + lower) + " Z"
+        xs, ys = scale(c.x, x_min, x_max, x0, x1), scale(c.y, y_min, y_max, y1, y0)
+        line.xy = (xs.tolist(), ys.tolist())
+        line.points_svg = _points_svg(*line.xy, c, line.color)
+        line.path = path(xs, ys) if len(xs) else ""
+        has_mid = np.isfinite(c.mid)
+        if has_mid.sum() >= 2:
+            line.mid_path = path(xs[has_mid], scale(c.mid[has_mid], y_min, y_max, y1, y0))
+        banded = np.isfinite(c.low) & np.isfinite(c.high)
+        if banded.sum() >= 2:
+            bx = xs[banded]
+            highs = scale(c.high[banded], y_min, y_max, y1, y0)
+            lows = scale(c.low[banded], y_min, y_max, y1, y0)
+            line.band = path(np.concatenate([bx, bx[::-1]]), np.concatenate([highs, lows[::-1]])) + " Z"
     y_ticks = [(py(v), _fmt(v)) for v in _ticks(y_min, y_max)]
     step = max(1, math.ceil(len(x_labels) / 8))
     x_ticks = [(px(x), label) for i, (x, label) in enumerate(sorted(x_labels.items())) if i % step == 0]

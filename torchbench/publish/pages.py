@@ -173,10 +173,6 @@ class Cells(Mapping):
     def interval(self, i: int) -> stats.Interval:
         return _interval(self.intervals[i].tolist())
 
-    def intervals_at(self, at: np.ndarray) -> list[stats.Interval]:
-        """The intervals of these cells, in their order (one conversion for a whole series)."""
-        return [_interval(values) for values in self.intervals[at].tolist()]
-
     def cell(self, i: int) -> CellData:
         counts = None
         if self.counts is not None and not math.isnan(self.counts[i, 0]):

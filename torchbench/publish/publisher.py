@@ -208,13 +208,14 @@ def _series_context(page: pages.SeriesPage, profiles: dict, diffs: dict, steps: 
         unit_name, scale = (pages.COUNT_UNIT, 1.0) if page.unit_kind == pages.COUNT_UNIT else select_unit(
             min(float(s.values("median").min()) for s in members))
 
-        def tooltip(text: str, s: pages.Series, env: pages.EnvInfo, value: float, unit: str = unit_name):
-            # made only for the dots drawn (a long history draws few): a closure, not 400,000 strings
-            return lambda: f"{legend(s)} @ {env.short}{text}: {value:.4g} {unit}"
-
-        def point_tip(s: pages.Series, env: pages.EnvInfo, v: list, processes: int, unit: str = unit_name):
-            return lambda: (f"{legend(s)} @ {env.short} {env.subject}: level {v[4]:.4g} {unit}, median {v[0]:.4g} "
-                            f"{unit} ({_measured_by(int(v[3]), processes)})")
+        def point_tip(s: pages.Series, envs: list[pages.EnvInfo], values: np.ndarray, processes: np.ndarray,
+                      unit: str = unit_name) -> Callable[[int], str]:
+            # made only for the dots drawn (a long history draws few), not 400,000 strings
+            def tip(i: int) -> str:
+                env, v = envs[i], values[i]
+                return (f"{legend(s)} @ {env.short} {env.subject}: level {v[4]:.4g} {unit}, median {v[0]:.4g} "
+                        f"{unit} ({_measured_by(int(v[3]), int(processes[i]))})")
+            return tip
 
         def hrefs(s: pages.Series, envs: list[pages.EnvInfo]) -> list[str | None]:
             if not profiles:
@@ -226,9 +227,10 @@ def _series_context(page: pages.SeriesPage, profiles: dict, diffs: dict, steps: 
         lines = []
         for s in members:
             envs = s.envs()
-            values = (s.cells.intervals[s.at] / np.array([scale, scale, scale, 1.0, scale])).tolist()
-            marks = [charts.Mark(e.position, v[4], v[1], v[2], href, point_tip(s, e, v, p), mid=v[0])
-                     for e, v, href, p in zip(envs, values, hrefs(s, envs), s.cells.processes[s.at].tolist())]
+            values = s.cells.intervals[s.at] / np.array([scale, scale, scale, 1.0, scale])
+            marks = charts.Marks([e.position for e in envs], values[:, 4], values[:, 1], values[:, 2], values[:, 0],
+                                 hrefs(s, envs) if profiles else None,
+                                 point_tip(s, envs, values, s.cells.processes[s.at]))
             lines.append(charts.Line(legend(s), marks, case=s.name, dash=dash[s.group]))
         title = f"{column} ({threads} thread{'s' if threads != 1 else ''})" if column else f"{threads} threads"
         time_chart = charts.chart(title, unit_name, lines, x_labels, colors, steps=_step_marks(steps, members))
@@ -245,9 +247,15 @@ def _series_context(page: pages.SeriesPage, profiles: dict, diffs: dict, steps: 
                     where = dict(zip((e.id for e in envs), hrefs(s, envs)))
                 else:
                     where = {}
-                marks = [charts.Mark(env.position, ns, low, high, where.get(env.id),
-                                     tooltip("", s, env, ns, f"ns over {page.overhead_baseline}"))
-                         for env, ns, low, high in overhead]
+                o_envs = [env for env, *_ in overhead]
+                ns = np.array([x for _, x, _, _ in overhead])
+
+                def o_tip(i: int, s=s, o_envs=o_envs, ns=ns) -> str:
+                    return f"{legend(s)} @ {o_envs[i].short}: {ns[i]:.4g} ns over {page.overhead_baseline}"
+
+                marks = charts.Marks([env.position for env in o_envs], ns, [lo for *_, lo, _ in overhead],
+                                     [hi for *_, hi in overhead], np.full(len(ns), math.nan),
+                                     [where.get(env.id) for env in o_envs] if where else None, o_tip)
                 o_lines.append(charts.Line(legend(s), marks, case=s.name, dash=dash[s.group]))
             overhead_chart = charts.chart(f"overhead over {page.overhead_baseline}: {title}", "ns", o_lines,
                                           x_labels, colors)

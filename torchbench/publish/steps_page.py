@@ -62,10 +62,10 @@ def histories_of(series_pages: list[pages.SeriesPage], revisions: dict[str, int]
                     if env.commit in revisions:
                         by_row.setdefault((b, i), []).append(k)
                 for (b, index), ks in by_row.items():
-                    intervals = c.intervals_at(s.at[ks])
+                    intervals = c.intervals[s.at[ks]]  # the columns, not an Interval a commit
                     env = envs[ks[0]]
                     yield changepoints.History(env.machine, env.env_name, c.benchmarks[b], index, title, page.unit_kind,
-                                               [envs[k].commit for k in ks], [i.level for i in intervals], intervals)
+                                               [envs[k].commit for k in ks], intervals[:, 4].tolist(), intervals)
     return histories(), series_of
 
 
