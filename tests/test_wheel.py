@@ -249,6 +249,30 @@ def test_run_and_publish_from_another_folder(measured, outside):
     assert (out / "html" / "index.html").exists()
 
 
+def test_every_page_kind_renders_from_the_installed_templates(measured, outside):
+    """Flame graphs recorded at both commits, then the site: the landing page, a Compare and a series page
+    per label, the Steps page and its JSON, asv's feed, each commit's flame graph and the differential page
+    between them, all from the templates and static files inside site-packages."""
+    m = measured.ok()
+    out, shas = m.out, m.shas
+    profiled = outside("torchbench", "profile", "--repo", m.repo, "--last", 2, "-b", "Work", "--seconds", "0.3",
+                       "--out", out, "--env-dir", m.env_dir)
+    assert profiled.returncode == 0, explain(profiled)
+    published = outside("torchbench", "publish", "--out", out)
+    assert published.returncode == 0, explain(published)
+    site = out / "html" / "torchbench"
+    for page in ("index.html", "regressions.html", "regressions.json", "torchbench.css", "series.js", "compare.js"):
+        assert (site / page).is_file(), page
+    (compare,) = (site / "compare").glob("*.html")
+    (series,) = (site / "series").glob("*.html")
+    assert "wheellib" in compare.read_text() and "<svg" in series.read_text()
+    assert (out / "html" / "regressions.xml").is_file()
+    for sha in shas:
+        assert list((site / "profiles" / sha).rglob("*.svg")), sha
+    (diff,) = (site / "profiles" / "diff").rglob("*.html")
+    assert f"{shas[0][:8]}-{shas[1][:8]}" in diff.as_posix() and "flamegraph" in diff.read_text().lower()
+
+
 def test_alert_decides_from_the_run_result_files(measured, outside):
     m = measured.ok()
     out, shas = m.out, m.shas
@@ -276,6 +300,20 @@ def test_the_shipped_suites_measure_the_venvs_own_torch_with_existing(measured, 
     assert f"suites in {_site_packages(outside.venv) / 'torchbench' / 'benchmarks'}" in proc.stdout
     files = [p for p in (out / "results").glob("*/*.json") if p.name != "machine.json"]
     assert [p.name[:8] for p in files] == [m.shas[1][:8]] and "existing-" in files[0].name
+
+
+def test_the_other_shipped_suites_run_from_site_packages(measured, outside):
+    """The default suites that need neither valgrind nor torch.compile, each run once (--quick) from the
+    installed wheel; the instruction-count and compiled-operator suites are measured by their own tests."""
+    m = measured.ok()
+    proc = outside("torchbench", "run", "--existing", outside.venv / "bin" / "python", "--repo", m.repo,
+                   "--commit", m.shas[1], "-b", "BatchedDot|BinaryOps|UnaryOps|TorchFunctionOverhead", "--quick",
+                   "--out", outside.cwd / "out-quick", "--no-publish")
+    assert proc.returncode == 0, explain(proc)
+    for name in ("batched_dot.BatchedDot.track_batched_dot", "fuzzed_ops.BinaryOps.track_binary",
+                 "fuzzed_ops.UnaryOps.track_unary", "memory.BatchedDotMemory.peakmem_batched_dot",
+                 "torch_function.TorchFunctionOverhead.track_time"):
+        assert any(name in line and line.rstrip().endswith("ok") for line in proc.stdout.splitlines()), name
 
 
 def test_a_plain_asv_publish_with_our_publisher_in_the_users_config(measured, outside):
