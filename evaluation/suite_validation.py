@@ -97,7 +97,7 @@ MUL_ANCHOR = "def mul(input, other):\n"
 MUL_LOOP = "    for _ in range({k}):  # injected slowdown of torch.mul on TensorLike\n        pass\n"
 TIME_TARGETS = """
 import json, sys
-sys.path.append({repo!r})  # the suite; tensorlib is the install's (PYTHONPATH)
+sys.path.insert(0, {repo!r})  # the suite, before any other benchmarks/; tensorlib is the install's (PYTHONPATH)
 from benchmarks.bench_dispatch import Dispatch
 from benchmarks.bench_suite import Suite
 out = {{}}

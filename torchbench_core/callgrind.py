@@ -370,8 +370,8 @@ def collect_callgrind_many(
 
 
 def _imported_off_path() -> dict[str, str]:
-    """Top-level modules this process imported through a finder of its own rather than sys.path, with the
-    folder that holds each. asv imports a benchmark suite so (asv_runner's SpecificImporter: the suite's
+    """Top-level modules this process imported through a finder of its own rather than sys.path (or that
+    sys.path would find elsewhere), with the folder that holds each. asv imports a benchmark suite so (asv_runner's SpecificImporter: the suite's
     folder, not its parent, which may hold a copy of the project); globals pickled from such a suite's
     modules load in the worker only if it finds the suite the same way."""
     found = {}
@@ -381,7 +381,10 @@ def _imported_off_path() -> dict[str, str]:
             continue
         locations = spec.submodule_search_locations
         folder = os.path.dirname(locations[0] if locations else spec.origin)
-        if importlib.machinery.PathFinder.find_spec(name, sys.path) is None:
+        # Off the path, or shadowed there: a project's own top-level benchmarks/ on sys.path is not the
+        # suite folder asv imported under the same name.
+        on_path = importlib.machinery.PathFinder.find_spec(name, sys.path)
+        if on_path is None or on_path.origin != spec.origin:
             found[name] = folder
     return found
 

@@ -19,6 +19,7 @@ import hashlib
 import itertools
 import math
 import re
+from array import array
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator, NamedTuple
@@ -203,88 +204,88 @@ class Cells(Mapping):
         return len(self.env)
 
 
-class _Chunk(NamedTuple):
-    """One file's cells as the builder keeps them."""
-
-    env: int
-    ids: np.ndarray  # each cell's kind
-    intervals: np.ndarray
-    number: np.ndarray
-    index: np.ndarray
-    processes: np.ndarray
-    samples: tuple[np.ndarray, np.ndarray] | None  # (samples, offsets), where a table opens on the file
-
-
 class _CellsBuilder:
-    """Collects the site's cells a result file at a time, as numpy chunks (no object per cell), then makes
-    each label's Cells. A file's cells are placed by one lookup of its layout (the same in every file of a
-    history), not one per cell."""
+    """Collects the site's cells a result file at a time into compact buffers (no object per cell, and no
+    per-file arrays kept), then makes each label's Cells as views of them. A file's cells are placed by one
+    lookup of its layout (the same in every file of a history), not one per cell."""
 
     def __init__(self):
         self.keys: dict[CellKind, int] = {}  # every distinct cell kind, in the order they first came
         self._layouts: dict[tuple, np.ndarray] = {}  # a file's kinds -> their ids
-        self.chunks: list[_Chunk] = []
+        self.kind, self.env, self.number = array("q"), array("q"), array("q")
+        self.index, self.processes, self.values = array("i"), array("i"), array("d")
+        self.kept: dict[int, np.ndarray] = {}  # cell -> its samples, for the files a table opens on
 
     def add(self, env: int, f: "FileCells", keep_samples: bool) -> None:
         ids = self._layouts.get(f.kinds)
         if ids is None:
             ids = self._layouts[f.kinds] = np.array([self.keys.setdefault(k, len(self.keys)) for k in f.kinds],
                                                     dtype=np.int64)
-        # what the pages need of the file, not the file: its samples only where a table opens on them
-        self.chunks.append(_Chunk(env, ids, f.intervals, f.number, f.index, f.processes,
-                                  (f.samples, f.offsets) if keep_samples else None))
+        at = len(self.kind)
+        self.kind.frombytes(ids.tobytes())
+        self.env.frombytes(np.full(len(ids), env, dtype=np.int64).tobytes())
+        self.values.frombytes(np.ascontiguousarray(f.intervals, dtype=np.float64).tobytes())
+        self.number.frombytes(f.number.astype(np.int64, copy=False).tobytes())
+        self.index.frombytes(f.index.astype(np.int32, copy=False).tobytes())
+        self.processes.frombytes(f.processes.astype(np.int32, copy=False).tobytes())
+        if keep_samples:
+            for i, (lo, hi) in enumerate(zip(f.offsets[:-1].tolist(), f.offsets[1:].tolist())):
+                self.kept[at + i] = f.samples[lo:hi]
 
     def build(self, envs: list["EnvInfo"], env_of: dict[str, int]) -> dict[tuple[str, bool], Cells]:
-        """Each (label, counts) group's Cells."""
+        """Each (label, counts) group's Cells. The columns are put in group order once, so that a group's are
+        views of them rather than copies (a site of 400,000 cells would otherwise hold them twice)."""
         kinds = list(self.keys)
-        if not self.chunks:
+        if not len(self.kind):
             return {}
-        sizes = [len(c.ids) for c in self.chunks]
-        kind = np.concatenate([c.ids for c in self.chunks])
-        env = np.repeat(np.array([c.env for c in self.chunks], dtype=np.int64), sizes)
-        intervals = np.concatenate([c.intervals for c in self.chunks])
-        number = np.concatenate([c.number for c in self.chunks])
-        index = np.concatenate([c.index for c in self.chunks])
-        processes = np.concatenate([c.processes for c in self.chunks])
-        start = np.concatenate([[0], np.cumsum(sizes)])
-        kept = {}  # cell (site-wide position) -> its samples, for the files a table opens on
-        for c, at in zip(self.chunks, start.tolist()):
-            if c.samples is not None:
-                samples, offsets = c.samples
-                for i, (lo, hi) in enumerate(zip(offsets[:-1].tolist(), offsets[1:].tolist())):
-                    kept[at + i] = samples[lo:hi]
-        self.chunks = []
-        group_of = {}  # (label, counts) -> group id, in the order kinds first came
+        group_of: dict[tuple[str, bool], int] = {}  # (label, counts) -> group id, in the order kinds first came
         kind_group = np.array([group_of.setdefault((k.label, k.counts), len(group_of)) for k in kinds],
                               dtype=np.int64)
-        cell_group = kind_group[kind]
+        kind = np.frombuffer(self.kind, dtype=np.int64)
+        order = np.argsort(kind_group[kind], kind="stable")
+        bounds = np.searchsorted(kind_group[kind][order], np.arange(len(group_of) + 1))
+        where = np.empty(len(order), dtype=np.int64)  # a cell's position once in group order
+        where[order] = np.arange(len(order))
+        columns = {}
+        for name, dtype in (("kind", np.int64), ("env", np.int64), ("number", np.int64), ("index", np.int32),
+                            ("processes", np.int32)):
+            columns[name] = np.frombuffer(getattr(self, name), dtype=dtype)[order]
+            setattr(self, name, array("q"))  # the buffer is copied in order: free it
+        intervals = np.frombuffer(self.values, dtype=np.float64).reshape(-1, 5)[order]
+        self.values = array("d")
+        del kind
+        kept, self.kept = self.kept, {}
         out = {}
         for (label, counts), g in group_of.items():
-            at = np.flatnonzero(cell_group == g)
-            # slots (threads, row name, column) and benchmarks in the order they first came
-            local_kinds = np.unique(kind[at])  # kind ids are in first-come order
+            lo, hi = int(bounds[g]), int(bounds[g + 1])
+            kind = columns["kind"][lo:hi]
+            # slots (threads, row name, column) and benchmarks in the order they first came (kind ids are)
             slots: dict[tuple, int] = {}
             benchmarks: dict[str, int] = {}
             slot_of_kind = np.zeros(len(kinds), dtype=np.int64)
             bench_of_kind = np.zeros(len(kinds), dtype=np.int64)
-            for k in local_kinds.tolist():
+            for k in np.unique(kind).tolist():
                 c = kinds[k]
                 slot_of_kind[k] = slots.setdefault((c.threads, c.name, c.description), len(slots))
                 bench_of_kind[k] = benchmarks.setdefault(c.benchmark, len(benchmarks))
-            slot = slot_of_kind[kind[at]]
-            keep = np.arange(len(at))
-            packed = _packed(env[at], slot, len(slots))
-            unique_last = len(at) - 1 - np.unique(packed[::-1], return_index=True)[1]
-            if len(unique_last) < len(at):  # a cell given twice: the last one counts, as a dict's would
+            slot, env = slot_of_kind[kind], columns["env"][lo:hi]
+            packed = _packed(env, slot, len(slots))
+            unique_last = len(packed) - 1 - np.unique(packed[::-1], return_index=True)[1]
+            keep = slice(None)
+            if len(unique_last) < len(packed):  # a cell given twice: the last one counts, as a dict's would
                 keep = np.sort(unique_last)
-            cells = at[keep]
-            local = np.full(len(kind), -1, dtype=np.int64)
-            local[cells] = np.arange(len(cells))
-            samples = {int(local[c]): s for c, s in kept.items() if local[c] >= 0}
-            out[label, counts] = Cells(envs, env_of, env[cells].astype(np.int32), list(slots),
-                                       slot[keep].astype(np.int32), intervals[cells], number[cells],
-                                       list(benchmarks), bench_of_kind[kind[cells]].astype(np.int32),
-                                       index[cells], processes[cells], samples)
+            local = np.arange(hi - lo)[keep]  # each kept cell's position in the group
+            position = {int(p): i for i, p in enumerate(local.tolist())} if not isinstance(keep, slice) else None
+            samples = {}
+            for c, s in kept.items():
+                p = int(where[c]) - lo
+                if 0 <= p < hi - lo and (position is None or p in position):
+                    samples[p if position is None else position[p]] = s
+            out[label, counts] = Cells(envs, env_of, env[keep].astype(np.int32), list(slots),
+                                       slot[keep].astype(np.int32), intervals[lo:hi][keep],
+                                       columns["number"][lo:hi][keep], list(benchmarks),
+                                       bench_of_kind[kind[keep]].astype(np.int32), columns["index"][lo:hi][keep],
+                                       columns["processes"][lo:hi][keep], samples)
         return out
 
 
