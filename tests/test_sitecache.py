@@ -115,3 +115,26 @@ def test_asv_publish_hands_our_pages_the_files_it_parsed_and_they_are_the_same_p
                     "labels: 3 rendered, 0 unchanged"), proc.stderr
     got = {p.relative_to(history["html"]).as_posix(): p.read_bytes() for p in history["html"].rglob("*.html")}
     assert got == expected
+
+
+def test_a_malformed_result_file_under_asv_publish_is_named_once_and_the_rest_published(history, tmp_path):
+    """asv's reading skips a file that is not JSON (with its own warning); our pages say so once on the
+    landing page, not once per reader, and keep every other file's cells."""
+    import json
+    import subprocess
+
+    broken = history["tmp"] / "out" / "results" / "bench" / "0123456789ab-existing-py.json"
+    broken.write_text('{"version": 2, "commit_hash": ')  # cut off mid-write
+    conf = json.loads((history["tmp"] / "out" / "asv-site.conf.json").read_text())
+    conf["plugins"] = [".torchbench.publish.publisher"]
+    path = history["tmp"] / "out" / "asv-plugin.conf.json"
+    path.write_text(json.dumps(conf))
+    proc = subprocess.run([sys.executable, "-m", "asv", "publish", "--config", str(path)], capture_output=True,
+                          text=True, cwd=tmp_path, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    ours = [s for s in proc.stderr.splitlines() if s.startswith("torchbench: warning") and broken.name in s]
+    assert len(ours) == 1, proc.stderr
+    index = (history["html"] / "index.html").read_text()
+    named = [line for line in index.splitlines() if broken.name in line]
+    assert len(named) == 1 and named[0].count("skipped, not a readable asv results file") == 1, named
+    assert "labels: 3 rendered" in proc.stderr

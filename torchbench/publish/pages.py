@@ -515,7 +515,13 @@ def records(rows: Iterable[Row]) -> Iterator[FileCells]:
             yield file_cells(m)
 
 
-def env_id_of(row: Row | FileCells) -> str:
+class _EnvKey(NamedTuple):
+    machine: str
+    commit: str
+    env_name: str
+
+
+def env_id_of(row: "Row | FileCells | _EnvKey") -> str:
     """The id of the env a row belongs to: machine.envhash.commit12, the same in every publish."""
     return f"{row.machine}.{_env_hash(row.env_name)}.{row.commit[:12]}"
 
@@ -546,7 +552,7 @@ def build_from(found: Iterable[FileCells], revisions: dict[str, int],
                default_commits: int = DEFAULT_COMMITS) -> tuple[list[ComparePage], list[SeriesPage]]:
     """build, from records."""
     env_index: dict[tuple[str, str, str], int] = {}  # (machine, env name, commit) -> position in `envs`
-    env_records: list[FileCells] = []
+    env_records: list[_EnvKey] = []  # the file's place, not the file: its columns are in the builder
     dates: dict[str, float] = {}
     builder = _CellsBuilder()
     # The default tables show the last commits: the branch's newest, and any commit off it (those
@@ -559,7 +565,7 @@ def build_from(found: Iterable[FileCells], revisions: dict[str, int],
         env = env_index.get(where)
         if env is None:
             env = env_index[where] = len(env_records)
-            env_records.append(f)
+            env_records.append(_EnvKey(f.machine, f.commit, f.env_name))
             dates[f.commit] = min(dates.get(f.commit, math.inf), f.date)
         builder.add(env, f, f.commit in recent or f.commit not in revisions)
     positions = _positions(dates, revisions)
