@@ -1,6 +1,8 @@
 """A second publish redoes only what changed (sitecache): real asv result files, written through asv's
 Results API into a real git history, published by render_site as `asv publish` runs it."""
 
+import json
+import subprocess
 import sys
 
 import numpy as np
@@ -31,6 +33,16 @@ def history(tmp_path):
 def publish(h, commits: int) -> dict[str, bytes]:
     publisher.render_site(h["conf"], {sha: i for i, sha in enumerate(h["shas"][:commits])})
     return {p.relative_to(h["html"]).as_posix(): p.read_bytes() for p in h["html"].rglob("*.html")}
+
+
+def asv_publish_with_plugin(h, cwd) -> subprocess.CompletedProcess:
+    """`asv publish` as a user runs it, with synthetic.config's configuration and our publisher in plugins."""
+    conf = json.loads((h["tmp"] / "out" / "asv-site.conf.json").read_text())
+    conf["plugins"] = [".torchbench.publish.publisher"]
+    path = h["tmp"] / "out" / "asv-plugin.conf.json"
+    path.write_text(json.dumps(conf))
+    return subprocess.run([sys.executable, "-m", "asv", "publish", "--config", str(path)], capture_output=True,
+                          text=True, cwd=cwd, timeout=600)
 
 
 def summary(capsys) -> str:
@@ -97,18 +109,11 @@ def test_a_long_series_searches_again_only_the_windows_a_new_commit_falls_in():
 def test_asv_publish_hands_our_pages_the_files_it_parsed_and_they_are_the_same_pages(history, tmp_path):
     """`asv publish` with our publisher in plugins: asv parses every result file and our pages take their
     records from that parse (publisher.setup), reading no file again; the pages equal render_site's."""
-    import json
     import shutil
-    import subprocess
 
     expected = publish(history, 4)
     shutil.rmtree(history["tmp"] / "out" / page_cache.FOLDER)
-    conf = json.loads((history["tmp"] / "out" / "asv-site.conf.json").read_text())  # synthetic.config's
-    conf["plugins"] = [".torchbench.publish.publisher"]
-    path = history["tmp"] / "out" / "asv-plugin.conf.json"
-    path.write_text(json.dumps(conf))
-    proc = subprocess.run([sys.executable, "-m", "asv", "publish", "--config", str(path)], capture_output=True,
-                          text=True, cwd=tmp_path, timeout=600)
+    proc = asv_publish_with_plugin(history, tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     line = next(s for s in proc.stderr.splitlines() if s.startswith("torchbench: result files"))
     assert line == ("torchbench: result files: 0 read, 4 as asv's publish read them, 0 from the cache; "
@@ -120,17 +125,9 @@ def test_asv_publish_hands_our_pages_the_files_it_parsed_and_they_are_the_same_p
 def test_a_malformed_result_file_under_asv_publish_is_named_once_and_the_rest_published(history, tmp_path):
     """asv's reading skips a file that is not JSON (with its own warning); our pages say so once on the
     landing page, not once per reader, and keep every other file's cells."""
-    import json
-    import subprocess
-
     broken = history["tmp"] / "out" / "results" / "bench" / "0123456789ab-existing-py.json"
     broken.write_text('{"version": 2, "commit_hash": ')  # cut off mid-write
-    conf = json.loads((history["tmp"] / "out" / "asv-site.conf.json").read_text())
-    conf["plugins"] = [".torchbench.publish.publisher"]
-    path = history["tmp"] / "out" / "asv-plugin.conf.json"
-    path.write_text(json.dumps(conf))
-    proc = subprocess.run([sys.executable, "-m", "asv", "publish", "--config", str(path)], capture_output=True,
-                          text=True, cwd=tmp_path, timeout=600)
+    proc = asv_publish_with_plugin(history, tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     ours = [s for s in proc.stderr.splitlines() if s.startswith("torchbench: warning") and broken.name in s]
     assert len(ours) == 1, proc.stderr

@@ -153,16 +153,22 @@ def _combinations(names: tuple[str, ...], params: tuple[tuple[str, ...], ...]) -
     return [tuple((n, param_value(v)) for n, v in zip(names, combo)) for combo in itertools.product(*params)]
 
 
-def _rows(results, machine: str, benchmarks: dict[str, dict], processes: dict[str, int]) -> list[Row]:
-    rows = []
+def _benchmarks_of(results, benchmarks: dict[str, dict]) -> Iterator[tuple[str, dict, zip]]:
+    """Each benchmark of a file, sorted: its name, its definition, and its cells as (parameter combination,
+    value, stats, samples) in asv's order (what _rows and _measured both read)."""
     for key in sorted(results.get_all_result_keys()):
         params = results.get_result_params(key) or []
         info = benchmarks.get(key, {})
         names = info.get("param_names") or [f"param{i + 1}" for i in range(len(params))]
         values, stats, samples = (get(key, params) for get in (
             results.get_result_value, results.get_result_stats, results.get_result_samples))
-        combos = _combinations(tuple(names), tuple(tuple(p) for p in params))
-        for index, (combo, value, stat, sample) in enumerate(zip(combos, values, stats, samples)):
+        yield key, info, zip(_combinations(tuple(names), tuple(tuple(p) for p in params)), values, stats, samples)
+
+
+def _rows(results, machine: str, benchmarks: dict[str, dict], processes: dict[str, int]) -> list[Row]:
+    rows = []
+    for key, info, cells in _benchmarks_of(results, benchmarks):
+        for index, (combo, value, stat, sample) in enumerate(cells):
             number = stat.get("number") if stat else None
             rows.append(Row(
                 machine=machine, commit=results.commit_hash, env_name=results.env_name, benchmark=key, index=index,
@@ -193,15 +199,9 @@ class Measured(NamedTuple):
 def _measured(results, machine: str, benchmarks: dict[str, dict], processes: dict[str, int]) -> Measured:
     """`_rows`' cells whose status is ok, as columns (the same values, in the same order)."""
     out = Measured(machine, results.commit_hash, results.env_name, results.date, [], [], [], [], [], [], [])
-    for key in sorted(results.get_all_result_keys()):
-        params = results.get_result_params(key) or []
-        info = benchmarks.get(key, {})
-        names = info.get("param_names") or [f"param{i + 1}" for i in range(len(params))]
-        values, stats, samples = (get(key, params) for get in (
-            results.get_result_value, results.get_result_stats, results.get_result_samples))
-        combos = _combinations(tuple(names), tuple(tuple(p) for p in params))
+    for key, info, cells in _benchmarks_of(results, benchmarks):
         unit, counted = info.get("unit"), processes.get(key) or 0
-        for index, (combo, value, stat, sample) in enumerate(zip(combos, values, stats, samples)):
+        for index, (combo, value, stat, sample) in enumerate(cells):
             if value is None or (isinstance(value, float) and math.isnan(value)):  # failed, skipped
                 continue
             number = stat.get("number") if stat else None
