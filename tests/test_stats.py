@@ -166,12 +166,15 @@ def test_cells_differ_only_with_disjoint_intervals_and_a_ratio_beyond_the_floor(
 
 
 def test_intervals_of_many_sample_lists_are_each_lists_interval():
-    """stats.intervals (a published history's 400,000 cells at once) gives what interval gives one list."""
+    """stats.interval_columns (a published history's 400,000 cells at once) gives what interval gives one
+    list, as a row of Interval's fields."""
     rng = np.random.default_rng(7)
     lists = [tuple(rng.lognormal(0, 0.3, n)) for n in rng.integers(1, 40, 500)]
-    for one, many in zip((stats.interval(s) for s in lists), stats.intervals(lists)):
-        assert (one.median, one.n, one.level) == (many.median, many.n, many.level)
-        assert (math.isnan(one.low) and math.isnan(many.low)) or one.low == many.low
-        assert (math.isnan(one.high) and math.isnan(many.high)) or one.high == many.high
+    columns = stats.interval_columns(lists)
+    assert columns.shape == (len(lists), 5)
+    for one, (median, low, high, n, level) in zip((stats.interval(s) for s in lists), columns.tolist()):
+        assert (one.median, one.n, one.level) == (median, n, level)
+        assert (math.isnan(one.low) and math.isnan(low)) or one.low == low
+        assert (math.isnan(one.high) and math.isnan(high)) or one.high == high
     with pytest.raises(ValueError):
-        stats.intervals([()])
+        stats.interval_columns([()])

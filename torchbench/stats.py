@@ -279,11 +279,6 @@ def interval_columns(samples: Sequence[Sequence[float]], confidence: float = PAG
     return out
 
 
-def intervals(samples: Sequence[Sequence[float]], confidence: float = PAGE_CONFIDENCE) -> list[Interval]:
-    """`interval` of each sample list, the same values (interval_columns, as Interval objects)."""
-    return [Interval(m, lo, hi, int(n), lev) for m, lo, hi, n, lev in interval_columns(samples, confidence).tolist()]
-
-
 def cells_differ(base: Interval, head: Interval, floor: float = PAGE_FLOOR) -> int:
     """+1 head slower, -1 head faster, 0 no shown difference: the intervals are disjoint and
     the ratio of medians clears the floor. Cells without an interval never differ.

@@ -371,9 +371,10 @@ def collect_callgrind_many(
 
 def _imported_off_path() -> dict[str, str]:
     """Top-level modules this process imported through a finder of its own rather than sys.path (or that
-    sys.path would find elsewhere), with the folder that holds each. asv imports a benchmark suite so (asv_runner's SpecificImporter: the suite's
-    folder, not its parent, which may hold a copy of the project); globals pickled from such a suite's
-    modules load in the worker only if it finds the suite the same way."""
+    sys.path would find elsewhere), with the folder that holds each. asv imports a benchmark suite so
+    (asv_runner's SpecificImporter: the suite's folder, not its parent, which may hold a copy of the
+    project); globals pickled from such a suite's modules load in the worker only if it finds the suite the
+    same way."""
     found = {}
     for name, module in list(sys.modules.items()):
         spec = getattr(module, "__spec__", None)

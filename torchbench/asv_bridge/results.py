@@ -195,23 +195,27 @@ class Measured(NamedTuple):
     number: list[int]
     processes: list[int]
 
+    def add(self, benchmark: str, index: int, params: tuple, unit: str | None, samples: Sequence[float] | None,
+            value: float, number: int | None, processes: int | None) -> None:
+        """One measured cell; (value,) stands for samples asv did not keep, 1 for an unknown number."""
+        self.benchmark.append(benchmark)
+        self.index.append(index)
+        self.params.append(params)
+        self.unit.append(unit)
+        self.samples.append(samples or (value,))
+        self.number.append(int(number) if number else 1)
+        self.processes.append(processes or 0)
+
 
 def _measured(results, machine: str, benchmarks: dict[str, dict], processes: dict[str, int]) -> Measured:
     """`_rows`' cells whose status is ok, as columns (the same values, in the same order)."""
     out = Measured(machine, results.commit_hash, results.env_name, results.date, [], [], [], [], [], [], [])
     for key, info, cells in _benchmarks_of(results, benchmarks):
-        unit, counted = info.get("unit"), processes.get(key) or 0
         for index, (combo, value, stat, sample) in enumerate(cells):
             if value is None or (isinstance(value, float) and math.isnan(value)):  # failed, skipped
                 continue
-            number = stat.get("number") if stat else None
-            out.benchmark.append(key)
-            out.index.append(index)
-            out.params.append(combo)
-            out.unit.append(unit)
-            out.samples.append(sample if sample else (value,))
-            out.number.append(int(number) if number else 1)
-            out.processes.append(counted)
+            out.add(key, index, combo, info.get("unit"), sample, value, stat.get("number") if stat else None,
+                    processes.get(key))
     return out
 
 
@@ -226,13 +230,7 @@ def measured_of(rows: Iterable[Row]) -> Iterator[Measured]:
         m = files.get(key)
         if m is None:
             m = files[key] = Measured(*key, row.date, [], [], [], [], [], [], [])
-        m.benchmark.append(row.benchmark)
-        m.index.append(row.index)
-        m.params.append(row.params)
-        m.unit.append(row.unit)
-        m.samples.append(row.samples or (row.value,))
-        m.number.append(row.number or 1)
-        m.processes.append(row.processes or 0)
+        m.add(row.benchmark, row.index, row.params, row.unit, row.samples, row.value, row.number, row.processes)
     yield from files.values()
 
 
@@ -321,18 +319,17 @@ def iter_files(results_dir: Path, warnings: list[str]) -> Iterator[ResultFile]:
         return
     definitions = Definitions.read(results_dir, warnings)
     for path in _result_files(results_dir):
-        def read(path: Path = path, make=None):
-            got = _read(path, definitions.benchmarks, warnings, make=make)
-            return None if got is None else got[1]
-
-        yield ResultFile(path, _stamp(path, definitions.digest), read, functools.partial(read, make=_measured))
+        yield _result_file(path, definitions, warnings)
 
 
 def loaded_file(results_dir: Path, loaded, definitions: Definitions, warnings: list[str]) -> ResultFile:
     """The ResultFile of a Results that asv has loaded already (asv's own publish parses every file, and
     our publisher takes its rows from that instead of parsing the file again)."""
     path = Path(results_dir) / loaded._filename  # asv's "machine/file.json", set by Results.load
+    return _result_file(path, definitions, warnings, loaded)
 
+
+def _result_file(path: Path, definitions: Definitions, warnings: list[str], loaded=None) -> ResultFile:
     def read(make=None):
         got = _read(path, definitions.benchmarks, warnings, loaded, make)
         return None if got is None else got[1]

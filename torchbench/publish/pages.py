@@ -241,9 +241,10 @@ class _CellsBuilder:
         group_of: dict[tuple[str, bool], int] = {}  # (label, counts) -> group id, in the order kinds first came
         kind_group = np.array([group_of.setdefault((k.label, k.counts), len(group_of)) for k in kinds],
                               dtype=np.int64)
-        kind = np.frombuffer(self.kind, dtype=np.int64)
-        order = np.argsort(kind_group[kind], kind="stable")
-        bounds = np.searchsorted(kind_group[kind][order], np.arange(len(group_of) + 1))
+        cell_group = kind_group[np.frombuffer(self.kind, dtype=np.int64)]
+        order = np.argsort(cell_group, kind="stable")
+        bounds = np.searchsorted(cell_group[order], np.arange(len(group_of) + 1))
+        del cell_group
         where = np.empty(len(order), dtype=np.int64)  # a cell's position once in group order
         where[order] = np.arange(len(order))
         columns = {}
@@ -253,7 +254,6 @@ class _CellsBuilder:
             setattr(self, name, array("q"))  # the buffer is copied in order: free it
         intervals = np.frombuffer(self.values, dtype=np.float64).reshape(-1, 5)[order]
         self.values = array("d")
-        del kind
         kept, self.kept = self.kept, {}
         out = {}
         for (label, counts), g in group_of.items():
@@ -274,8 +274,8 @@ class _CellsBuilder:
             keep = slice(None)
             if len(unique_last) < len(packed):  # a cell given twice: the last one counts, as a dict's would
                 keep = np.sort(unique_last)
-            local = np.arange(hi - lo)[keep]  # each kept cell's position in the group
-            position = {int(p): i for i, p in enumerate(local.tolist())} if not isinstance(keep, slice) else None
+            # a kept cell's samples, under its position among the group's kept cells
+            position = None if isinstance(keep, slice) else {p: i for i, p in enumerate(keep.tolist())}
             samples = {}
             for c, s in kept.items():
                 p = int(where[c]) - lo
@@ -551,8 +551,7 @@ def build_from(found: Iterable[FileCells], revisions: dict[str, int],
                subjects: dict[str, str] | Callable[[set[str]], dict[str, str]],
                default_commits: int = DEFAULT_COMMITS) -> tuple[list[ComparePage], list[SeriesPage]]:
     """build, from records."""
-    env_index: dict[tuple[str, str, str], int] = {}  # (machine, env name, commit) -> position in `envs`
-    env_records: list[_EnvKey] = []  # the file's place, not the file: its columns are in the builder
+    env_index: dict[_EnvKey, int] = {}  # an env's place (not its file: the builder has the cells) -> in `envs`
     dates: dict[str, float] = {}
     builder = _CellsBuilder()
     # The default tables show the last commits: the branch's newest, and any commit off it (those
@@ -561,18 +560,17 @@ def build_from(found: Iterable[FileCells], revisions: dict[str, int],
     for f in found:
         if not f.cells:
             continue
-        where = (f.machine, f.env_name, f.commit)
+        where = _EnvKey(f.machine, f.commit, f.env_name)
         env = env_index.get(where)
         if env is None:
-            env = env_index[where] = len(env_records)
-            env_records.append(_EnvKey(f.machine, f.commit, f.env_name))
+            env = env_index[where] = len(env_index)
             dates[f.commit] = min(dates.get(f.commit, math.inf), f.date)
         builder.add(env, f, f.commit in recent or f.commit not in revisions)
     positions = _positions(dates, revisions)
     if callable(subjects):
         subjects = subjects(set(dates))
     envs = [EnvInfo(env_id_of(r), r.machine, r.env_name, r.commit, positions[r.commit], subjects.get(r.commit, ""))
-            for r in env_records]
+            for r in env_index]
     env_of = {e.id: i for i, e in enumerate(envs)}
     groups = builder.build(envs, env_of)
     by_label = {label: cells for (label, counts), cells in groups.items() if not counts}
