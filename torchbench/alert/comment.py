@@ -142,8 +142,7 @@ class AlertReport:
         suspects, rest = undecided_order(self.rows)
         by = {s: [r for r in self.rows if r.status == s] for s in ORDER}
         suspects_title = ("suspects: their interval excludes no change, not significant at the suite's false "
-                          "discovery rate" if suspects and _excludes_one(suspects[0].comparison)
-                          else "undecided, closest to significance")
+                          "discovery rate" if _with_evidence(suspects) else "undecided, closest to significance")
         return [(title, found) for title, found in [
             ("regressed", by[stats.REGRESSED]), ("improved", by[stats.IMPROVED]), ("failed", by[FAILED]),
             (suspects_title, suspects), ("undecided, by p-value", rest), ("unchanged", by[stats.UNCHANGED]),
@@ -183,10 +182,10 @@ class AlertReport:
         text = env.get_template("alert_comment.md.j2").render(
             marker=MARKER, headline=self.headline(), counts=self.counts(), policy=self.policy,
             base=self.base, head=self.head, rounds=self.rounds, processes=2 * self.rounds,
-            compared=sum(1 for r in self.rows if r.comparison is not None),
+            compared=self.compared(),
             changed=by[stats.REGRESSED] + by[stats.IMPROVED], failed=by[FAILED],
             suspects=undecided[:len(suspects)], undecided=undecided[len(suspects):], unfolded=UNFOLDED,
-            suspects_significant=bool(suspects) and _excludes_one(suspects[0].comparison),
+            suspects_significant=_with_evidence(suspects),
             take=self.what_it_would_take(), outcome=self.outcome(), exit_status=self.exit_status(),
             mde_rows=[c for c in cells if c["mde_text"] != "—"],
             notes=self.notes + self.problems, evidence=self._evidence(), site_url=(self.site_url or "").rstrip("/"),
@@ -238,6 +237,12 @@ def _excludes_one(c: stats.Comparison | None) -> bool:
     return c is not None and (c.ci_low > 1 or c.ci_high < 1)
 
 
+def _with_evidence(suspects: list[Verdict]) -> bool:
+    """Whether undecided_order's suspects are those whose interval excludes no change (else: the smallest
+    p-values)."""
+    return bool(suspects) and _excludes_one(suspects[0].comparison)
+
+
 def undecided_order(rows: list[Verdict]) -> tuple[list[Verdict], list[Verdict]]:
     """The undecided rows as (suspects, the rest), each by p-value. Suspects: those whose interval excludes
     no change (not significant at the suite's false discovery rate); where none does, the
@@ -247,7 +252,8 @@ def undecided_order(rows: list[Verdict]) -> tuple[list[Verdict], list[Verdict]]:
     suspects = [r for r in undecided if _excludes_one(r.comparison)]
     if not suspects:
         suspects = [r for r in undecided if r.comparison][:SUSPECTS_WITHOUT_EVIDENCE]
-    return suspects, [r for r in undecided if r not in suspects]
+    chosen = {id(r) for r in suspects}
+    return suspects, [r for r in undecided if id(r) not in chosen]
 
 
 def _finite(value):
