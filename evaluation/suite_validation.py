@@ -312,10 +312,10 @@ def build_example(tmp: Path, envs: Path, args) -> tuple[Path, dict, list[tuple[s
 
 
 def measure_pair(kind: str, name: str, repo: Path, base: str, head: str, work: Path, envs: Path,
-                 flags: list[str], targeted: bool, ours: Path) -> dict:
+                 flags: list[str], targeted: bool, ours: Path, asv_compare_too: bool = True) -> dict:
     """Ours (its --out OURS, shared by the pairs of one repository), asv continuous and asv compare on one
     pair; what each flagged and how long it took. `targeted`: the head slows the target rows (else every row
-    is identical code)."""
+    is identical code); ASV_COMPARE_TOO: also `asv run` + `asv compare` (a quick trial may leave it out)."""
     target = is_target if targeted else (lambda _: False)
     with step(f"{kind}: torchbench alert {base[:8]}..{head[:8]} in {ours} (log in {work / 'ours'})"):
         report, minutes = run_alert(repo, base, head, ours, envs, flags, logs=work / "ours")
@@ -337,9 +337,10 @@ def measure_pair(kind: str, name: str, repo: Path, base: str, head: str, work: P
     with step(f"{kind}: asv continuous {base[:8]} {head[:8]} in {work / 'asv-continuous'}"):
         marks, minutes, note = run_asv_continuous(asv_conf(conf, work / "asv-continuous"), base, head)
     record["asv_continuous"] = _asv_record(marks, minutes, target) | {"note": note}
-    with step(f"{kind}: asv run + asv compare {base[:8]} {head[:8]} in {work / 'asv-compare'}"):
-        marks, minutes = asv_compare(asv_conf(conf, work / "asv-compare"), base, head)
-    record["asv_compare"] = _asv_record(marks, minutes, target)
+    if asv_compare_too:
+        with step(f"{kind}: asv run + asv compare {base[:8]} {head[:8]} in {work / 'asv-compare'}"):
+            marks, minutes = asv_compare(asv_conf(conf, work / "asv-compare"), base, head)
+        record["asv_compare"] = _asv_record(marks, minutes, target)
     return record
 
 
@@ -452,6 +453,8 @@ def main() -> None:
     trial.add_argument("--no-counts", action="store_true", help="the alert without instruction counts")
     trial.add_argument("--min-run-time", type=float, default=0.1, help="each suite row's, per process (0.1 s)")
     trial.add_argument("--calibration-processes", type=int, default=7, help="fresh processes (default 7)")
+    trial.add_argument("--no-asv-compare", action="store_true",
+                       help="leave out the asv run + asv compare anchor (asv continuous stays)")
     trial.add_argument("--keep", action="store_true", help="keep the work folder (its path is printed)")
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="suite-validation-"))
@@ -466,7 +469,8 @@ def main() -> None:
                 kind = "A/A" if effect is None else name
                 print(f"== repeat {rep + 1}/{args.repeats}, {name}: {base[:8]}..{head[:8]}", flush=True)
                 records.append(measure_pair(kind, name, path, base, head, tmp / f"r{rep}-p{i}", envs, flags,
-                                            targeted=effect is not None, ours=tmp / "ours"))
+                                            targeted=effect is not None, ours=tmp / "ours",
+                                            asv_compare_too=not args.no_asv_compare))
                 print(_progress(records[-1]), flush=True)
         if args.own_suite:
             for rep in range(args.repeats):
@@ -474,7 +478,8 @@ def main() -> None:
                       flush=True)
                 records.append(measure_pair("own-suite A/A", "own suite: tests only", ROOT, args.own_base,
                                             args.own_head, tmp / f"own-r{rep}", tmp / "own-envs", flags,
-                                            targeted=False, ours=tmp / "own-ours"))
+                                            targeted=False, ours=tmp / "own-ours",
+                                            asv_compare_too=not args.no_asv_compare))
                 print(_progress(records[-1]), flush=True)
         summary = summarize(records)
         print_summary(summary)

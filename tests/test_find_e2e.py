@@ -32,7 +32,11 @@ description = "a throwaway library with a known slowdown"
 dependencies = ["torch"]
 """
 FAST = "def work(n):\n    return sum(range(n))\n"
-SLOW = "def work(n):\n    return sum(sum(range(n)) for _ in range(4))\n"
+# A step far above this machine's process noise (a process lands in a fast group or a slow tail up to 2x
+# apart): a probe at either level is then "same" against its own end on five processes, whose interval must
+# stay short of the step's geometric midpoint: about 4x here; at a 4x step it was under 2x, which one
+# slow tail could reach.
+SLOW = "def work(n):\n    return sum(sum(range(n)) for _ in range(16))\n"
 SUITE = '''\
 import steplib
 from torchbench_core.asv_suite import TimerSpec, TimerSuite
@@ -43,7 +47,7 @@ class Work(TimerSuite):
                         description="sum of a range")]
     min_run_time = 0.2
 '''
-# five processes a side: a perfectly separated 4x step then has p = 2/C(10, 5) = 0.008, below the FDR level
+# five processes a side: a perfectly separated step then has p = 2/C(10, 5) = 0.008, below the FDR level
 # (exactly five: the budget counts from the comparison's start, builds included, and must not cut it short)
 MEASURE = ["--min-rounds", "5", "--max-rounds", "5", "--budget-minutes", "1", "--no-counts"]
 
@@ -59,7 +63,7 @@ def history(tmp_path_factory, env_dir):
         ("docs 3", {"README": "3"}),                            # 3
         ("lose the module", {"steplib/__init__.py": None}),     # 4: does not build
         ("module back", {"steplib/__init__.py": FAST}),        # 5
-        ("four times the work", {"steplib/__init__.py": SLOW}),  # 6: the culprit
+        ("sixteen times the work", {"steplib/__init__.py": SLOW}),  # 6: the culprit
         ("docs 7", {"README": "7"}),                            # 7
         ("docs 8", {"README": "8"}),                            # 8
     ])
@@ -83,7 +87,7 @@ def test_find_confirms_the_step_and_bisects_it_to_the_culprit_skipping_what_does
     assert step["confirmation"]["fdr"] == 0.01  # one comparison: the whole FDR (several would share it)
     culprit = step["culprit"]
     assert culprit["status"] == "found" and culprit["culprit"] == shas[6], culprit
-    assert culprit["subject"] == "four times the work" and culprit["parent"] == shas[5]
+    assert culprit["subject"] == "sixteen times the work" and culprit["parent"] == shas[5]
     assert [s["sha"] for s in culprit["skipped"]] == [shas[4]] and culprit["skipped"][0]["why"]  # named, with why
     assert f"{shas[4][:8]} does not build: skipped" in proc.stdout
     # each probe was compared with both ends
@@ -95,7 +99,7 @@ def test_find_confirms_the_step_and_bisects_it_to_the_culprit_skipping_what_does
     assert set(roles) == {"culprit", "parent"}
     for rel in roles.values():
         assert (out / rel).is_file() and (out / rel).read_text().lstrip().startswith("<")
-    assert f"culprit {shas[6][:8]} four times the work" in proc.stdout
+    assert f"culprit {shas[6][:8]} sixteen times the work" in proc.stdout
 
     # a second find measures nothing: the record is kept and reused
     again = cli("find", "Work", "--repo", path, "--out", out, "--env-dir", env_dir, *MEASURE, timeout=300)
@@ -112,7 +116,7 @@ def test_published_site_lists_the_step_with_its_culprit_and_a_valid_feed_and_jso
     assert proc.returncode == 0, explain(proc)
     site = out / "html" / "torchbench"
     page = (site / "regressions.html").read_text()
-    assert 'class="step confirmed up"' in page and shas[6][:8] in page and "four times the work" in page
+    assert 'class="step confirmed up"' in page and shas[6][:8] in page and "sixteen times the work" in page
     doc = json.loads((site / "regressions.json").read_text())
     schema = json.loads((ROOT / "torchbench" / "schemas" / "regressions.schema.json").read_text())
     jsonschema.validate(doc, schema)
@@ -150,7 +154,7 @@ def test_published_site_lists_the_step_with_its_culprit_and_a_valid_feed_and_jso
     assert not loaded.errors, loaded.console
     soup = BeautifulSoup(loaded.dom, "html.parser")
     (regression,) = soup.select("li.regression")
-    assert regression.a["href"].split("#")[1] in anchors and "four times the work" in regression.get_text()
+    assert regression.a["href"].split("#")[1] in anchors and "sixteen times the work" in regression.get_text()
     cases = soup.select("tr.case")
     assert cases and all(tr.select_one("svg.spark polyline") for tr in cases)
     assert all(tr.select_one("td.change").get_text().strip().endswith("%") for tr in cases)
