@@ -45,6 +45,20 @@ if hasattr(altlib, "extra"):  # only the head commit has it
         min_run_time = 0.05
 
 
+class Plain:  # as asv's docs write a suite: no torchbench_core
+    params = [[200]]
+    param_names = ["n"]
+
+    def setup(self, n):
+        self.n = n
+
+    def time_work(self, n):
+        altlib.work(self.n)
+
+    def track_digits(self, n):
+        return len(str(n))
+
+
 def track_raises():
     raise RuntimeError("this benchmark always fails")
 '''
@@ -87,13 +101,17 @@ def test_the_regressing_commit_exits_1_with_the_right_rows_labelled_compute(exam
     assert {"build and list", "instruction counts", "rounds", "evidence site"} <= set(spent["phases"])
     assert spent["rounds_per_minute"] > 0 and spent["processes"] == 2 * doc["rounds"] and spent["costliest"]
     assert "rounds a minute" in comment and "costliest:" in comment
-    assert "6 case(s) from the cache, 0 counted" not in proc.stdout
+    # the progress line and the report count each side's cases: counted, from the cache, not countable, failed
+    assert proc.stdout.count("6 counted (one valgrind process), 0 from the cache, 0 not countable, 0 failed") == 2
+    assert spent["instruction_counts"] == {side: {"counted": 6, "cached": 0, "uncountable": 0, "failed": 0}
+                                           for side in ("base", "head")}
 
     # The counts are cached per commit, environment and suite: a second alert of the same commits counts nothing
     again = alert("--repo", path, "--base", shas[1], "--head", shas[2], "--max-rounds", 2, "--min-rounds", 2,
                   "--no-profile", "--json", tmp_path / "again.json", out=tmp_path / "out", env_dir=env_dir)
     assert again.returncode in (0, 1, 3), explain(again)
-    assert again.stdout.count("6 case(s) from the cache, 0 counted") == 2, explain(again)
+    assert again.stdout.count("0 counted (one valgrind process), 6 from the cache, 0 not countable, 0 failed") == 2, \
+        explain(again)
     cached = {r["title"]: r["counts_delta"] for r in json.loads((tmp_path / "again.json").read_text())["rows"]}
     assert cached == {t: r["counts_delta"] for t, r in verdicts.items()}
 
@@ -132,7 +150,8 @@ def test_a_docs_only_commit_exits_0(example_repo, env_dir, tmp_path):
     assert proc.returncode == 0, explain(proc)
     doc = json.loads((tmp_path / "r.json").read_text())
     assert doc["counts"]["regressed"] == doc["counts"]["failed"] == 0
-    assert all(r["label"] == "wall time (no counts)" for r in doc["rows"])
+    assert all(r["label"] == "wall time (no counts: --no-counts)" for r in doc["rows"])  # with the reason
+    assert doc["time_spent"]["instruction_counts"] == {"off": "no counts: --no-counts"}
 
 
 @pytest.fixture(scope="module")
@@ -163,7 +182,7 @@ def altlib(tmp_path_factory):
 
 def test_a_failing_benchmark_exits_2_with_the_report_and_new_and_slower_rows(altlib, env_dir, tmp_path):
     path, shas = altlib
-    proc = alert("--repo", path, "--base", shas[0], "--head", shas[1], "--max-rounds", 6, "--no-counts",
+    proc = alert("--repo", path, "--base", shas[0], "--head", shas[1], "--max-rounds", 6,
                  "--json", tmp_path / "r.json", out=tmp_path / "out", env_dir=env_dir)
     assert proc.returncode == 2, explain(proc)
     assert "<!-- torchbench-alert -->" in proc.stdout  # printed in every case
@@ -174,6 +193,15 @@ def test_a_failing_benchmark_exits_2_with_the_report_and_new_and_slower_rows(alt
     assert work["status"] == "regressed" and work["comparison"]["ratio"] > 2
     extra = next(r for n, r in rows.items() if n.startswith("bench_alt.Extra.track_time"))
     assert extra["status"] == "new"
+    # a plain asv time_ method is counted too (call by call, its setup outside the count), and its 4x work is
+    # decided by the counts; a track_ says why it has none
+    plain = rows["bench_alt.Plain.time_work(200)"]
+    assert plain["status"] == "regressed" and plain["label"] == "compute", plain
+    assert plain["decided_by"] == "instruction counts" and plain["counts_delta"] > 1.5, plain
+    assert rows["bench_alt.Plain.track_digits(200)"]["label"] == \
+        "wall time (not countable: track_ returns its own measurement)"
+    assert proc.stdout.count("2 counted (one valgrind process), 0 from the cache, 2 not countable, 0 failed") == 2, \
+        explain(proc)
 
 
 def test_bad_revisions_and_a_head_that_does_not_build_are_named(altlib, env_dir, tmp_path):

@@ -53,6 +53,7 @@ def report(real_values, outcome: str, policy: Policy = Policy()) -> AlertReport:
     if failed:
         evidence.errors["head"][("bench.case_005", 0)] = "RuntimeError: boom"
     evidence.rounds = processes
+    evidence.counts_off = "no counts: --no-counts"  # the pool was measured without counts
     return AlertReport(BASE, HEAD, decide(evidence, policy), policy, processes, time_spent=TIME)
 
 

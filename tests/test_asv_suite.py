@@ -236,3 +236,83 @@ def test_the_harness_link_is_out_of_reach_of_pip_installing_a_project_that_ships
     shipped = subprocess.run([str(python), *find], capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"},
                              cwd=tmp_path)
     assert shipped.stdout.strip() == str(purelib / "torchbench_core" / "__init__.py"), shipped.stderr  # it wins
+
+
+@pytest.mark.slow
+def test_a_plain_asv_suite_is_counted_call_by_call_with_asv_setup_outside_the_count(tmp_path):
+    """time_ methods as asv documents them (params, setup, setup_cache; no torchbench_core import), counted
+    in one valgrind process by the worker's `counts`; what cannot be counted says why."""
+    import json
+
+    suite = write_suite(tmp_path, """
+        import random
+        import time
+
+        class Lists:
+            params = [[1, 2]]
+            param_names = ["copies"]
+
+            def setup_cache(self):
+                return 500  # the length of every list below: made outside valgrind, used inside
+
+            def setup(self, n, copies):
+                self.data = list(range(n)) * copies
+                random.Random(0).shuffle(self.data)
+                self.heavy = sum(range(200_000))  # costly set-up: outside the count
+
+            def time_sort(self, n, copies):
+                self.data.sort()  # sorts in place: only a setup before every call keeps it unsorted
+
+            def time_sorted(self, n, copies):
+                sorted(self.data)
+
+            def time_raises(self, n, copies):
+                raise ValueError("broken on purpose")
+
+            def track_length(self, n, copies):
+                return len(self.data)
+
+        class Plain:
+            def time_sum(self):
+                sum(range(1000))
+
+            def timeraw_import(self):
+                return "import json"
+        """)
+    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
+    worker = [sys.executable, "-m", "torchbench_core.asv_worker"]
+    listed = subprocess.run([*worker, "list", str(suite)], capture_output=True, text=True, env=env, cwd=ROOT)
+    assert listed.returncode == 0, listed.stderr
+    why = {b["name"]: b["uncountable"] for b in json.loads(listed.stdout)}
+    assert why == {"bench_ops.Lists.time_sort": "", "bench_ops.Lists.time_sorted": "",
+                   "bench_ops.Lists.time_raises": "", "bench_ops.Plain.time_sum": "",
+                   "bench_ops.Lists.track_length": "track_ returns its own measurement",
+                   "bench_ops.Plain.timeraw_import": "timeraw_ times a fresh interpreter of its own"}
+    jobs, out = tmp_path / "jobs.json", tmp_path / "counts.json"
+    wanted = [[f"bench_ops.Lists.{m}", i] for m in ("time_sort", "time_sorted", "time_raises", "track_length")
+              for i in (0, 1)] + [["bench_ops.Plain.time_sum", 0], ["bench_ops.Plain.timeraw_import", 0]]
+    jobs.write_text(json.dumps(wanted))
+    proc = subprocess.run([*worker, "counts", str(suite), "--jobs", str(jobs), "--out", str(out)],
+                          capture_output=True, text=True, env=env, cwd=ROOT, timeout=900)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(out.read_text())
+    assert set(result) == {f"{n}|{i}" for n, i in wanted}
+    counts = {key: r["counts"] for key, r in result.items() if "counts" in r}
+    assert set(counts) == {f"bench_ops.Lists.time_{m}|{i}" for m in ("sort", "sorted") for i in (0, 1)} | {
+        "bench_ops.Plain.time_sum|0"}
+    for key, values in counts.items():
+        assert len(values) == 3 and min(values) > 0, key
+        assert max(values) - min(values) < 0.02 * min(values), (key, values)  # counts repeat
+    per = {key: min(values) for key, values in counts.items()}
+    sort, sorted_ = "bench_ops.Lists.time_sort|{}", "bench_ops.Lists.time_sorted|{}"
+    for i in (0, 1):
+        # setup re-runs before every counted call (asv's semantics): each in-place sort sorts a shuffled list,
+        # as costly as sorting a copy; left sorted after the first call, later calls would cost a tenth
+        assert 0.8 < per[sort.format(i)] / per[sorted_.format(i)] < 1.25, per
+    # twice the items (setup_cache's length times the parameter) cost about twice as much: the set-up's
+    # 200,000-item sum, millions of instructions alike for both, is not in the count of the sort
+    assert 1.8 < per[sort.format(1)] / per[sort.format(0)] < 2.6, per
+    assert "ValueError: broken on purpose" in result["bench_ops.Lists.time_raises|0"]["error"]
+    assert result["bench_ops.Lists.track_length|1"] == {"uncountable": "track_ returns its own measurement"}
+    assert result["bench_ops.Plain.timeraw_import|0"] == {
+        "uncountable": "timeraw_ times a fresh interpreter of its own"}

@@ -152,6 +152,22 @@ def test_globals_that_cannot_reach_the_worker_are_named():
         tb.Timer("f()", globals={"f": lambda: 1}).collect_callgrind()
 
 
+def test_a_module_global_travels_by_name_and_an_unpicklable_one_fails_its_case_alone():
+    """`globals={"mylib": mylib}` is how a suite names its library: the worker imports it by name. Under
+    on_error="return" a case whose global cannot travel fails alone, with the global named, before valgrind."""
+    import json
+    import pickle
+
+    from torchbench_core.callgrind import _dumps, _pickle_cases
+
+    assert pickle.loads(_dumps({"m": json}))["m"] is json
+    timers = [tb.Timer("json.dumps(1)", globals={"json": json}), tb.Timer("f()", globals={"f": lambda: 1})]
+    cases = [dict(t._worker_case(), index=i) for i, t in enumerate(timers)]
+    blobs, errors = _pickle_cases(cases, timers, on_error="return")
+    assert [i for i, _ in blobs] == [0] and list(errors) == [1]
+    assert "global 'f' of 'f()' cannot be copied into the valgrind process" in errors[1]
+
+
 def test_bad_arguments():
     with pytest.raises(ValueError, match="repeats must be >= 1"):
         tb.Timer("pass").collect_callgrind(repeats=0)

@@ -83,6 +83,10 @@ def _warm_up(gen, loops):
     gen.send(loops)
 
 
+def _nothing():
+    pass
+
+
 def main():
     manifest = open(sys.argv[1], "a", buffering=1)
 
@@ -131,27 +135,77 @@ def main():
             gc.enable()
         return dumps
 
+    def counted_calls(call, each, number):
+        """Count `number` calls of `call`, each after `each` with counting off (asv's setup between timed
+        calls). Between a call's two toggles only C code runs besides the call (deque, map, operator.call),
+        as in `counted`; the loop around them runs uncounted. The block's dump is one empty toggle pair,
+        which the baseline (this loop around an empty function) has too."""
+        nonlocal dumps
+        gc.collect()
+        gc.disable()
+        try:
+            for _ in range(number):
+                each()  # counting is off here: an exception leaves it off
+                try:
+                    consume(map(operator.call, (toggle, call, toggle)))
+                except BaseException:
+                    toggle_and_dump()  # the call raised with counting on: stop; this dump is discarded
+                    dumps += 1
+                    raise
+            consume(map(operator.call, (toggle, toggle_and_dump)))
+            dumps += 1
+        finally:
+            gc.enable()
+        return dumps
+
+    def count_calls(index, case):
+        """A CallCase: warm-up calls (each one after `each`), then its repeats, then its teardown."""
+        call, each = case["call"], case["each"] or _nothing
+        try:
+            for _ in range(case["warmup"]):
+                each()
+                call()
+            for repeat in range(case["repeats"]):
+                report(event="dump", case=index, repeat=repeat, dump=counted_calls(call, each, case["number"]))
+        finally:
+            if case["teardown"]:
+                case["teardown"]()
+
+    def call_baseline(number):
+        for _ in range(WARMUP_RUNS):
+            _nothing()
+        return counted_calls(_nothing, _nothing, number)
+
     report(event="started", cases=len(payload["cases"]))
     for index, blob in payload["cases"]:
         report(event="case", case=index)
         try:
             case = pickle.loads(blob)  # per case: one that cannot load fails alone
             torch.set_num_threads(case["num_threads"])
-            gen, loops = _build(case, torch)
-            _warm_up(gen, loops)
-            for repeat in range(case["repeats"]):
-                report(event="dump", case=index, repeat=repeat, dump=counted(gen, loops))
-            gen.close()
+            kind = "call" if case.get("call") is not None else "stmt"
+            if kind == "call":
+                count_calls(index, case)
+            else:
+                gen, loops = _build(case, torch)
+                _warm_up(gen, loops)
+                for repeat in range(case["repeats"]):
+                    report(event="dump", case=index, repeat=repeat, dump=counted(gen, loops))
+                gen.close()
         except BaseException:
             report(event="error", case=index, error=traceback.format_exc())
             continue
-        if case["baseline"] and case["number"] not in baselines:
-            # The empty loop's cost depends only on `number`: one per process.
+        if case["baseline"] and (case["number"], kind) not in baselines:
+            # The empty loop's cost depends only on `number` and the loop's kind: one per process.
             try:
-                gen, loops = _build(dict(case, stmt="pass", setup="", stmt_fn=None, setup_fn=None, scripted={}), torch)
-                _warm_up(gen, loops)
-                baselines[case["number"]] = counted(gen, loops)
-                report(event="baseline", number=case["number"], dump=baselines[case["number"]])
+                if kind == "call":
+                    dump = call_baseline(case["number"])
+                else:
+                    gen, loops = _build(dict(case, stmt="pass", setup="", stmt_fn=None, setup_fn=None, scripted={}),
+                                        torch)
+                    _warm_up(gen, loops)
+                    dump = counted(gen, loops)
+                baselines[(case["number"], kind)] = dump
+                report(event="baseline", number=case["number"], kind=kind, dump=dump)
             except BaseException:
                 report(event="error", case=index, error=traceback.format_exc())
         report(event="case_done", case=index)

@@ -24,8 +24,14 @@ sets those TimerSuite cases' seconds of timed blocks in this process
 environment variable, not a job field or a flag: a worker of an older commit
 (a project that measures its own history) ignores it and still runs.
 
-`counts` collects instruction counts (callgrind) for the jobs that are
-TimerSuite cases, all in one valgrind process: {job key: [counts per run, ...]}.
+`counts` collects instruction counts (callgrind) for the jobs, all in one
+valgrind process: {job key: {"counts": [per call, one per repeat]} or
+{"error": why}}. A TimerSuite case counts its statement in Timer's loop; a
+plain asv `time_` method is counted call by call, with asv's setup run before
+every call (as asv runs it between timed calls) and setup_cache's value made
+here, outside valgrind. The listing says of each benchmark why it cannot be
+counted ("uncountable"), where it cannot: a `track_` returns its own value, a
+`timeraw_` times a fresh interpreter.
 
 `profile` is the subject of `torchbench profile`: a sampling profiler (py-spy)
 attaches to this process from outside. The worker discovers the suite, writes
@@ -61,6 +67,7 @@ import traceback
 from pathlib import Path
 
 COUNT_NUMBER, COUNT_REPEATS = 100, 3
+CALLS_SECONDS, WARMUP_SECONDS = 2e-3, 0.05  # a time_ case's calls per counted run, and its warm-up (native time)
 PROFILE_BATCH_SECONDS = 0.01  # a profiled batch: long enough that the loop's own frames are rare samples
 PROFILE_MARKER = "torchbench_profile_{}"
 PR_SET_PTRACER = 0x59616D61  # <linux/prctl.h>, Yama
@@ -85,6 +92,18 @@ def _timer_suite(benchmark):
     return next((s for s in benchmark._attr_sources if isinstance(s, TimerSuite)), None)
 
 
+def uncountable(benchmark) -> str:
+    """Why a benchmark's instruction counts cannot be collected ("" where they can)."""
+    if _timer_suite(benchmark) is not None:
+        return ""
+    method = benchmark.name.rsplit(".", 1)[-1]
+    if method.startswith("timeraw_"):
+        return "timeraw_ times a fresh interpreter of its own"
+    if benchmark.type == "time":
+        return ""
+    return f"{benchmark.type}_ returns its own measurement"
+
+
 def list_benchmarks(suite: Path) -> list[dict]:
     """Name, type, unit and parameters (as asv keeps them: repr strings) of every benchmark."""
     return _listing(_discover(suite))
@@ -96,8 +115,12 @@ def _listing(benchmarks: dict) -> list[dict]:
         out.append({"name": name, "type": b.type, "unit": getattr(b, "unit", None),
                     "params": [list(p) for p in b.params], "param_names": list(b.param_names),
                     "setup_cache": b.setup_cache_key is not None,
-                    "timer_suite": _timer_suite(b) is not None})
+                    "timer_suite": _timer_suite(b) is not None, "uncountable": uncountable(b)})
     return out
+
+
+def _cache_path(benchmark, cache_dir: Path) -> Path:
+    return cache_dir / (benchmark.setup_cache_key.replace(os.sep, "_").replace(":", "_") + ".pickle")
 
 
 def _load_cache(benchmark, cache_dir: Path | None):
@@ -105,7 +128,7 @@ def _load_cache(benchmark, cache_dir: Path | None):
         return None
     if cache_dir is None:
         return benchmark.do_setup_cache()
-    path = cache_dir / (benchmark.setup_cache_key.replace(os.sep, "_").replace(":", "_") + ".pickle")
+    path = _cache_path(benchmark, cache_dir)
     if path.exists():
         with open(path, "rb") as f:  # written by an earlier process of this same run, never user data
             return pickle.load(f)
@@ -170,30 +193,124 @@ def run(suite: Path, jobs: list[list], out: Path, cache_dir: Path | None) -> Non
             benchmark, index, cache, run_times.get(f"{benchmark.name}|{index}")))
 
 
+class AsvCall:
+    """One parameter combination of an asv `time_` benchmark, as the valgrind process calls it (a
+    callgrind.CallCase's call, each and teardown). It travels by pickle with the suite's folder, the
+    benchmark's name, its parameter index and the file holding setup_cache's value; in the valgrind process
+    it discovers the suite (once per process), loads that value and runs asv's setup on the first `each`.
+    Later `each`s re-run the setup (teardown first) where the benchmark has one, as asv_runner does between
+    timed calls; `teardown` ends it."""
+
+    def __init__(self, root: str, name: str, index: int, cache_file: str | None):
+        self.root, self.name, self.index, self.cache_file = root, name, index, cache_file
+        self._benchmark = None
+
+    def __getstate__(self) -> dict:
+        return {"root": self.root, "name": self.name, "index": self.index, "cache_file": self.cache_file}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state, _benchmark=None)
+
+    def each(self) -> None:
+        b = self._benchmark
+        if b is None:
+            b = _discovered(self.root)[self.name]
+            b.set_param_idx(self.index)
+            if self.cache_file:
+                with open(self.cache_file, "rb") as f:  # written by the parent, outside valgrind
+                    b.set_cache(pickle.load(f))
+            if b.do_setup():
+                raise LookupError(f"{self.name} [{self.index}]: skipped by its setup (NotImplementedError)")
+            self._benchmark, self._call = b, functools.partial(b.func, *b._build_params())
+        elif b._setups:
+            b.do_teardown()
+            b.do_setup()
+
+    def __call__(self) -> None:
+        self._call()
+
+    def teardown(self) -> None:
+        if self._benchmark is not None:
+            self._benchmark.do_teardown()
+            self._benchmark = None
+
+
+_DISCOVERED: dict[str, dict] = {}
+
+
+def _discovered(root: str) -> dict:
+    """The suite under ROOT, discovered once per process (every AsvCall of a batch shares it)."""
+    if root not in _DISCOVERED:
+        _DISCOVERED[root] = _discover(Path(root))
+    return _DISCOVERED[root]
+
+
+def _plan_calls(benchmark, index: int, cache) -> tuple[int, int]:
+    """(calls per counted run, warm-up calls) for a `time_` case, from its set-up and one call timed here:
+    about CALLS_SECONDS of calls per run (at most COUNT_NUMBER), WARMUP_SECONDS of warm-up (8 to 128 calls),
+    each call's cost counting the set-up and teardown that run before it where the benchmark has them (asv
+    re-runs them between timed calls), so that a slow benchmark, or a slow set-up, costs seconds under
+    valgrind, not minutes. Raises what its setup or call raises."""
+    benchmark.set_param_idx(index)
+    benchmark.set_cache(cache)
+    start = time.perf_counter()
+    if benchmark.do_setup():
+        raise LookupError("skipped by its setup (NotImplementedError)")
+    set_up = time.perf_counter() - start
+    try:
+        call = functools.partial(benchmark.func, *benchmark._build_params())
+        start = time.perf_counter()
+        call()
+        seconds = time.perf_counter() - start
+    finally:
+        start = time.perf_counter()
+        benchmark.do_teardown()
+        set_up += time.perf_counter() - start
+    each = max(seconds + (set_up if benchmark._setups else 0.0), 1e-7)
+    number = max(1, min(COUNT_NUMBER, round(CALLS_SECONDS / each)))
+    return number, max(8, min(128, round(WARMUP_SECONDS / each)))
+
+
 def counts(suite: Path, jobs: list[list], out: Path) -> None:
-    from .callgrind import CallgrindError, collect_callgrind_many
+    import tempfile
+
+    from .asv_worker import AsvCall  # under `python -m` this module is __main__: pickle must name the real one
+    from .callgrind import CallCase, CallgrindError, collect_callgrind_many
 
     benchmarks = _discover(suite)
-    timers, keys = [], []
-    for name, index in jobs:
-        benchmark = benchmarks[name]
-        suite_instance = _timer_suite(benchmark)
-        if suite_instance is None:
-            continue
-        specs = suite_instance._specs
-        benchmark.set_param_idx(index)
-        key = tuple(benchmark._current_params)
-        if key in specs:
-            timers.append(specs[key].timer())
-            keys.append(f"{name}|{index}")
-    result: dict = {}
-    if timers:
-        for key, outcome in zip(keys, collect_callgrind_many(timers, COUNT_NUMBER, COUNT_REPEATS,
-                                                             on_error="return")):
-            if isinstance(outcome, CallgrindError):
-                result[key] = {"error": str(outcome)}
+    cases, keys, result = [], [], {}
+    with tempfile.TemporaryDirectory(prefix="torchbench_counts_") as tmp:
+        for name, index in jobs:
+            key, benchmark = f"{name}|{index}", benchmarks[name]
+            suite_instance = _timer_suite(benchmark)
+            why = uncountable(benchmark)
+            if why:
+                result[key] = {"uncountable": why}
+            elif suite_instance is not None:
+                benchmark.set_param_idx(index)
+                spec = suite_instance._specs.get(tuple(benchmark._current_params))
+                if spec is not None:
+                    cases.append(spec.timer())
+                    keys.append(key)
             else:
-                result[key] = {"counts": [s.counts(subtract_baseline=True) / COUNT_NUMBER for s in outcome]}
+                try:  # setup_cache's value is made here, natively, and reaches valgrind as a file
+                    cache = _load_cache(benchmark, Path(tmp))
+                    cache_file = None if benchmark.setup_cache_key is None else str(_cache_path(benchmark, Path(tmp)))
+                    number, warmup = _plan_calls(benchmark, index, cache)
+                except Exception as e:  # it fails outside valgrind too: no need to start it
+                    result[key] = {"error": f"{type(e).__name__}: {e}"}
+                    continue
+                call = AsvCall(str(suite.resolve()), name, index, cache_file)
+                cases.append(CallCase(call, label=key, number=number, each=call.each, teardown=call.teardown,
+                                      warmup=warmup))
+                keys.append(key)
+        if cases:
+            outcomes = collect_callgrind_many(cases, COUNT_NUMBER, COUNT_REPEATS, on_error="return")
+            for key, outcome in zip(keys, outcomes):
+                if isinstance(outcome, CallgrindError):
+                    result[key] = {"error": str(outcome)}
+                else:  # per run of the statement (per call of a time_ method)
+                    result[key] = {"counts": [s.counts(subtract_baseline=True) / s.number_per_run for s in outcome]}
     out.write_text(json.dumps(result))
 
 

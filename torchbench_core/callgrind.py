@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import importlib
 import importlib.machinery
+import io
 import json
 import operator
 import os
@@ -24,6 +26,7 @@ import sys
 import tempfile
 import textwrap
 import time
+import types
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, NamedTuple, Sequence
@@ -255,6 +258,31 @@ class CallgrindStats:
 
 # -- running valgrind ---------------------------------------------------------
 
+@dataclasses.dataclass(frozen=True)
+class CallCase:
+    """A function counted call by call, for what is a function rather than a statement (an asv `time_`
+    method): `each` runs before every call with counting off (asv re-runs a benchmark's setup between its
+    timed calls), `call` runs with counting on, `teardown` once at the end. The three travel to the valgrind
+    process in one pickle, so bound methods of one object stay one object there. `number` calls per counted
+    run and `warmup` calls before the first (a slow function needs fewer to specialise) are its own; the
+    baseline is the same loop around an empty function."""
+
+    call: Callable[[], Any]
+    label: str
+    number: int
+    each: Callable[[], Any] | None = None
+    teardown: Callable[[], Any] | None = None
+    warmup: int = 128
+
+    @property
+    def task_spec(self) -> TaskSpec:
+        return TaskSpec(stmt=self.label, setup="", label=self.label)
+
+    def _worker_case(self) -> dict[str, Any]:
+        return {"call": self.call, "each": self.each, "teardown": self.teardown, "warmup": self.warmup,
+                "number": self.number, "stmt": "", "setup": "", "globals": {}, "scripted": {}, "num_threads": 1}
+
+
 class CopyIfCallgrind:
     """torch's marker for a global to copy into the valgrind process.
 
@@ -332,7 +360,7 @@ def collect_callgrind_many(
     on_error: str = "raise",
     progress: Callable[[int, str], Any] | None = None,
 ) -> list[tuple[CallgrindStats, ...] | CallgrindError]:
-    """Instruction counts for every Timer, one valgrind process for the lot.
+    """Instruction counts for every Timer (or CallCase), one valgrind process for the lot.
 
     Returns, per timer, a tuple of `repeats` CallgrindStats. A statement that
     raises, crashes the process, or runs past `case_timeout` seconds (setup
@@ -347,14 +375,15 @@ def collect_callgrind_many(
     if on_error not in ("raise", "return"):
         raise ValueError(f"on_error must be 'raise' or 'return', got {on_error!r}")
     _require_valgrind()
+    # a CallCase brings its own number; a Timer's statement runs `number` times per counted run
     cases = [
-        dict(t._worker_case(), index=i, number=number, repeats=repeats, baseline=collect_baseline)
+        dict({"number": number}, **t._worker_case(), index=i, repeats=repeats, baseline=collect_baseline)
         for i, t in enumerate(timers)
     ]
-    blobs = _pickle_cases(cases, timers)
+    blobs, unpicklable = _pickle_cases(cases, timers, on_error)
 
     with tempfile.TemporaryDirectory(prefix="torchbench_callgrind_") as tmp:
-        events: list[dict[str, Any]] = []
+        events: list[dict[str, Any]] = [{"event": "error", "case": i, "error": why} for i, why in unpicklable.items()]
         remaining = blobs
         launch = 0
         while remaining:
@@ -366,7 +395,7 @@ def collect_callgrind_many(
             events.extend(new_events)
             remaining = [(index, blob) for index, blob in remaining if index in unfinished]
             launch += 1
-        return _assemble(timers, events, number, repeats, retain_out_file, on_error)
+        return _assemble(timers, events, [c["number"] for c in cases], repeats, retain_out_file, on_error)
 
 
 def _imported_off_path() -> dict[str, str]:
@@ -471,35 +500,54 @@ def describe_exit(returncode: int | None) -> str:
     return f"exit code {returncode}"
 
 
-def _pickle_cases(cases: list[dict[str, Any]], timers: Sequence[Any]) -> list[tuple[int, bytes]]:
-    """Each case pickled once (reused by every relaunch); a global that cannot
-    travel to the worker is named."""
-    blobs = []
+class _CasePickler(pickle.Pickler):
+    """Pickles a module by its name (the worker imports it), as a global such as `{"mylib": mylib}` needs;
+    pickle itself refuses modules. Anything else as pickle does."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        if isinstance(obj, types.ModuleType):
+            return importlib.import_module, (obj.__name__,)
+        return NotImplemented
+
+
+def _dumps(obj: Any) -> bytes:
+    buffer = io.BytesIO()
+    _CasePickler(buffer).dump(obj)
+    return buffer.getvalue()
+
+
+def _pickle_cases(cases: list[dict[str, Any]], timers: Sequence[Any],
+                  on_error: str) -> tuple[list[tuple[int, bytes]], dict[int, str]]:
+    """Each case pickled once (reused by every relaunch), and why each case that cannot travel to the worker
+    cannot (naming the global). on_error="raise": such a case raises ValueError, before valgrind starts."""
+    blobs, errors = [], {}
     for case, timer in zip(cases, timers):
         try:
-            blobs.append((case["index"], pickle.dumps(case)))
-        except Exception:
+            blobs.append((case["index"], _dumps(case)))
+        except Exception as failure:
+            why = f"{timer.task_spec.title!r} cannot be copied into the valgrind process ({failure})"
             for name, value in case["globals"].items():
                 try:
-                    pickle.dumps(value)
+                    _dumps(value)
                 except Exception as e:
-                    raise ValueError(
-                        f"global {name!r} of {timer.task_spec.title!r} cannot be copied into the valgrind "
-                        f"process ({e}); create it in `setup` instead"
-                    ) from e
-            raise
-    return blobs
+                    why = (f"global {name!r} of {timer.task_spec.title!r} cannot be copied into the valgrind "
+                           f"process ({e}); create it in `setup` instead")
+                    break
+            if on_error == "raise":
+                raise ValueError(why) from failure
+            errors[case["index"]] = why
+    return blobs, errors
 
 
-def _assemble(timers, events, number, repeats, retain_out_file, on_error):
+def _assemble(timers, events, numbers, repeats, retain_out_file, on_error):
     dumps: dict[int, dict[int, Path]] = collections.defaultdict(dict)
-    baselines: dict[tuple[str, int], Path] = {}  # (launch dir, number): shared empty-loop dump
+    baselines: dict[tuple[str, int, str], Path] = {}  # (launch dir, number, loop kind): shared empty-loop dump
     errors: dict[int, str] = {}
     for e in events:
         if e["event"] == "dump":
             dumps[e["case"]][e["repeat"]] = Path(e["dir"]) / f"callgrind.out.{e['dump']}"
         elif e["event"] == "baseline":
-            baselines[(e["dir"], e["number"])] = Path(e["dir"]) / f"callgrind.out.{e['dump']}"
+            baselines[(e["dir"], e["number"], e.get("kind", "stmt"))] = Path(e["dir"]) / f"callgrind.out.{e['dump']}"
         elif e["event"] == "error":
             errors[e["case"]] = e["error"]
 
@@ -515,7 +563,8 @@ def _assemble(timers, events, number, repeats, retain_out_file, on_error):
             why = errors.get(i, "the worker reported no counts")
             results.append(CallgrindError(f"{timer.task_spec.title!r} failed under callgrind:\n{why}"))
             continue
-        baseline = baselines.get((str(dumps[i][0].parent), number))
+        number = numbers[i]
+        baseline = baselines.get((str(dumps[i][0].parent), number, "call" if isinstance(timer, CallCase) else "stmt"))
         base_inc, base_exc = parsed[baseline] if baseline else empty
         stats = []
         for r in range(repeats):

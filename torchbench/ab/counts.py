@@ -35,7 +35,7 @@ import numpy as np
 from .evidence import Evidence, Job
 
 __all__ = ["COMPUTE", "CountChange", "NO_COUNTS", "PRIOR_WEIGHT", "SPREAD_FACTOR", "WALL_ONLY", "count_change",
-           "weights"]
+           "no_counts", "weights"]
 
 COMPUTE = "compute"
 WALL_ONLY = "wall time only (memory, cache, or noise)"
@@ -73,8 +73,15 @@ def count_change(evidence: Evidence, job: Job, count_floor: float) -> CountChang
                        moved and abs(delta) >= count_floor)
 
 
+def no_counts(reason: str) -> str:
+    """The label of a row without counts, with the reason ("not countable: ...", "counting failed: ...",
+    "no counts: --no-counts"): never "no counts" alone."""
+    return f"wall time ({reason})"
+
+
 def weights(labels: list[str]) -> list[float]:
-    """Weighted BH's weights for rows with these labels: PRIOR_WEIGHT, scaled to average 1."""
-    raw = [PRIOR_WEIGHT[label] for label in labels]
+    """Weighted BH's weights for rows with these labels: PRIOR_WEIGHT (a row without counts, whatever the
+    reason, as NO_COUNTS), scaled to average 1."""
+    raw = [PRIOR_WEIGHT.get(label, PRIOR_WEIGHT[NO_COUNTS]) for label in labels]
     total = sum(raw)
     return [len(raw) * w / total for w in raw] if total else []

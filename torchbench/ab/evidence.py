@@ -36,6 +36,7 @@ class JobInfo:
     params: list[str] = field(default_factory=list)
     param_names: list[str] = field(default_factory=list)
     unit: str | None = None
+    uncountable: str = ""  # why its instruction counts cannot be collected ("" where they can)
     on_base: bool = False  # the suite defines it on that side
     on_head: bool = False
 
@@ -54,6 +55,12 @@ class Evidence:
     values: dict[str, dict[Job, list[float]]] = field(default_factory=lambda: {s: {} for s in SIDES})
     errors: dict[str, dict[Job, str]] = field(default_factory=lambda: {s: {} for s in SIDES})
     counts: dict[str, dict[Job, list[float]]] = field(default_factory=lambda: {s: {} for s in SIDES})
+    # why a job has no counts on a side ("not countable: ...", "counting failed: ..."); counts_off: why none
+    # were taken ("no counts: --no-counts")
+    uncounted: dict[str, dict[Job, str]] = field(default_factory=lambda: {s: {} for s in SIDES})
+    counts_off: str = ""
+    # per side: how many jobs were counted now, came from the cache, are not countable, failed
+    count_tally: dict[str, dict[str, int]] = field(default_factory=dict)
     skipped: set[Job] = field(default_factory=set)  # combinations the suite does not define (asv's skip)
     decided: dict[Job, str] = field(default_factory=dict)  # job -> why it stopped early
     rounds: int = 0
@@ -93,6 +100,7 @@ class Evidence:
                           for job, sec in sorted(measuring.items(), key=lambda kv: -kv[1])[:top] if sec > 0],
             "run_time": {"benchmarks": len(run_times), "min": run_times[0], "median": run_times[len(run_times) // 2],
                          "max": run_times[-1]} if run_times else None,
+            "instruction_counts": self.count_tally or {"off": self.counts_off},
         }
 
     def to_dict(self) -> dict:
@@ -103,6 +111,7 @@ class Evidence:
                 "notes": self.notes, "values": {s: keyed(v) for s, v in self.values.items()},
                 "errors": {s: keyed(v) for s, v in self.errors.items()},
                 "counts": {s: keyed(v) for s, v in self.counts.items()},
+                "uncounted": {s: keyed(v) for s, v in self.uncounted.items()}, "counts_off": self.counts_off,
                 "skipped": sorted(f"{n}|{i}" for n, i in self.skipped), "decided": keyed(self.decided),
                 "design": self.design.to_dict() if self.design else None, "looks": keyed(self.looks),
                 "seconds": {s: keyed(v) for s, v in self.seconds.items()}, "process_seconds": self.process_seconds,

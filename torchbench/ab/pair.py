@@ -47,6 +47,14 @@ def patterns_for(jobs) -> list[str]:
     return [f"^{re.escape(name)}$" for name in sorted({name for name, _ in jobs})]
 
 
+def uncountable_of(listed: dict) -> str:
+    """Why a listed benchmark cannot be counted ("" where it can). A worker older than the "uncountable" field
+    (a project measuring its own history) counts TimerSuite cases only."""
+    if "uncountable" in listed:
+        return listed["uncountable"]
+    return "" if listed.get("timer_suite") else "this commit's worker counts TimerSuite cases only"
+
+
 def select_jobs(listing: dict[str, list[dict]], patterns: list[str] | tuple[str, ...],
                 evidence: Evidence) -> list[Job]:
     """The timed parameter combinations of the benchmarks matching any of `patterns` (all without), as
@@ -61,7 +69,8 @@ def select_jobs(listing: dict[str, list[dict]], patterns: list[str] | tuple[str,
             for index, combo in combinations(b):
                 job = (b["name"], index)
                 evidence.add_job(job, JobInfo(f"{b['name']}({', '.join(combo)})" if combo else b["name"],
-                                              list(combo), list(b.get("param_names") or []), b.get("unit")), side)
+                                              list(combo), list(b.get("param_names") or []), b.get("unit"),
+                                              uncountable_of(b)), side)
                 if job not in jobs:
                     jobs.append(job)
     return jobs
@@ -109,12 +118,14 @@ def measure_pair(ws: Workspace, base: Commit, head: Commit, rounds: Rounds, poli
     both = evidence.on_both(jobs)
     start = time.monotonic()
     evidence.phases["build and list"] = start - began
-    if rounds.counts:
-        valgrind = tools.find("valgrind")
-        if valgrind is None:
-            evidence.notes.append("instruction counts skipped: valgrind is not installed")
-        else:
-            _count_both(ws.out / "counts", valgrind, ws.bench_dir, sides, both, evidence)
+    valgrind = tools.find("valgrind") if rounds.counts else None
+    if not rounds.counts:
+        evidence.counts_off = "no counts: --no-counts"
+    elif valgrind is None:
+        evidence.counts_off = "no counts: valgrind is not installed"
+        evidence.notes.append("instruction counts skipped: valgrind is not installed")
+    else:
+        _count_both(ws.out / "counts", valgrind, ws.bench_dir, sides, both, evidence)
     evidence.phases["instruction counts"] = time.monotonic() - start
     start = time.monotonic()
 
@@ -144,11 +155,13 @@ def _count_both(root: Path, valgrind: Path, suite: Path, sides: dict[str, Side],
         same = next((c for other, c in caches.items() if sides[other].python == side.python), None)
         caches[name] = same.view() if same else CountsCache(root, side.python, suite, valgrind)
     with ThreadPoolExecutor(max_workers=len(SIDES)) as pool:
-        counted = dict(zip(SIDES, pool.map(
+        tally = dict(zip(SIDES, pool.map(
             lambda name: rounds_mod.collect_counts(suite, sides[name], jobs, evidence, caches[name]), SIDES)))
     for name in SIDES:
-        print(f"== instruction counts, {name}: {len(jobs) - counted[name]} case(s) from the cache, "
-              f"{counted[name]} counted (one valgrind process)", flush=True)
+        t = tally[name]
+        print(f"== instruction counts, {name}: {t['counted']} counted (one valgrind process), {t['cached']} from "
+              f"the cache, {t['uncountable']} not countable, {t['failed']} failed", flush=True)
+    evidence.count_tally = tally
 
 
 def _add_results(paths: list[Path], side: str, evidence: Evidence) -> str:
@@ -173,5 +186,5 @@ def _add_results(paths: list[Path], side: str, evidence: Evidence) -> str:
 
 def evidence_from_results(base: list[Path], head: list[Path]) -> tuple[Evidence, str, str]:
     """Evidence from asv result files or folders (each file one process); with the base and head commits."""
-    evidence = Evidence()
+    evidence = Evidence(counts_off="no counts: asv result files hold none")
     return evidence, _add_results(base, "base", evidence), _add_results(head, "head", evidence)

@@ -167,46 +167,62 @@ def measure_rounds(suite: Path, sides: dict[str, Side], jobs: list[Job], evidenc
 
 
 def collect_counts(suite: Path, side: Side, jobs: list[Job], evidence: Evidence,
-                   cache: CountsCache | None = None) -> int:
-    """Instruction counts of the TimerSuite cases among `jobs`, from the cache where it has them, the rest in one
-    valgrind process for this side (then cached). Returns how many cases valgrind counted."""
-    cases = {job: CountsCache.case(job, evidence.jobs[job].params) for job in jobs}
+                   cache: CountsCache | None = None) -> dict[str, int]:
+    """Instruction counts of the countable cases among `jobs` (TimerSuite cases and asv time_ methods), from
+    the cache where it has them, the rest in one valgrind process for this side (then cached). Each job left
+    without counts gets its reason in evidence.uncounted. Returns how many were counted, came from the cache,
+    are not countable, and failed."""
+    uncounted = evidence.uncounted[side.name]
+    countable = []
+    for job in jobs:
+        why = evidence.jobs[job].uncountable
+        if why:
+            uncounted[job] = f"not countable: {why}"
+        else:
+            countable.append(job)
+    cases = {job: CountsCache.case(job, evidence.jobs[job].params) for job in countable}
     cached = cache.load(side.commit) if cache else {}
-    missing = [job for job in jobs if cases[job] not in cached]
-    found: dict = {}
-    if missing:
-        found = _count(suite, side, missing, evidence)
-    counted = {}
-    for key, result in found.items():
-        name, _, index = key.rpartition("|")
-        job = (name, int(index))
+    missing = [job for job in countable if cases[job] not in cached]
+    found = _count(suite, side, missing) if missing else {}
+    counted, failures = {}, {}
+    for job in missing:
+        result = found.get(f"{job[0]}|{job[1]}") or {"error": "the counting worker returned nothing for it"}
         if "counts" in result:
             counted[cases[job]] = result["counts"]
+        elif "uncountable" in result:
+            uncounted[job] = f"not countable: {result['uncountable']}"
         else:
-            evidence.notes.append(f"instruction counts of {name} [{index}] ({side.name}): {result['error']}")
+            uncounted[job] = f"counting failed: {last_line(str(result.get('error')))}"
+            failures.setdefault(str(result.get("error")), []).append(evidence.jobs[job].name)
+    for error, names in failures.items():  # one note per distinct failure (a worker that died: one for all)
+        shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+        evidence.notes.append(f"instruction counts ({side.name}) failed for {shown}: {error}")
     if cache:
         cache.store(side.commit, counted)
         evidence.notes.extend(cache.problems)
         cache.problems.clear()
-    for job in jobs:
+    for job in countable:
         counts = cached.get(cases[job]) or counted.get(cases[job])
         if counts:
             evidence.counts[side.name][job] = counts
-    return len(missing)
+    return {"counted": len(counted), "cached": len(countable) - len(missing),
+            "uncountable": sum(1 for j in jobs if uncounted.get(j, "").startswith("not countable")),
+            "failed": sum(1 for j in missing if uncounted.get(j, "").startswith("counting failed"))}
 
 
-def _count(suite: Path, side: Side, jobs: list[Job], evidence: Evidence) -> dict:
-    """One valgrind process for this side counts every TimerSuite case among `jobs`: {"name|index": result}."""
+def _count(suite: Path, side: Side, jobs: list[Job]) -> dict:
+    """One valgrind process for this side counts every case among `jobs`: {"name|index": result}."""
     with tempfile.TemporaryDirectory() as tmp:
         jobs_file, out = Path(tmp) / "jobs.json", Path(tmp) / "counts.json"
         jobs_file.write_text(json.dumps([list(j) for j in jobs]))
         proc = subprocess.run([str(side.python), *WORKER, "counts", str(suite), "--jobs", str(jobs_file), "--out",
                                str(out)], capture_output=True, text=True, env=side_env(side), timeout=3600)
+        why = ""
         if proc.returncode != 0 or not out.exists():
-            evidence.notes.append(f"instruction counts for {side.name} failed: {last_line(proc.stderr)}")
-            return {}
-        try:
-            return read_json(out.read_text(), f"instruction counts for {side.name}")
-        except UserError as e:
-            evidence.notes.append(str(e))
-            return {}
+            why = f"instruction counts for {side.name} failed: {last_line(proc.stderr)}"
+        else:
+            try:
+                return read_json(out.read_text(), f"instruction counts for {side.name}")
+            except UserError as e:
+                why = str(e)
+        return {f"{name}|{index}": {"error": why} for name, index in jobs}  # each job keeps the reason

@@ -25,7 +25,7 @@ import numpy as np
 from .. import stats
 from ..asv_bridge.results import param_value
 from . import sequential
-from .counts import COMPUTE, NO_COUNTS, WALL_ONLY, count_change, weights
+from .counts import COMPUTE, NO_COUNTS, WALL_ONLY, count_change, no_counts, weights
 from .evidence import Evidence
 from .options import Policy
 
@@ -100,13 +100,25 @@ def _rows(evidence: Evidence, policy: Policy) -> tuple[list[Verdict], list[tuple
         row.base = float(np.median(base)) if base else None
         row.head = float(np.median(head)) if head else None
         change = count_change(evidence, job, policy.count_floor)
-        row.label = NO_COUNTS if change is None else change.label
+        row.label = no_counts(_why_no_counts(evidence, job)) if change is None else change.label
         if change is not None:
             row.counts_base, row.counts_head, row.counts_delta = change.base, change.head, change.delta
             row.counts_margin = change.margin
             row.decided_by = COUNTS if change.decides else ""
         rows.append(row)
     return rows, compared
+
+
+def _why_no_counts(evidence: Evidence, job) -> str:
+    """Why a row has no count change: counts off, not countable, counting failed (a side's reason), or a
+    side without counts for a reason the evidence does not hold (an older record)."""
+    if evidence.counts_off:
+        return evidence.counts_off
+    for side in ("head", "base"):
+        if job in evidence.uncounted[side]:
+            return evidence.uncounted[side][job]
+    missing = [s for s in ("base", "head") if not evidence.counts[s].get(job)]
+    return f"no counts on the {' and '.join(missing)} side" if missing else "no counts: the base's are zero"
 
 
 def _by_counts(row: Verdict, c: stats.Comparison) -> str:
