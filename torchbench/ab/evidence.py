@@ -37,6 +37,7 @@ class JobInfo:
     param_names: list[str] = field(default_factory=list)
     unit: str | None = None
     uncountable: str = ""  # why its instruction counts cannot be collected ("" where they can)
+    by_call: bool = False  # counted call by call (an asv time_ method), not as a TimerSuite statement
     on_base: bool = False  # the suite defines it on that side
     on_head: bool = False
 

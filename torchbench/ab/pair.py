@@ -70,7 +70,7 @@ def select_jobs(listing: dict[str, list[dict]], patterns: list[str] | tuple[str,
                 job = (b["name"], index)
                 evidence.add_job(job, JobInfo(f"{b['name']}({', '.join(combo)})" if combo else b["name"],
                                               list(combo), list(b.get("param_names") or []), b.get("unit"),
-                                              uncountable_of(b)), side)
+                                              uncountable_of(b), not b.get("timer_suite")), side)
                 if job not in jobs:
                     jobs.append(job)
     return jobs

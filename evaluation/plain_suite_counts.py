@@ -1,0 +1,245 @@
+"""Instruction counts for a plain asv suite (issue 27): a library's own `time_` methods, no torchbench_core.
+
+A throwaway library (built with flit) and a 42-row asv suite written as asv's
+docs write one (classes with `params`, `setup` and `time_` methods, one with
+`setup_cache`): seven pure-Python functions and seven torch ops, three sizes
+each. Three commits: the base; a README edit (A/A: identical code); the base
+with a +2% compute change of one function (`work`, an extra range sum of
+1/50 of its length; its three rows are the targets).
+
+Each pair is compared by `torchbench alert` as a user runs it (one --out, so
+the second pair's base counts come from the cache), at a short wall-time
+budget: this script is about the counts channel, whose decisions do not
+depend on the rounds. Then the A/A pair again, to time the counts phase from
+the cache. Beside each: `asv continuous` with its defaults on the same pair.
+
+Printed: rows decided by counts (A/A: false ones; +2%: the targets found,
+and any other row), each target's count change, the largest count change of
+an identical row, and the counts phase's seconds a pair (both sides counted
+at once, one valgrind process a side) against the goal of 90 s (10 s cached).
+
+    python evaluation/plain_suite_counts.py [--keep]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import git
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "evaluation"))
+
+from alert_validation import asv_continuous  # noqa: E402
+from suite_validation import asv_conf  # noqa: E402
+
+PYPROJECT = """\
+[build-system]
+requires = ["flit_core>=3.4,<4"]
+build-backend = "flit_core.buildapi"
+
+[project]
+name = "plainlib"
+version = "0.1"
+description = "a throwaway library with a plain asv suite"
+dependencies = ["torch"]
+"""
+LIBRARY = '''"""plainlib: small functions of the sizes a library's hot paths have."""
+
+
+def work(n):
+    return sum(range(n)){extra}
+
+
+def squares(n):
+    return [i * i for i in range(n)]
+
+
+def index(n):
+    return {{i: str(i) for i in range(n)}}
+
+
+def joined(n):
+    return ",".join(map(str, range(n)))
+
+
+def evens(n):
+    return list(filter(lambda i: i % 2 == 0, range(n)))
+
+
+def ordered(data):
+    return sorted(data)
+
+
+def counted(data):
+    out = {{}}
+    for x in data:
+        out[x % 7] = out.get(x % 7, 0) + 1
+    return out
+'''
+EXTRA = " + sum(range(n // 50))  # +2% compute"
+SUITE = '''"""A plain asv suite: classes, params, setup, time_ methods (no torchbench_core)."""
+
+import random
+
+import torch
+
+import plainlib
+
+
+class PurePython:
+    params = [["work", "squares", "index", "joined", "evens"], [10, 100, 1000]]
+    param_names = ["function", "n"]
+
+    def setup(self, function, n):
+        self.f = getattr(plainlib, function)
+
+    def time_call(self, function, n):
+        self.f(n)
+
+
+class OnData:
+    params = [["ordered", "counted"], [10, 100, 1000]]
+    param_names = ["function", "n"]
+
+    def setup_cache(self):
+        rng = random.Random(0)
+        return {n: [rng.randrange(10 * n) for _ in range(n)] for n in (10, 100, 1000)}
+
+    def setup(self, data, function, n):
+        self.f, self.data = getattr(plainlib, function), list(data[n])
+
+    def time_call(self, data, function, n):
+        self.f(self.data)
+
+
+class TorchOps:
+    params = [["add", "mul", "neg", "sum", "cat", "matmul", "clone"], [1, 4, 16]]
+    param_names = ["op", "side"]
+
+    def setup(self, op, side):
+        self.a, self.b = torch.ones(side, side), torch.full((side, side), 2.0)
+        self.call = {"add": lambda: torch.add(self.a, self.b), "mul": lambda: torch.mul(self.a, self.b),
+                     "neg": lambda: torch.neg(self.a), "sum": lambda: torch.sum(self.a),
+                     "cat": lambda: torch.cat([self.a, self.b]), "matmul": lambda: torch.matmul(self.a, self.b),
+                     "clone": lambda: self.a.clone()}[op]
+
+    def time_op(self, op, side):
+        self.call()
+'''
+TARGET = "PurePython.time_call('work'"  # the three rows of the changed function
+
+
+def make_repo(path: Path) -> tuple[str, str, str]:
+    repo = git.Repo.init(path, initial_branch="main")
+    with repo.config_writer() as cw:
+        cw.set_value("user", "name", "bench").set_value("user", "email", "bench@example.com")
+    files = {"pyproject.toml": PYPROJECT, "plainlib/__init__.py": LIBRARY.format(extra=""),
+             "benchmarks/__init__.py": "", "benchmarks/bench_plain.py": SUITE, "README": "plainlib\n"}
+    for rel, text in files.items():
+        (path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (path / rel).write_text(text)
+    repo.index.add(list(files))
+    base = repo.index.commit("plainlib and its asv suite").hexsha
+    (path / "README").write_text("plainlib\n\nA note.\n")
+    repo.index.add(["README"])
+    docs = repo.index.commit("README: a note").hexsha
+    repo.git.checkout("--detach", base)
+    (path / "plainlib/__init__.py").write_text(LIBRARY.format(extra=EXTRA))
+    repo.index.add(["plainlib/__init__.py"])
+    slower = repo.index.commit("work: +2% compute").hexsha
+    repo.git.checkout("--detach", base)
+    return base, docs, slower
+
+
+def alert(repo: Path, base: str, head: str, out: Path, log: Path, budget: float) -> tuple[dict, float]:
+    start = time.perf_counter()
+    with open(log, "w") as f:
+        proc = subprocess.run([sys.executable, "-m", "torchbench", "alert", "--repo", str(repo), "--base", base,
+                               "--head", head, "--out", str(out), "--env-dir", str(out.parent / "envs"),
+                               "--budget-minutes", str(budget), "--min-rounds", "2", "--no-profile",
+                               "--json", str(log.with_suffix(".json"))], stdout=f, stderr=subprocess.STDOUT,
+                              text=True, cwd=ROOT, check=False)
+    report = log.with_suffix(".json")
+    if proc.returncode not in (0, 1, 2, 3) or not report.exists():
+        sys.exit(f"torchbench alert exited {proc.returncode}; its log: {log}\n{log.read_text()[-3000:]}")
+    return json.loads(report.read_text()), time.perf_counter() - start
+
+
+def summary(name: str, report: dict, seconds: float, targeted: bool) -> dict:
+    rows = report["rows"]
+    by_counts = [r["name"] for r in rows if r.get("decided_by") == "instruction counts"]
+    targets = [r for r in rows if TARGET in r["name"]]
+    counted = [r for r in rows if r.get("counts_delta") is not None]
+    identical = [r for r in counted if not (targeted and TARGET in r["name"])]
+    labels: dict[str, int] = {}
+    for r in rows:
+        labels[r["label"]] = labels.get(r["label"], 0) + 1
+    return {"pair": name, "rows": len(rows), "counted": len(counted),
+            "decided_by_counts": by_counts, "false_by_counts": [n for n in by_counts if not (targeted and TARGET in n)],
+            "targets": [{"name": r["name"], "status": r["status"], "decided_by": r.get("decided_by"),
+                         "counts_delta": r.get("counts_delta")} for r in targets] if targeted else [],
+            "largest_identical_delta": max((abs(r["counts_delta"]) for r in identical), default=None),
+            "counts_seconds": report["time_spent"]["phases"].get("instruction counts"),
+            "tally": report["time_spent"].get("instruction_counts"), "alert_seconds": seconds, "labels": labels}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--budget-minutes", type=float, default=1.0, help="each alert's (default 1: counts only)")
+    parser.add_argument("--no-asv", action="store_true", help="leave out asv continuous")
+    parser.add_argument("--keep", action="store_true", help="keep the work folder")
+    args = parser.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="plain-suite-counts-"))
+    print(f"== work folder {tmp}", flush=True)
+    try:
+        path = tmp / "plainlib"
+        path.mkdir()
+        base, docs, slower = make_repo(path)
+        out = tmp / "out"
+        results = []
+        for name, head, targeted in (("A/A", docs, False), ("+2% compute", slower, True),
+                                     ("A/A again (cached)", docs, False)):
+            print(f"== torchbench alert {name}: {base[:8]}..{head[:8]}", flush=True)
+            report, seconds = alert(path, base, head, out, tmp / f"alert-{len(results)}.log", args.budget_minutes)
+            row = summary(name, report, seconds, targeted)
+            if not args.no_asv and not name.endswith("(cached)"):
+                conf = asv_conf(out / "asv.conf.json", tmp / f"asv-continuous-{len(results)}")
+                marks, asv_seconds = asv_continuous(conf, base, head)
+                flagged = [n for n, m in marks.items() if m in ("+", "-")]
+                row["asv_continuous"] = {"rows": len(marks), "flagged": flagged, "seconds": asv_seconds,
+                                         "targets_flagged": [n for n in flagged if TARGET in n]}
+            results.append(row)
+            print(json.dumps(row, indent=1), flush=True)
+        print("\n== counts of a plain asv suite (42 time_ rows): ours beside asv continuous")
+        print(f"  {'pair':22} {'counted':>8} {'by counts':>10} {'false':>6} {'targets':>8} "
+              f"{'max |delta| A/A':>16} {'counts s':>9} {'asv cont. flagged':>18}")
+        for r in results:
+            found = sum(t["decided_by"] == "instruction counts" and t["status"] == "regressed" for t in r["targets"])
+            a = r.get("asv_continuous")
+            asv = f"{len(a['flagged'])}/{a['rows']} ({len(a['targets_flagged'])} target)" if a else "-"
+            delta = f"{r['largest_identical_delta']:.3%}" if r["largest_identical_delta"] is not None else "-"
+            targets = f"{found}/{len(r['targets'])}" if r["targets"] else "-"
+            print(f"  {r['pair']:22} {r['counted']:>3}/{r['rows']:<4} {len(r['decided_by_counts']):>10} "
+                  f"{len(r['false_by_counts']):>6} {targets:>8} {delta:>16} {r['counts_seconds'] or 0:>9.1f} {asv:>18}")
+        for r in results:
+            for t in r["targets"]:
+                print(f"  target {t['name']}: counts {t['counts_delta']:+.2%}, {t['status']} ({t['decided_by']})")
+        print("  goals: +2% found by counts in all 3 target rows, no A/A row decided by counts, the counts phase "
+              "<= 90 s a side (both sides at once), <= 10 s cached")
+    finally:
+        if args.keep:
+            print(f"(work folder {tmp} kept)")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
