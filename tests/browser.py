@@ -48,3 +48,21 @@ def screenshot(url: str, dest: Path, profile_dir: Path, size: str = "1200,900") 
                            f"--screenshot={dest}", url], capture_output=True, text=True, timeout=180)
     assert proc.returncode == 0 and dest.stat().st_size > 10_000, proc.stderr[-3000:]
     return dest
+
+
+def evaluate(page: Path, profile_dir: Path, expression: str) -> str:
+    """The value of a JavaScript expression (as a string) in PAGE after its scripts ran: a copy of the page,
+    beside it (its relative links hold), with one more script at its end that writes the value into the DOM."""
+    text = page.read_text()
+    probe = ('<script>document.body.setAttribute("data-evaluated", String(' + expression + "));</script>")
+    at = text.rfind("</body>")
+    copy = page.with_name(f".evaluate-{page.name}")
+    copy.write_text(text[:at] + probe + text[at:] if at >= 0 else text + probe)
+    try:
+        loaded = load(copy.as_uri(), profile_dir)
+    finally:
+        copy.unlink()
+    assert not loaded.errors, loaded.console
+    found = re.search(r'data-evaluated="([^"]*)"', loaded.dom)
+    assert found, "the expression left no value"
+    return found.group(1)

@@ -14,12 +14,12 @@ LABEL = "__torch_function__ overhead"
 
 
 def row(commit: str, case: str, median: float, *, machine="m1", env="virtualenv-py3.11", date=0, n=9,
-        processes=None):
+        processes=None, levels=None):
     samples = tuple(np.linspace(median * 0.98, median * 1.02, n))
     params = (("label", LABEL), ("sub_label", case), ("description", "torch.add(t1, t2)"), ("num_threads", 1))
     return Row(machine=machine, commit=commit, env_name=env, benchmark="bench.Overhead.track_time",
                index={"Tensor": 0, "SubTensor": 1}[case], params=params, value=median, samples=samples,
-               number=1000, stats=None, unit="seconds", date=date, processes=processes)
+               number=1000, stats=None, unit="seconds", date=date, processes=processes, levels=levels)
 
 
 def history(commits=7, processes=None):
@@ -39,9 +39,10 @@ def test_a_page_opens_on_the_last_five_commits_in_history_order_and_keeps_only_t
     assert kept == set(shas[-5:])
     view = page.table(page.default_envs)
     assert [page.env(r.env).commit for r in view.rows][::2] == shas[-5:]  # rows grouped by env, oldest first
-    # An old commit chosen later still shows its median, which is all a Compare cell prints.
+    # A cell shows its level (what the series plot), old commits chosen later too.
     old = page.table([page.envs[0].id])
-    assert old.rows[0].cells[0].measurement.median == pytest.approx(1e-6)
+    assert old.rows[0].cells[0].measurement.median == pytest.approx(stats.level(rows[0].samples))
+    assert old.rows[0].cells[0].measurement.median < 1e-6
 
 
 def test_env_ids_are_stable_and_machines_and_environments_are_told_apart():
@@ -92,20 +93,43 @@ def test_a_chart_scales_lines_into_the_plot_and_drops_bands_it_cannot_draw():
     assert [label for _, label in c.x_ticks] == ["c0", "c1", "c2"]
 
 
-def test_a_cells_colour_needs_a_baseline_in_its_own_environment():
-    shas, rows = history(2)
-    rows.append(row(shas[1], "Tensor", 5e-6, machine="m2"))
+def test_a_cells_colour_needs_a_baseline_in_its_own_environment_and_processes_behind_both():
+    shas = [f"{i:012x}".ljust(40, "a") for i in range(1, 4)]
+    rng = np.random.default_rng(2)
+
+    def measured(sha, case, level, machine="m1", processes=4):
+        levels = tuple(level * np.exp(rng.normal(0, 0.01, processes)))
+        return row(sha, case, level, machine=machine, levels=levels, processes=processes)
+    rows = [measured(shas[0], "Tensor", 1e-6), measured(shas[0], "SubTensor", 3e-6),
+            measured(shas[1], "Tensor", 1e-6), measured(shas[1], "SubTensor", 4.5e-6),  # SubTensor +50%
+            measured(shas[2], "Tensor", 1e-6, processes=1), measured(shas[2], "SubTensor", 4.5e-6, processes=1),
+            measured(shas[1], "Tensor", 5e-6, machine="m2")]
     (page,), _ = pages.build(rows, {sha: i for i, sha in enumerate(shas)}, {})
     chosen = [e.id for e in page.envs]
     baselines = page.baselines(chosen)
+    changes = page.changes(chosen, baselines)
     m2 = next(e.id for e in page.envs if e.machine == "m2")
     assert baselines[page.env(m2).group] == m2  # m2's only env is its own baseline: nothing to colour
-    assert page.differ(m2, 1, "Tensor", "torch.add(t1, t2)", baselines) == 0
-    m1_new = next(e.id for e in page.envs if e.machine == "m1" and e.commit == shas[1])
-    base_cell = page.cells[(baselines[page.env(m1_new).group], 1, "Tensor", "torch.add(t1, t2)")]
-    expected = stats.cells_differ(base_cell.interval,
-                                  page.cells[(m1_new, 1, "Tensor", "torch.add(t1, t2)")].interval)
-    assert page.differ(m1_new, 1, "Tensor", "torch.add(t1, t2)", baselines) == expected
+    assert all(key[0] != m2 for key in changes.cells)
+    by_commit = {(page.env(k[0]).commit, k[2]): (c.direction, c.reason) for k, c in changes.cells.items()}
+    assert by_commit == {(shas[1], "Tensor"): (0, ""), (shas[1], "SubTensor"): (1, stats.EVIDENCE),
+                         (shas[2], "Tensor"): (0, stats.ONE_PROCESS), (shas[2], "SubTensor"): (0, stats.ONE_PROCESS)}
+    # a confirmed step between the baseline and a cell colours it whatever its processes; a candidate marks it
+    steps = [{"machine": "m1", "env_name": "virtualenv-py3.11", "benchmark": "bench.Overhead.track_time", "index": 1,
+              "before": shas[0], "after": shas[1], "status": status, "ratio": 1.5}
+             for status in ("confirmed",)]
+    stepped = page.changes(chosen, baselines, steps)
+    assert {(page.env(k[0]).commit, k[2]): (c.direction, c.reason) for k, c in stepped.cells.items()
+            if k[2] == "SubTensor"} == {(shas[1], "SubTensor"): (1, stats.STEP), (shas[2], "SubTensor"): (1, stats.STEP)}
+    steps[0]["status"] = "unconfirmed"
+    marked = page.changes(chosen, baselines, steps)
+    assert {c.reason for k, c in marked.cells.items() if k[2] == "SubTensor"} == {stats.CANDIDATE}
+    # the page's script gets each cell's level and per-process spread, and the steps by row
+    data = page.data(steps)
+    cell = data["cells"][chosen[0]]["1|SubTensor|torch.add(t1, t2)"]
+    assert len(cell) == 8 and cell[5] == 4 and cell[4] == pytest.approx(page.cells[(chosen[0], 1, "SubTensor",
+                                                                                    "torch.add(t1, t2)")].interval.level)
+    assert list(data["steps"].values()) == [{"1|SubTensor|torch.add(t1, t2)": [[1, 0, 1.5]]}]
 
 
 def counts_row(commit: str, case: str, instructions: float, *, label=LABEL):
@@ -149,11 +173,28 @@ def test_a_chart_draws_a_second_statistic_and_step_rules_inside_its_range():
 
 
 def test_a_sparkline_skips_unknown_values_and_escapes_its_colour():
-    svg = charts.sparkline([1.0, math.nan, 3.0, 2.0], color='"><script>')
+    scale = charts.spark_scale([[1.0, 3.0, 2.0]], 0.05)
+    svg = charts.sparkline([1.0, math.nan, 3.0, 2.0], scale, color='"><script>')
     points = svg.split('points="')[1].split('"')[0].split()
     assert len(points) == 3  # the unknown value is left out, and the others keep their places
     assert "<script>" not in svg and "&quot;&gt;&lt;script&gt;" in svg
-    assert charts.sparkline([math.nan]) == ""
+    assert charts.sparkline([math.nan], scale) == ""
+
+
+def test_sparklines_of_a_label_share_one_scale_so_a_wobble_is_small_beside_a_step():
+    wobble = [1.0, 1.1, 1.0, 1.05, 1.0, 1.1]
+    step = [1.0, 1.0, 1.0, 3.0, 3.0, 3.0]
+    scale = charts.spark_scale([wobble, step], 0.05)
+
+    def height(svg):
+        ys = [float(p.split(",")[1]) for p in svg.split('points="')[1].split('"')[0].split()]
+        return max(ys) - min(ys)
+    tall, small = height(charts.sparkline(step, scale, steps=[3])), height(charts.sparkline(wobble, scale))
+    assert small < tall / 8  # log(1.1) against log(3): a tenth as tall
+    assert charts.sparkline(step, scale, steps=[3]).count("spark-step") == 1  # the confirmed step's rule
+    assert charts.scale_text(scale) == "-42% to +73% of each case's median"
+    flat = charts.spark_scale([[2.0, 2.0]], 0.05)  # never narrower than the floor: a flat case draws flat
+    assert charts.scale_text(flat) == "-5% to +5% of each case's median"
 
 
 def test_series_plot_levels_with_the_median_beside_and_steps_marked_on_their_rows():
@@ -179,6 +220,11 @@ def test_series_plot_levels_with_the_median_beside_and_steps_marked_on_their_row
     assert rule.x == p.env.position and rule.status == "confirmed" and rule.href.startswith("../regressions.html#")
     assert "+30.0%" in rule.title and "slow it" in rule.title
     assert "level" in line.marks[0].text and "median" in line.marks[0].text and "blocks" in line.marks[0].text
+    # beside it, each case against its own median level (a small case's step as plain as a large one's)
+    relative = context["panels"][0]["relative"]
+    r_line = next(r for r in relative.lines if r.case == "SubTensor")
+    assert [m.y for m in r_line.marks] == pytest.approx(np.array(levels) / np.median(levels))
+    assert [s.x for s in relative.steps] == [p.env.position] and r_line.color == line.color
 
     labels = publisher._landing_context(compare_pages, series_pages, [step, {**step, "status": "unconfirmed"},
                                                                       {**step, "ratio": 0.7}])
@@ -187,6 +233,8 @@ def test_series_plot_levels_with_the_median_beside_and_steps_marked_on_their_row
     case = next(c for c in label["cases"] if c["name"] == "SubTensor")
     assert case["change"] == "+1.0%" and case["commit"].commit == shas[-1] and case["previous"].commit == shas[-2]
     assert case["spark"].count("<polyline") == 1
+    assert case["spark"].count("spark-step") == 1  # the confirmed step, marked where it lies
+    assert next(c for c in label["cases"] if c["name"] == "Tensor")["spark"].count("spark-step") == 0
 
 
 def test_cells_are_found_by_key_and_a_cell_given_twice_keeps_the_last():
@@ -273,8 +321,12 @@ def test_the_landing_page_compares_each_release_with_the_release_before():
 
     sha = "c" * 40
     level = {"2.9.0": 1.0, "2.10.0": 1.5, "2.13.0": 1.5}  # 2.10 made SubTensor 50% slower, 2.13 left it
-    rows = [row(sha, case, (1e-6 if case == "Tensor" else 3e-6 * level[torch]), env=f"virtualenv-py3.11-torch{torch}")
-            for torch in ("2.13.0", "2.9.0", "2.10.0") for case in ("Tensor", "SubTensor")]
+    jitter = (0.99, 1.0, 1.01, 1.005)  # four processes' levels a cell: between-process evidence
+
+    def at(torch, case):
+        value = 1e-6 if case == "Tensor" else 3e-6 * level[torch]
+        return row(sha, case, value, env=f"virtualenv-py3.11-torch{torch}", levels=tuple(value * j for j in jitter))
+    rows = [at(torch, case) for torch in ("2.13.0", "2.9.0", "2.10.0") for case in ("Tensor", "SubTensor")]
     compare_pages, series_pages = pages.build(rows, {sha: 0}, {})
     (label,) = publisher._landing_context(compare_pages, series_pages, [])
     assert label["releases"]
@@ -288,3 +340,22 @@ def test_the_landing_page_compares_each_release_with_the_release_before():
     assert by_release["torch 2.13.0"]["release_change"] == "+0.0%" and not by_release["torch 2.13.0"]["release_direction"]
     assert all(c["change"] is None for c in label["cases"])  # one commit: nothing before it
     assert sub  # every release's case is listed
+
+
+def test_a_chart_of_rows_far_apart_is_drawn_on_a_log_axis_where_a_small_rows_step_shows():
+    """Rows of 2 us and 1 ms in one chart: on a linear axis the 2 us row's 5% step would be under a pixel."""
+    small = [charts.Mark(i, v, math.nan, math.nan, None, "") for i, v in enumerate([2.0, 2.0, 2.1, 2.1])]
+    large = [charts.Mark(i, 1000.0, math.nan, math.nan, None, "") for i in range(4)]
+    c = charts.chart("t", "us", [charts.Line("small", small), charts.Line("large", large)], {})
+    assert c.log_axis
+    labels = [label for _, label in c.y_ticks]
+    assert "2" in labels and "1,000" in labels
+    near = charts.chart("t", "us", [charts.Line("a", small)], {})
+    assert not near.log_axis  # values within a factor of four keep the linear axis
+
+
+def test_no_two_cases_of_a_page_share_a_colour():
+    names = [f"case {i}" for i in range(14)]
+    colors = charts.colors_for(names)
+    assert len(set(colors.values())) == 14
+    assert charts.colors_for(names[:3]) == dict(zip(names[:3], charts.PALETTE[:3]))

@@ -10,6 +10,7 @@ produce our pages, and every page must work opened from disk.
 """
 
 import json
+import math
 import os
 import re
 import subprocess
@@ -147,7 +148,8 @@ def measurements(site, env_ids) -> list[Measurement]:
         env = pages.env_id_of(row)
         if row.status == "ok" and env in env_ids:
             spec = row.task_spec()
-            out.append(Measurement(row.number, [s * row.number for s in row.samples],
+            # a Compare cell shows the commit's level (the series' value), not the median of its blocks
+            out.append(Measurement(row.number, [stats.level(row.samples) * row.number],
                                    TaskSpec(stmt=spec.stmt, setup="pass", label=spec.label, sub_label=spec.sub_label,
                                             description=spec.description, env=env, num_threads=spec.num_threads)))
     return out
@@ -236,10 +238,11 @@ def test_the_script_lays_the_default_view_as_the_server_did_tooltips_and_links_i
     relaid = BeautifulSoup(loaded.dom, "html.parser")
 
     def cells(soup):
-        return [(td.get("title"), td.get_text().strip(), [a["href"] for a in td.find_all("a")])
+        return [(td.get("title"), td.get_text().strip(), [a["href"] for a in td.find_all("a")], td.get("class"))
                 for td in soup.find("table", id="table").find_all("td")]
     assert cells(relaid) == cells(server)
-    assert any("99% CI" in title for title, _, _ in cells(server))
+    assert any("99% CI" in title for title, _, _, _ in cells(server))
+    assert any("across processes (p = " in title for title, _, _, _ in cells(server))  # the colour's reason
     # the newest commit's cases link their flame graph (on every machine and environment), the older's none
     rows = server.find("table", id="table").find_all("tr", class_="row")
     for tr in rows:
@@ -260,13 +263,24 @@ def test_a_view_by_url_relative_to_any_baseline_equals_compare_relative_to_and_c
     compare = Compare(ms)
     compare.relative_to(base)
     assert dom_cells(loaded.dom) == text_cells(compare)
-    assert "ratios of medians" in BeautifulSoup(loaded.dom, "html.parser").find(id="footer").get_text()
+    assert "ratios of levels" in BeautifulSoup(loaded.dom, "html.parser").find(id="footer").get_text()
 
-    # The colours are stats.cells_differ's, against the chosen baseline.
-    by_key = {(m.env, m.as_row_name): stats.interval([t / m.number_per_run for t in m.raw_times]) for m in ms}
+    # The colours are stats.page_changes', every cell against the chosen baseline, compared together.
+    found = results.load(site["out"] / "results")
+    (built,), _ = pages.build(found.rows, {sha: i for i, sha in enumerate(site["shas"])}, {})
+    changes = built.changes(envs, {e.group: base for e in built.envs})
+    assert len(changes.cells) == 4 * (len(envs) - 1)  # every cell but the baseline's has its levels' evidence
+    assert all(c.reason != stats.NO_LEVELS and not math.isnan(c.p) for c in changes.cells.values())
+    want = {(k[0], k[2]): c.direction for k, c in changes.cells.items()}
     for (env, name), cells in dom_table(loaded.dom).items():
-        want = 0 if env == base else stats.cells_differ(by_key[(base, name)], by_key[(env, name)])
-        assert [direction for _, direction in cells] == [want], (env, name)
+        assert [direction for _, direction in cells] == [0 if env == base else want[(env, name)]], (env, name)
+    # and the script's arithmetic is scipy's: the incomplete beta function behind Welch's p-value
+    from scipy.special import betainc
+    points = ((0.6, 0.3), (1.5, 0.9), (3.2, 0.05), (20.0, 0.7), (2.5, 0.999), (0.75, 1e-6))
+    got = browser.evaluate(page, site["profile_dir"], "[" + ",".join(
+        f"window.torchbenchCompare.betainc({a}, 0.5, {x}).toPrecision(17)" for a, x in points) + "].join(' ')")
+    for (a, x), value in zip(points, got.split()):
+        assert float(value) == pytest.approx(betainc(a, 0.5, x), rel=1e-11), (a, x)
 
 
 def test_payloads_in_names_and_commit_messages_are_shown_as_text_never_run(site):
@@ -351,3 +365,18 @@ def test_two_machines_results_merged_are_published_side_by_side(site, tmp_path):
     assert set(data["cells"]) == set(original)
     assert {env: {k: v[:4] for k, v in cells.items()} for env, cells in data["cells"].items()} == \
         {env: {k: v[:4] for k, v in cells.items()} for env, cells in original.items()}
+
+
+def test_two_commits_of_identical_code_colour_no_cell_and_no_change(site):
+    """evaluation/site_colours.py at small settings: the two commits differ in publib's VERSION, which no
+    benchmark reads, so every coloured cell would be noise. Measured by `torchbench run` (4 processes a
+    cell) and by plain asv runs (2), on two machines."""
+    sys.path.insert(0, str(ROOT / "evaluation"))
+    import site_colours
+
+    found = site_colours.evaluate(site["out"], {sha: i for i, sha in enumerate(site["shas"])})
+    default = found["views"]["default"]
+    assert default["cells"] == 12 and default["one process"] == 0  # three machine-environments x four rows
+    assert default["new"] == 0, found["coloured"]
+    assert found["landing"]["changes"] == 12 and found["landing"]["new"] == 0, found["coloured"]
+    assert set(found["processes"]) == {2, DEFAULT_ROUNDS}

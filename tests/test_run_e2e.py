@@ -153,8 +153,11 @@ def test_rounds_measure_each_benchmark_in_that_many_fresh_processes_and_pool_the
     proc, out, shas = flit_history
     found = results.load(out / "results")
     for sha in (shas[0], shas[1], shas[3]):
-        (pids,) = [r.samples for r in found.rows if r.commit == sha and r.benchmark == "bench_work.track_process"]
+        (row,) = [r for r in found.rows if r.commit == sha and r.benchmark == "bench_work.track_process"]
+        pids = row.samples
         assert len(pids) == len(set(pids)) == ROUNDS, explain(proc)
+        # the plugin keeps each process's level apart (here its one sample: its pid), for the pages' evidence
+        assert sorted(row.levels) == sorted(pids) and row.processes == ROUNDS
 
 
 def test_benchmarks_that_raise_crash_or_hang_fail_alone_named_and_exit_2(flit_history):

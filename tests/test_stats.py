@@ -156,13 +156,85 @@ def test_the_median_interval_ranks_are_scipys_for_every_sample_count():
     assert stats._median_ci_ranks(3000, 0.99)[0] > 1400  # past where a float 2**n would overflow
 
 
-def test_cells_differ_only_with_disjoint_intervals_and_a_ratio_beyond_the_floor():
-    base = stats.Interval(1.0, 0.98, 1.02, 20, 1.0)
-    assert stats.cells_differ(base, stats.Interval(1.2, 1.18, 1.22, 20, 1.2)) == 1
-    assert stats.cells_differ(base, stats.Interval(0.8, 0.78, 0.82, 20, 0.8)) == -1
-    assert stats.cells_differ(base, stats.Interval(1.03, 1.025, 1.035, 20, 1.03)) == 0  # disjoint, below the floor
-    assert stats.cells_differ(base, stats.Interval(1.2, 1.0, 1.4, 20, 1.2)) == 0  # overlapping
-    assert stats.cells_differ(base, stats.Interval(1.2, math.nan, math.nan, 1, 1.2)) == 0  # no interval
+def _levels(rng, n, shift=0.0, noise=0.02):
+    return np.exp(shift + rng.normal(0, noise, n))
+
+
+def _changes(base_levels, head_levels, group=None, **kwargs):
+    """page_changes on cells given as lists of per-process levels (each cell's level: their 10% quantile)."""
+    level = [stats.level(x) if len(x) else math.nan for x in base_levels]
+    head = [stats.level(x) if len(x) else math.nan for x in head_levels]
+    group = group if group is not None else [0] * len(head_levels)
+    return stats.page_changes(level, head, stats.spread_columns(base_levels), stats.spread_columns(head_levels),
+                              group, **kwargs)
+
+
+def test_a_cell_is_coloured_when_its_processes_moved_not_when_one_process_was_slow():
+    rng = np.random.default_rng(3)
+    base = [_levels(rng, 4) for _ in range(8)]
+    head = [_levels(rng, 4) for _ in range(8)]
+    head[0] = _levels(rng, 4, math.log(1.25))  # every process 25% slower
+    head[1] = _levels(rng, 4, math.log(0.8))  # every process 20% faster
+    head[2] = np.append(_levels(rng, 3), 2.0)  # one process in the slow tail (2x)
+    base[3] = np.append(_levels(rng, 3), 2.0)  # the baseline's, likewise
+    found = _changes(base, head, group=np.arange(8))  # one cell a commit: no common shift to take out
+    assert found.direction.tolist() == [1, -1, 0, 0, 0, 0, 0, 0]
+    assert found.reason[:2] == [stats.EVIDENCE, stats.EVIDENCE] and found.reason[2:] == [""] * 6
+    np.testing.assert_allclose(found.common, 1.0)
+
+
+def test_a_shift_every_cell_of_a_commit_shares_is_the_machines_and_is_taken_out():
+    rng = np.random.default_rng(4)
+    base = [_levels(rng, 4) for _ in range(6)]
+    head = [_levels(rng, 4, math.log(1.2)) for _ in range(6)]  # the whole commit read 20% high
+    head[5] = _levels(rng, 4, math.log(3.6))  # and one case really moved, 3x on top
+    found = _changes(base, head)
+    assert found.direction.tolist() == [0, 0, 0, 0, 0, 1]
+    assert found.common[0] == pytest.approx(1.2, rel=0.05)
+    # without the common shift taken out (one cell a commit), every cell would be coloured
+    assert _changes(base, head, group=np.arange(6)).direction.tolist() == [1] * 6
+
+
+def test_steps_colour_or_mark_a_cell_before_any_test_and_one_process_is_never_coloured():
+    rng = np.random.default_rng(5)
+    base = [_levels(rng, 4) for _ in range(5)]
+    head = [_levels(rng, 1, math.log(1.5)), _levels(rng, 4, math.log(1.5)), _levels(rng, 1, math.log(1.5)),
+            _levels(rng, 4), np.array([])]
+    found = _changes(base, head, group=np.arange(5), step_ratio=[1.5, 1.0, 1.0, 1.02, 1.0],
+                     candidate=[False, True, False, False, False])
+    assert found.direction.tolist() == [1, 0, 0, 0, 0]
+    # a confirmed step decides even a one-process cell; a candidate marks a cell its processes would colour;
+    # a confirmed step under the floor decides nothing; a cell without kept levels says so
+    assert found.reason == [stats.STEP, stats.CANDIDATE, stats.ONE_PROCESS, "", stats.NO_LEVELS]
+    assert math.isnan(found.p[0]) and math.isnan(found.p[1]) and math.isnan(found.p[2]) and found.p[3] > 0
+
+
+def test_a_change_below_the_floor_is_not_coloured_however_clear():
+    rng = np.random.default_rng(6)
+    base = [_levels(rng, 8, noise=0.001) for _ in range(2)]
+    head = [_levels(rng, 8, math.log(1.03), noise=0.001), _levels(rng, 8, math.log(1.08), noise=0.001)]
+    found = _changes(base, head, group=[0, 1])
+    assert found.p[0] < 1e-6 and found.direction.tolist() == [0, 1]
+
+
+def test_welchs_p_is_scipys_and_the_false_discovery_control_is_statsmodels():
+    from scipy import stats as scipy_stats
+    from statsmodels.stats.multitest import multipletests
+
+    rng = np.random.default_rng(8)
+    for nb, nh in ((2, 2), (4, 4), (3, 9), (12, 5)):
+        for _ in range(20):
+            b, h = rng.lognormal(0, 0.1, nb), rng.lognormal(rng.normal(0, 0.1), rng.uniform(0.01, 0.3), nh)
+            got = stats._welch_p(stats.spread_columns([b]), stats.spread_columns([h]), np.zeros(1))[0]
+            want = scipy_stats.ttest_ind(np.log(h), np.log(b), equal_var=False).pvalue
+            assert got == pytest.approx(want, rel=1e-9, abs=1e-14)
+    for _ in range(50):
+        p = rng.uniform(0, 0.1, 40) ** rng.uniform(1, 4)
+        p[rng.integers(0, 40, 5)] = math.nan  # untested cells take no part
+        tested = np.isfinite(p)
+        want = np.zeros(40, dtype=bool)
+        want[tested] = multipletests(p[tested], alpha=0.05, method="fdr_bh")[0]
+        assert stats._bh(p, 0.05).tolist() == want.tolist()
 
 
 def test_intervals_of_many_sample_lists_are_each_lists_interval():
@@ -178,3 +250,14 @@ def test_intervals_of_many_sample_lists_are_each_lists_interval():
         assert (math.isnan(one.high) and math.isnan(high)) or one.high == high
     with pytest.raises(ValueError):
         stats.interval_columns([()])
+
+
+def test_the_plugin_keeps_each_process_level_as_stats_defines_it():
+    from torchbench.asv_bridge import plugin
+
+    rng = np.random.default_rng(9)
+    samples = list(rng.lognormal(0, 0.2, 7))
+    assert plugin.LEVEL_QUANTILE == stats.LEVEL_QUANTILE
+    assert plugin._round_level(samples, 1.0) == [stats.level(samples)]
+    assert plugin._round_level(None, 2.5) == [2.5]  # a value asv kept without samples
+    assert plugin._round_level(None, None) == [] and plugin._round_level(None, math.nan) == []

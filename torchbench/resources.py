@@ -91,6 +91,7 @@ def harness() -> Path:
 def package_files(*subpackages: str) -> list[Path]:
     """The .py files of these torchbench subpackages and the templates: what a rendered page depends on."""
     files = [p for sub in subpackages for p in _path("torchbench", sub).glob("*.py")]
+    files.append(_path("torchbench", "stats.py"))  # every page's statistics, colour rule included
     data = [p for p in templates().rglob("*") if p.is_file() and "__pycache__" not in p.parts]
     return sorted([*files, *data])
 

@@ -39,13 +39,13 @@ import itertools
 import math
 from dataclasses import asdict, dataclass
 from fractions import Fraction
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 import numpy as np
 
 __all__ = ["Comparison", "compare", "permutation_p", "resamples_for", "classify", "fdr", "process_summary",
-           "processes_to_detect", "Interval", "interval", "interval_columns", "level", "LEVEL_QUANTILE", "within", "cells_differ",
-           "PAGE_FLOOR", "PAGE_CONFIDENCE", "REGRESSED", "IMPROVED", "UNCHANGED", "INCONCLUSIVE"]
+           "processes_to_detect", "Interval", "interval", "interval_columns", "level", "LEVEL_QUANTILE", "within",
+           "PAGE_FLOOR", "PAGE_CONFIDENCE", "PAGE_Q", "page_changes", "spread_columns", "Changes", "REGRESSED", "IMPROVED", "UNCHANGED", "INCONCLUSIVE"]
 
 REGRESSED, IMPROVED, UNCHANGED, INCONCLUSIVE = "regressed", "improved", "unchanged", "inconclusive"
 TRIM = 0.5  # the slower half of each side's processes is cut off before the mean
@@ -279,21 +279,126 @@ def interval_columns(samples: Sequence[Sequence[float]], confidence: float = PAG
     return out
 
 
-def cells_differ(base: Interval, head: Interval, floor: float = PAGE_FLOOR) -> int:
-    """+1 head slower, -1 head faster, 0 no shown difference: the intervals are disjoint and
-    the ratio of medians clears the floor. Cells without an interval never differ.
+# A cell's colour, on every page (Compare cells, the landing page's change column, sparklines): one rule,
+# `page_changes`, written once here and once in html_templates/static/compare.js for the views a reader
+# lays there (tests check both agree). The pooled blocks' interval above says how precisely a commit's
+# processes measured, not how much a fresh process would move; measured on the example's six-commit
+# history, colouring where those intervals were disjoint painted 9 of 30 cells, 4 of them real. So the
+# evidence is *between processes*: each process's level of the cell (the plugin keeps them), compared
+# with the baseline's by Welch's t on the log scale, with Benjamini-Hochberg across the cells compared
+# together; a cell also takes the colour of a step `torchbench find` confirmed between it and its
+# baseline, and a cell past an unconfirmed step is marked a candidate instead. Before the test, the shift
+# that a commit's cells share (the median over them, from COMMON_MIN_CELLS cells) is taken out: on a
+# shared machine every row of a commit measured in a slow hour reads high together (seen: all rows of one
+# commit 15-25% high), and that is the machine, not the code.
+PAGE_Q = 0.05  # false discovery rate across the cells compared together
+COMMON_MIN_CELLS = 3  # cells of one commit from which their shared shift is estimated
+STEP, EVIDENCE, CANDIDATE, ONE_PROCESS, NO_LEVELS = "step", "evidence", "candidate", "one process", "no levels"
 
-    The page's script applies the same rule to the intervals computed here
-    (html_templates/static/compare.js, `differ`); tests check both agree.
-    """
-    if any(math.isnan(v) for v in (base.low, base.high, head.low, head.high)) or base.median <= 0:
-        return 0
-    ratio = head.median / base.median
-    if head.low > base.high and ratio >= 1 + floor:
-        return 1
-    if head.high < base.low and ratio <= 1 / (1 + floor):
-        return -1
-    return 0
+
+def spread_columns(levels: Sequence[Sequence[float]]) -> np.ndarray:
+    """Each cell's per-process levels as (processes, mean, variance) of their logs (variance with ddof 1;
+    nan where fewer than two): one (len(levels), 3) array, what `page_changes` needs of a cell."""
+    out = np.full((len(levels), 3), math.nan)
+    for i, found in enumerate(levels):
+        x = np.log(np.asarray(found, dtype=float)) if len(found) else np.zeros(0)
+        out[i, 0] = len(x)
+        if len(x):
+            out[i, 1] = float(np.mean(x))
+        if len(x) >= 2:
+            out[i, 2] = float(np.var(x, ddof=1))
+    return out
+
+
+def _bh(p: np.ndarray, q: float) -> np.ndarray:
+    """Benjamini-Hochberg at q over the finite p-values (nan: not tested, never rejected). The same few
+    lines as compare.js `bh`; statsmodels' multipletests (`fdr`) would cost its import inside every asv
+    publish, and the script must do the same arithmetic in a browser."""
+    tested = np.flatnonzero(np.isfinite(p))
+    out = np.zeros(len(p), dtype=bool)
+    if not len(tested):
+        return out
+    order = tested[np.argsort(p[tested], kind="stable")]
+    below = p[order] <= q * np.arange(1, len(order) + 1) / len(order)
+    if below.any():
+        out[order[: int(np.flatnonzero(below)[-1]) + 1]] = True
+    return out
+
+
+def _welch_p(base: np.ndarray, head: np.ndarray, shift: np.ndarray) -> np.ndarray:
+    """Two-sided Welch t p-value of each cell's log-level difference (head minus `shift` against base), from
+    (processes, mean, variance) columns; nan where a side has fewer than two processes. The t distribution's
+    tail is the regularized incomplete beta function (scipy.special.betainc), as compare.js computes it."""
+    from scipy.special import betainc
+
+    nb, mb, vb = base.T
+    nh, mh, vh = head.T
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a, b = vb / nb, vh / nh
+        se2 = a + b
+        t = (mh - shift - mb) / np.sqrt(se2)
+        df = se2 ** 2 / (a ** 2 / (nb - 1) + b ** 2 / (nh - 1))
+        p = betainc(df / 2, 0.5, df / (df + t ** 2))
+    same = se2 == 0  # identical processes on both sides (counts): any difference is decisive
+    p = np.where(same, np.where(mh - shift == mb, 1.0, 0.0), p)
+    return np.where((nb >= 2) & (nh >= 2) & np.isfinite(vb) & np.isfinite(vh), p, math.nan)
+
+
+class Changes(NamedTuple):
+    """What `page_changes` says of each cell (arrays, one entry a cell)."""
+
+    direction: np.ndarray  # +1 slower, -1 faster, 0 not coloured
+    reason: list[str]  # STEP, EVIDENCE, CANDIDATE, ONE_PROCESS, NO_LEVELS or ""
+    p: np.ndarray  # Welch's p-value (nan: not tested)
+    common: np.ndarray  # the shift the cell's commit shares with its other cells, as a ratio (1: none taken out)
+
+
+def page_changes(base_level, head_level, base_spread, head_spread, group, step_ratio=None, candidate=None, *,
+                 q: float = PAGE_Q, floor: float = PAGE_FLOOR) -> Changes:
+    """The one colour rule of every page, for cells compared together (a Compare view's non-baseline cells,
+    the landing page's changes): each cell's level against its baseline's, with their per-process spreads
+    (`spread_columns`), the commit it belongs to (`group`: its cells share a common-mode shift), the net
+    ratio of the confirmed steps between it and its baseline (1: none) and whether an unconfirmed step
+    lies between (`candidate`). In order: a confirmed net step of at least `floor` colours the cell (STEP);
+    a candidate step marks it (CANDIDATE); a side measured by fewer than two processes leaves it
+    uncoloured (ONE_PROCESS; NO_LEVELS where no process's level was kept); else Welch's test of the
+    per-process levels, the commit's common shift taken out, after Benjamini-Hochberg at `q` across the
+    tested cells, and a level ratio (likewise adjusted) of at least `floor` colour it (EVIDENCE)."""
+    base_level, head_level = np.asarray(base_level, dtype=float), np.asarray(head_level, dtype=float)
+    base_spread = np.asarray(base_spread, dtype=float).reshape(-1, 3)
+    head_spread = np.asarray(head_spread, dtype=float).reshape(-1, 3)
+    group = np.asarray(group)
+    m = len(base_level)
+    step_ratio = np.ones(m) if step_ratio is None else np.asarray(step_ratio, dtype=float)
+    candidate = np.zeros(m, dtype=bool) if candidate is None else np.asarray(candidate, dtype=bool)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        moved = np.log(head_level / base_level)
+    common = np.zeros(m)
+    for g in np.unique(group) if m else ():
+        mine = (group == g) & np.isfinite(moved)
+        if mine.sum() >= COMMON_MIN_CELLS:
+            common[group == g] = float(np.median(moved[mine]))
+    bar = math.log1p(floor)
+    stepped = np.abs(np.log(step_ratio)) >= bar
+    levels_kept = (base_spread[:, 0] >= 1) & (head_spread[:, 0] >= 1)
+    p = _welch_p(base_spread, head_spread, common)
+    p = np.where(stepped | candidate, math.nan, p)
+    rejected = _bh(p, q)
+    adjusted = moved - common
+    direction = np.zeros(m, dtype=np.int8)
+    reason = [""] * m
+    for i in range(m):
+        if stepped[i]:
+            direction[i], reason[i] = (1 if step_ratio[i] > 1 else -1), STEP
+        elif candidate[i]:
+            reason[i] = CANDIDATE
+        elif not levels_kept[i]:
+            reason[i] = NO_LEVELS
+        elif math.isnan(p[i]):
+            reason[i] = ONE_PROCESS
+        elif rejected[i] and abs(adjusted[i]) >= bar:
+            direction[i], reason[i] = (1 if adjusted[i] > 0 else -1), EVIDENCE
+    return Changes(direction, reason, p, np.exp(common))
 
 
 def fdr(p_values: Sequence[float], q: float) -> list[bool]:

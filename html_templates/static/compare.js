@@ -2,7 +2,9 @@
 // The page arrives with the default view rendered (it works without this script); this
 // re-lays the table from the data embedded in the page (no XHR, so it works from file://).
 // Cell text follows torchbench_core.Compare (1 decimal; 2 for ratios) and colour follows
-// torchbench/stats.py `cells_differ`: tests check that both agree with the Python side.
+// torchbench/stats.py `page_changes` (tests check that both agree with the Python side): the
+// arithmetic is written out here (Welch's t through the incomplete beta function,
+// Benjamini-Hochberg, medians) because a page opened from disk can load no library.
 (function () {
   "use strict";
   var data = JSON.parse(document.getElementById("compare-data").textContent);
@@ -17,24 +19,151 @@
     return u ? u : ["s", 1, "second"];
   }
 
-  // stats.cells_differ: +1 slower, -1 faster, 0 nothing shown.
-  function differ(base, head, floor) {
-    if (!base || !head || base[1] === null || base[2] === null || head[1] === null || head[2] === null ||
-        base[0] <= 0) { return 0; }
-    var ratio = head[0] / base[0];
-    if (head[1] > base[2] && ratio >= 1 + floor) { return 1; }
-    if (head[2] < base[1] && ratio <= 1 / (1 + floor)) { return -1; }
-    return 0;
+  // log Gamma (Lanczos, g = 7): for the incomplete beta function below.
+  var LANCZOS = [0.99999999999980993, 676.5203681218851, -1259.1392167224028, 771.32342877765313,
+    -176.61503916999185, 12.507343278686905, -0.13857109526572012, 9.9843695780195716e-6,
+    1.5056327351493116e-7];
+  function lgamma(x) {
+    if (x < 0.5) { return Math.log(Math.PI / Math.abs(Math.sin(Math.PI * x))) - lgamma(1 - x); }
+    x -= 1;
+    var a = LANCZOS[0], t = x + 7.5;
+    for (var i = 1; i < 9; i++) { a += LANCZOS[i] / (x + i); }
+    return 0.5 * Math.log(2 * Math.PI) + (x + 0.5) * Math.log(t) - t + Math.log(a);
+  }
+  // the continued fraction of the regularized incomplete beta function (modified Lentz)
+  function betacf(a, b, x) {
+    var tiny = 1e-300, qab = a + b, qap = a + 1, qam = a - 1, c = 1, d = 1 - qab * x / qap;
+    if (Math.abs(d) < tiny) { d = tiny; }
+    d = 1 / d;
+    var h = d;
+    for (var m = 1; m <= 300; m++) {
+      var m2 = 2 * m, aa = m * (b - m) * x / ((qam + m2) * (a + m2));
+      d = 1 + aa * d; if (Math.abs(d) < tiny) { d = tiny; }
+      c = 1 + aa / c; if (Math.abs(c) < tiny) { c = tiny; }
+      d = 1 / d; h *= d * c;
+      aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2));
+      d = 1 + aa * d; if (Math.abs(d) < tiny) { d = tiny; }
+      c = 1 + aa / c; if (Math.abs(c) < tiny) { c = tiny; }
+      d = 1 / d;
+      var del = d * c; h *= del;
+      if (Math.abs(del - 1) < 1e-15) { break; }
+    }
+    return h;
+  }
+  // scipy.special.betainc(a, b, x)
+  function betainc(a, b, x) {
+    if (!(x > 0)) { return x === 0 ? 0 : NaN; }
+    if (x >= 1) { return 1; }
+    var front = Math.exp(lgamma(a + b) - lgamma(a) - lgamma(b) + a * Math.log(x) + b * Math.log(1 - x));
+    if (x < (a + 1) / (a + b + 2)) { return front * betacf(a, b, x) / a; }
+    return 1 - front * betacf(b, a, 1 - x) / b;
+  }
+  // stats._welch_p: a cell is [median, low, high, blocks, level, processes, log mean, log variance]
+  function welchP(base, head, shift) {
+    var nb = base[5], mb = base[6], vb = base[7], nh = head[5], mh = head[6], vh = head[7];
+    if (!(nb >= 2 && nh >= 2) || vb === null || vh === null) { return NaN; }
+    var a = vb / nb, b = vh / nh, se2 = a + b;
+    if (se2 === 0) { return mh - shift === mb ? 1 : 0; }
+    var t = (mh - shift - mb) / Math.sqrt(se2);
+    var df = se2 * se2 / (a * a / (nb - 1) + b * b / (nh - 1));
+    return betainc(df / 2, 0.5, df / (df + t * t));
+  }
+  // stats._bh: Benjamini-Hochberg over the finite p-values
+  function bh(p, q) {
+    var tested = [];
+    p.forEach(function (x, i) { if (isFinite(x)) { tested.push(i); } });
+    var out = p.map(function () { return false; });
+    tested.sort(function (i, j) { return p[i] - p[j] || i - j; });
+    var last = -1;
+    tested.forEach(function (i, k) { if (p[i] <= q * (k + 1) / tested.length) { last = k; } });
+    for (var k = 0; k <= last; k++) { out[tested[k]] = true; }
+    return out;
+  }
+  function median(xs) {
+    var s = xs.slice().sort(function (a, b) { return a - b; }), n = s.length;
+    return (s[(n - 1) >> 1] + s[n >> 1]) / 2;
+  }
+  // pages.steps_between
+  function stepsBetween(found, basePos, headPos) {
+    var low = Math.min(basePos, headPos), high = Math.max(basePos, headPos), ratio = 1, candidate = false;
+    (found || []).forEach(function (st) {
+      if (low < st[0] && st[0] <= high) { if (st[1]) { ratio *= st[2]; } else { candidate = true; } }
+    });
+    return [headPos >= basePos ? ratio : 1 / ratio, candidate];
+  }
+  // stats.page_changes over a view's pairs {base: cell, head: cell, group: env id, steps: [ratio, candidate]}:
+  // each pair gets .direction (+1 slower, -1 faster, 0 none), .reason and .p; returns env id -> common ratio.
+  function pageChanges(pairs) {
+    var bar = Math.log(1 + data.floor), moved = {}, common = {};
+    pairs.forEach(function (x) {
+      x.moved = Math.log(x.head[4] / x.base[4]);
+      if (isFinite(x.moved)) { (moved[x.group] = moved[x.group] || []).push(x.moved); }
+    });
+    Object.keys(moved).forEach(function (g) {
+      common[g] = moved[g].length >= data.common_min ? median(moved[g]) : 0;
+    });
+    pairs.forEach(function (x) {
+      x.shift = common[x.group] || 0;
+      x.stepped = Math.abs(Math.log(x.steps[0])) >= bar;
+      x.p = x.stepped || x.steps[1] ? NaN : welchP(x.base, x.head, x.shift);
+    });
+    var rejected = bh(pairs.map(function (x) { return x.p; }), data.q);
+    pairs.forEach(function (x, i) {
+      var adjusted = x.moved - x.shift;
+      x.direction = 0; x.reason = "";
+      if (x.stepped) { x.direction = x.steps[0] > 1 ? 1 : -1; x.reason = "step"; }
+      else if (x.steps[1]) { x.reason = "candidate"; }
+      else if (!(x.base[5] >= 1 && x.head[5] >= 1)) { x.reason = "no levels"; }
+      else if (isNaN(x.p)) { x.reason = "one process"; }
+      else if (rejected[i] && Math.abs(adjusted) >= bar) { x.direction = adjusted > 0 ? 1 : -1; x.reason = "evidence"; }
+    });
+    var out = {};
+    Object.keys(common).forEach(function (g) { out[g] = Math.exp(common[g]); });
+    return out;
+  }
+  function pValueText(p) {  // Python's "{:.2g}"
+    if (p !== 0 && Math.abs(p) < 1e-4) {
+      return Number(p.toPrecision(2)).toExponential().replace(/e([+-])(\d)$/, "e$10$2");
+    }
+    return String(Number(p.toPrecision(2)));
+  }
+  function percent(ratio) { var x = (ratio - 1) * 100; return (x >= 0 ? "+" : "") + x.toFixed(1) + "%"; }
+  // publisher._change_text
+  function changeText(x) {
+    if (x.reason === "step") { return "a confirmed step lies between it and its baseline (Steps page)"; }
+    if (x.reason === "candidate") {
+      return "an unconfirmed step lies between it and its baseline: a candidate, not yet a change";
+    }
+    if (x.reason === "one process") { return "measured by one process: no between-process evidence, not coloured"; }
+    if (x.reason === "no levels") { return "its processes' levels were not kept: not coloured"; }
+    if (x.reason === "evidence") { return "differs from its baseline across processes (p = " + pValueText(x.p) + ")"; }
+    if (!isNaN(x.p)) { return "no change shown across processes (p = " + pValueText(x.p) + ")"; }
+    return "";
+  }
+  // publisher._common_text
+  function commonText(ratio) {
+    if (!(Math.abs(Math.log(ratio)) >= Math.log(1 + data.floor))) { return ""; }
+    return "all cells " + percent(ratio) + " together: the machine's state, taken out before colouring";
   }
 
-  // publisher._ci_text: a cell is [median, low, high, samples, flame graph (where one exists)].
+  // publisher._ci_text: the cell's tooltip, before the reason for its colour.
   function g(x, digits) { return String(Number(x.toPrecision(digits))).replace(/e([+-])(\d)$/, "e$10$2"); }
   function ciText(cell) {
-    if (cell[1] === null || cell[2] === null) { return cell[3] + " sample(s): too few for an interval"; }
-    var level = Math.round(data.confidence * 100) + "% CI ";
-    if (data.counts) { return level + g(cell[1], 6) + " to " + g(cell[2], 6) + " (" + cell[3] + " samples)"; }
-    var u = selectUnit(cell[0]);
-    return level + g(cell[1] / u[1], 4) + " to " + g(cell[2] / u[1], 4) + " " + u[0] + " (" + cell[3] + " samples)";
+    var median, ci = "";
+    if (data.counts) {
+      median = "median " + g(cell[0], 6);
+      if (cell[1] !== null && cell[2] !== null) {
+        ci = ", " + Math.round(data.confidence * 100) + "% CI " + g(cell[1], 6) + " to " + g(cell[2], 6);
+      }
+    } else {
+      var u = selectUnit(cell[0]);
+      median = "median " + g(cell[0] / u[1], 4) + " " + u[0];
+      if (cell[1] !== null && cell[2] !== null) {
+        ci = ", " + Math.round(data.confidence * 100) + "% CI " + g(cell[1] / u[1], 4) + " to " +
+          g(cell[2] / u[1], 4) + " " + u[0];
+      }
+    }
+    return "level; " + median + ci + " (" + cell[3] + " blocks)";
   }
 
   function key(threads, name, column) { return threads + "|" + name + "|" + column; }
@@ -58,11 +187,26 @@
         var least = Infinity;
         chosen.forEach(function (id) {
           var cells = data.cells[id] || {};
-          Object.keys(cells).forEach(function (k) { least = Math.min(least, cells[k][0]); });
+          Object.keys(cells).forEach(function (k) { least = Math.min(least, cells[k][4]); });
         });
         unit = selectUnit(least);
       }
     }
+    // every chosen cell against its baseline's, compared together (stats.page_changes)
+    var pairs = {}, all = [];
+    chosen.forEach(function (id) {
+      var e = envById[id], baseId = base[e.group];
+      if (baseId === id) { return; }
+      var cells = data.cells[id] || {}, baseCells = data.cells[baseId] || {};
+      var steps = (data.steps[e.group] || {});
+      Object.keys(cells).forEach(function (k) {
+        if (!(k in baseCells)) { return; }
+        var x = { base: baseCells[k], head: cells[k], group: id,
+                  steps: stepsBetween(steps[k], envById[baseId].pos, e.pos) };
+        pairs[id + "\u0000" + k] = x; all.push(x);
+      });
+    });
+    var common = pageChanges(all);
     var table = document.createElement("table");
     table.className = "compare";
     table.id = "table";
@@ -101,20 +245,27 @@
         var tag = document.createElement("span"); tag.className = "env";
         tag.title = e.subject + " (" + e.machine + " \u00b7 " + e.env + ")";
         tag.textContent = "(" + e.tag + ")";
-        name.appendChild(tag); name.appendChild(document.createTextNode(" " + r[1])); tr.appendChild(name);
+        name.appendChild(tag);
+        var shared = commonText(common[id] || 1);
+        if (shared) {
+          var mark = document.createElement("span"); mark.className = "common"; mark.title = shared;
+          mark.textContent = "\u2248"; name.appendChild(document.createTextNode(" ")); name.appendChild(mark);
+        }
+        name.appendChild(document.createTextNode(" " + r[1])); tr.appendChild(name);
         data.columns.forEach(function (c) {
           var td = document.createElement("td");
           var cell = (data.cells[id] || {})[key(threads, r[1], c)];
           var baseCell = (data.cells[base[e.group]] || {})[key(threads, r[1], c)];
           if (!cell || (state.relative && !baseCell)) { td.className = "cell empty"; tr.appendChild(td); return; }
-          var value = state.relative ? cell[0] / baseCell[0] : cell[0] / unit[1];
+          var value = state.relative ? cell[4] / baseCell[4] : cell[4] / unit[1];
           var text = value.toFixed(state.relative ? 2 : 1);
-          var direction = base[e.group] === id ? 0 : differ(baseCell, cell, data.floor);
-          td.className = "cell" + (direction > 0 ? " slower" : direction < 0 ? " faster" : "") +
-            (base[e.group] === id ? " baseline" : "");
-          td.title = ciText(cell);
-          if (cell[4]) {
-            var a = document.createElement("a"); a.href = cell[4]; a.textContent = text; td.appendChild(a);
+          var x = pairs[id + "\u0000" + key(threads, r[1], c)] || { direction: 0, reason: "", p: NaN };
+          td.className = "cell" + (x.direction > 0 ? " slower" : x.direction < 0 ? " faster" : "") +
+            (x.reason === "candidate" ? " candidate" : "") + (base[e.group] === id ? " baseline" : "");
+          var why = changeText(x);
+          td.title = ciText(cell) + (why ? "; " + why : "");
+          if (cell[8]) {
+            var a = document.createElement("a"); a.href = cell[8]; a.textContent = text; td.appendChild(a);
           } else { td.textContent = text; }
           var counts = (data.instructions[id] || {})[key(threads, r[1], c)];
           if (counts !== undefined) {  // publisher: the case's instructions per call beside its time
@@ -132,8 +283,8 @@
     var old = document.getElementById("table");
     old.parentNode.replaceChild(table, old);
     document.getElementById("footer").textContent = state.relative
-      ? "Values are ratios of medians to the baseline env's (lower is faster)."
-      : data.counts ? "Values are instructions per run (median)."
+      ? "Values are ratios of levels to the baseline env's (lower is faster)."
+      : data.counts ? "Values are instructions per run (level)."
       : "Times are in " + unit[2] + "s (" + unit[0] + ").";
   }
 
@@ -204,5 +355,5 @@
     var state = fromHash(window.location.hash);
     if (state) { applyToControls(state); render(state); }
   });
-  window.torchbenchCompare = { render: render, differ: differ, data: data };
+  window.torchbenchCompare = { render: render, pageChanges: pageChanges, betainc: betainc, data: data };
 }());

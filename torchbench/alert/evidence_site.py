@@ -63,7 +63,7 @@ def _result_rows(evidence: Evidence, base: Commit, head: Commit, torch: dict[str
                 machine=MACHINE, commit=commit.sha, env_name=env_name, benchmark=name, index=index,
                 params=tuple((n, param_value(v)) for n, v in zip(names, info.params)),
                 value=stats.process_summary(values), samples=tuple(values), number=1, stats=None,
-                unit=info.unit, date=None, processes=len(values)))
+                unit=info.unit, date=None, processes=len(values), levels=tuple(values)))
     return found
 
 

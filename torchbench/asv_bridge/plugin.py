@@ -16,7 +16,10 @@ asv calls when it loads the plugin) wraps four of its functions:
 * ``Results.add_result`` counts the processes that measured each benchmark
   (asv calls it once per round, a round being one process, and pools the
   rounds' samples with the process boundaries lost); the outcome record
-  keeps the count, which the pages show beside the pooled blocks.
+  keeps the count, which the pages show beside the pooled blocks, and each
+  process's *level* per parameter combination (stats.level of that round's
+  samples), which the pages need for between-process evidence: whether a
+  commit's cell differs from its baseline by more than processes vary.
 
 Outcome records live in ``<results_dir>/../outcomes/<machine>/<file>.json``
 (outside results_dir: asv loads every .json there as a results file). They
@@ -34,6 +37,7 @@ from torchbench_core.storage import atomic_path, atomic_write_text
 
 OUTCOME_SCHEMA = "torchbench.outcome/1"
 STDERR_TAIL = 4000
+LEVEL_QUANTILE = 0.1  # stats.LEVEL_QUANTILE (a test checks they are the same)
 _builds: dict[tuple[str, str], dict] = {}  # (env name, commit) -> {"built": bool, "log": str}
 
 
@@ -74,17 +78,24 @@ def _recording_save(original, self, result_dir):
             failures.pop(name, None)
     build = _builds.get((self.env_name, self.commit_hash), record.get("build"))
     processes = dict(record.get("processes", {}))
+    levels = dict(record.get("levels", {}))
     counted = self.__dict__.get("_torchbench_processes", {})
     base = self.__dict__.setdefault("_torchbench_base", {})  # what earlier runs counted, for appended samples
-    for name, (count, appended) in counted.items():
+    for name, (count, appended, found) in counted.items():
         if name not in base:
-            base[name] = processes.get(name) if appended else 0
-        if base[name] is None:  # appended to samples whose processes nobody counted
+            base[name] = ((processes.get(name), levels.get(name)) if appended else (0, None))
+        before, before_levels = base[name]
+        if before is None:  # appended to samples whose processes nobody counted
             processes.pop(name, None)
+            levels.pop(name, None)
+            continue
+        processes[name] = before + count
+        if before and (not isinstance(before_levels, list) or len(before_levels) != len(found)):
+            levels.pop(name, None)  # earlier processes whose levels nobody kept: the list would mislead
         else:
-            processes[name] = base[name] + count
+            levels[name] = [list(old or []) + new for old, new in zip(before_levels or [None] * len(found), found)]
     record = {"schema": OUTCOME_SCHEMA, "commit_hash": self.commit_hash, "env_name": self.env_name,
-              "build": build, "failures": failures, "processes": processes}
+              "build": build, "failures": failures, "processes": processes, "levels": levels}
     atomic_write_text(path, json.dumps(record, indent=1, sort_keys=True))
 
 
@@ -94,10 +105,25 @@ def _counting_add(original, self, benchmark, result, *args, **kwargs):
         return
     counted = self.__dict__.setdefault("_torchbench_processes", {})
     name = benchmark["name"]
+    found = [_round_level(samples, value) for samples, value in zip(result.samples, result.result)]
     if kwargs.get("append_samples") and name in counted:
-        counted[name] = (counted[name][0] + 1, counted[name][1])
+        count, appended, levels = counted[name]
+        counted[name] = (count + 1, appended, [old + new for old, new in zip(levels, found)])
     else:  # a first round; appended to an earlier run's samples where asv says so
-        counted[name] = (1, bool(kwargs.get("append_samples")))
+        counted[name] = (1, bool(kwargs.get("append_samples")), found)
+
+
+def _round_level(samples, value) -> list[float]:
+    """One round's (one process's) level of one parameter combination, as a list of none or one value:
+    stats.level of its samples (asv's value where it kept none); nothing where the round measured nothing.
+    The quantile is numpy's, as stats.level's (not imported here: asv loads this module in every command)."""
+    import numpy as np
+
+    if samples:
+        return [float(np.quantile(np.asarray(samples, dtype=float), LEVEL_QUANTILE))]
+    if value is None or (isinstance(value, float) and value != value):  # failed or skipped
+        return []
+    return [float(value)]
 
 
 def setup() -> None:

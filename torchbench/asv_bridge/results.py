@@ -58,6 +58,7 @@ class Row:
     unit: str | None
     date: int | None
     processes: int | None = None  # the processes (asv rounds) that measured it, where our plugin counted them
+    levels: tuple[float, ...] | None = None  # each process's level (stats.level of its blocks), where our plugin kept them
 
     @property
     def status(self) -> str:
@@ -103,6 +104,11 @@ class Outcome:
     build: dict | None  # {"built": bool, "log": str}, or None where nothing was built (existing env)
     failures: dict[str, dict]  # benchmark name -> {"errcode": int, "stderr": str}
     processes: dict[str, int] = field(default_factory=dict)  # benchmark name -> processes that measured it
+    levels: dict[str, list[list[float]]] = field(default_factory=dict)  # name -> per combination, each process's level
+
+    def levels_of(self, name: str, index: int) -> tuple[float, ...] | None:
+        found = self.levels.get(name)
+        return tuple(found[index]) if found is not None and index < len(found) else None
 
     @property
     def built(self) -> bool | None:
@@ -165,8 +171,9 @@ def _benchmarks_of(results, benchmarks: dict[str, dict]) -> Iterator[tuple[str, 
         yield key, info, zip(_combinations(tuple(names), tuple(tuple(p) for p in params)), values, stats, samples)
 
 
-def _rows(results, machine: str, benchmarks: dict[str, dict], processes: dict[str, int]) -> list[Row]:
+def _rows(results, machine: str, benchmarks: dict[str, dict], outcome: Outcome | None) -> list[Row]:
     rows = []
+    outcome = outcome or Outcome(None, {})
     for key, info, cells in _benchmarks_of(results, benchmarks):
         for index, (combo, value, stat, sample) in enumerate(cells):
             number = stat.get("number") if stat else None
@@ -175,7 +182,7 @@ def _rows(results, machine: str, benchmarks: dict[str, dict], processes: dict[st
                 params=combo, value=value,
                 samples=tuple(sample) if sample else None,
                 number=int(number) if number else None, stats=stat or None, unit=info.get("unit"),
-                date=results.date, processes=processes.get(key)))
+                date=results.date, processes=outcome.processes.get(key), levels=outcome.levels_of(key, index)))
     return rows
 
 
@@ -194,9 +201,10 @@ class Measured(NamedTuple):
     samples: list[Sequence[float]]  # per call; (value,) where asv kept no samples
     number: list[int]
     processes: list[int]
+    levels: list[Sequence[float]]  # each process's level ((): not kept)
 
     def add(self, benchmark: str, index: int, params: tuple, unit: str | None, samples: Sequence[float] | None,
-            value: float, number: int | None, processes: int | None) -> None:
+            value: float, number: int | None, processes: int | None, levels: Sequence[float] | None) -> None:
         """One measured cell; (value,) stands for samples asv did not keep, 1 for an unknown number."""
         self.benchmark.append(benchmark)
         self.index.append(index)
@@ -205,17 +213,19 @@ class Measured(NamedTuple):
         self.samples.append(samples or (value,))
         self.number.append(int(number) if number else 1)
         self.processes.append(processes or 0)
+        self.levels.append(levels or ())
 
 
-def _measured(results, machine: str, benchmarks: dict[str, dict], processes: dict[str, int]) -> Measured:
+def _measured(results, machine: str, benchmarks: dict[str, dict], outcome: Outcome | None) -> Measured:
     """`_rows`' cells whose status is ok, as columns (the same values, in the same order)."""
-    out = Measured(machine, results.commit_hash, results.env_name, results.date, [], [], [], [], [], [], [])
+    outcome = outcome or Outcome(None, {})
+    out = Measured(machine, results.commit_hash, results.env_name, results.date, [], [], [], [], [], [], [], [])
     for key, info, cells in _benchmarks_of(results, benchmarks):
         for index, (combo, value, stat, sample) in enumerate(cells):
             if value is None or (isinstance(value, float) and math.isnan(value)):  # failed, skipped
                 continue
             out.add(key, index, combo, info.get("unit"), sample, value, stat.get("number") if stat else None,
-                    processes.get(key))
+                    outcome.processes.get(key), outcome.levels_of(key, index))
     return out
 
 
@@ -229,8 +239,9 @@ def measured_of(rows: Iterable[Row]) -> Iterator[Measured]:
         key = (row.machine, row.commit, row.env_name)
         m = files.get(key)
         if m is None:
-            m = files[key] = Measured(*key, row.date, [], [], [], [], [], [], [])
-        m.add(row.benchmark, row.index, row.params, row.unit, row.samples, row.value, row.number, row.processes)
+            m = files[key] = Measured(*key, row.date, [], [], [], [], [], [], [], [])
+        m.add(row.benchmark, row.index, row.params, row.unit, row.samples, row.value, row.number, row.processes,
+              row.levels)
     yield from files.values()
 
 
@@ -250,7 +261,8 @@ def _load_outcome(path: Path, warnings: list[str]) -> Outcome | None:
         if doc.get("schema") != OUTCOME_SCHEMA:
             raise ValueError(f"schema is {doc.get('schema')!r}, expected {OUTCOME_SCHEMA!r}")
         processes = {str(k): int(v) for k, v in dict(doc.get("processes", {})).items()}
-        return Outcome(doc.get("build"), dict(doc.get("failures", {})), processes)
+        levels = {str(k): [[float(x) for x in per] for per in v] for k, v in dict(doc.get("levels", {})).items()}
+        return Outcome(doc.get("build"), dict(doc.get("failures", {})), processes, levels)
     except (ValueError, OSError, AttributeError) as e:
         warnings.append(f"{path}: skipped, not a readable outcome record ({e})")
         return None
@@ -271,7 +283,7 @@ def _read(path: Path, benchmarks: dict[str, dict], warnings: list[str], loaded=N
     try:
         results = loaded if loaded is not None else Results.load(str(path))
         outcome = _load_outcome(_outcome_path(path), warnings)
-        made = (make or _rows)(results, path.parent.name, benchmarks, outcome.processes if outcome else {})
+        made = (make or _rows)(results, path.parent.name, benchmarks, outcome)
         return results, made, outcome
     except (util.UserError, ValueError, KeyError, TypeError, IndexError, AttributeError, OSError) as e:
         warnings.append(f"{path}: skipped, not a readable asv results file ({type(e).__name__}: {e})")

@@ -12,13 +12,13 @@ from __future__ import annotations
 import html
 import math
 from dataclasses import dataclass, field
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Callable
 
 import numpy as np
 from markupsafe import Markup
 
-__all__ = ["Chart", "Line", "Mark", "Marks", "StepMark", "chart", "colors_for", "sparkline"]
+__all__ = ["Chart", "Line", "Mark", "Marks", "StepMark", "chart", "colors_for", "scale_text", "spark_scale", "sparkline"]
 
 WIDTH, HEIGHT = 720, 260
 LEFT, RIGHT, TOP, BOTTOM = 64, 40, 24, 40
@@ -117,6 +117,7 @@ class Chart:
     steps: list[StepMark] = field(default_factory=list)
     x_range: tuple[float, float] = (0.0, 1.0)  # the history positions at plot[0] and plot[2]
     hover: dict | None = None  # data for the page's script to show the commit under the pointer (long lines)
+    log_axis: bool = False  # values spanning more than LOG_AXIS_RATIO are drawn on a log scale
 
 
 def _points_svg(xs: list[float], ys: list[float], marks: Marks, color: str) -> Markup:
@@ -134,7 +135,12 @@ def _points_svg(xs: list[float], ys: list[float], marks: Marks, color: str) -> M
 
 
 def colors_for(names) -> dict[str, str]:
-    return {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(dict.fromkeys(names))}
+    """A colour per name, none shared: the palette's, then hues spread around the colour wheel (a label of 14
+    cases would otherwise repeat colours within one chart)."""
+    unique = list(dict.fromkeys(names))
+    if len(unique) <= len(PALETTE):
+        return {name: PALETTE[i] for i, name in enumerate(unique)}
+    return {name: f"hsl({round(i * 360 / len(unique))}, 65%, {42 if i % 2 else 52}%)" for i, name in enumerate(unique)}
 
 
 def _ticks(low: float, high: float, count: int = 5) -> list[float]:
@@ -150,8 +156,23 @@ def _ticks(low: float, high: float, count: int = 5) -> list[float]:
     return [float(v) for v in np.arange(math.ceil(low / step) * step, high + step / 2, step)]
 
 
+def _log_ticks(low: float, high: float) -> list[float]:
+    """Ticks of a log axis between two values: 1, 2, 5 times powers of ten (every digit where that gives
+    fewer than three)."""
+    for mantissas in ((1, 2, 5), tuple(range(1, 10))):
+        found = [m * 10.0 ** k for k in range(math.floor(math.log10(low)), math.ceil(math.log10(high)) + 1)
+                 for m in mantissas if low <= m * 10.0 ** k <= high]
+        if len(found) >= 3:
+            return found
+    return found
+
+
 def _fmt(v: float) -> str:
     return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.3g}"
+
+
+LOG_AXIS_RATIO = 4.0  # a chart whose values span more than this factor gets a log axis: a 5% step of its
+# smallest row stays as tall as one of its largest (rows of 2 us and 1 ms share the dispatch charts)
 
 
 def chart(title: str, y_label: str, lines: list[Line], x_labels: dict[float, str],
@@ -166,10 +187,21 @@ def chart(title: str, y_label: str, lines: list[Line], x_labels: dict[float, str
     values = values[np.isfinite(values)]
     xs_all = np.concatenate([c.x for c in columns]) if columns else np.zeros(0)
     y_min, y_max = (float(values.min()), float(values.max())) if len(values) else (0.0, 1.0)
-    if y_min > 0 and y_min < 0.5 * y_max:
-        y_min = 0.0  # from zero, when that does not squash the data
-    pad = (y_max - y_min) * 0.15 or abs(y_max) * 0.15 or 1.0
-    y_min, y_max = y_min - pad, y_max + pad
+    log_axis = y_min > 0 and y_max > LOG_AXIS_RATIO * y_min
+    if log_axis:  # the scale below works on log10 of the values
+        y_min, y_max = math.log10(y_min) - 0.06, math.log10(y_max) + 0.06
+    else:
+        if y_min > 0 and y_min < 0.5 * y_max:
+            y_min = 0.0  # from zero, when that does not squash the data
+        pad = (y_max - y_min) * 0.15 or abs(y_max) * 0.15 or 1.0
+        y_min, y_max = y_min - pad, y_max + pad
+
+    def on_axis(v) -> np.ndarray:
+        v = np.asarray(v, dtype=float)
+        if not log_axis:
+            return v
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(v > 0, np.log10(np.where(v > 0, v, 1.0)), np.nan)
     x_min, x_max = (xs_all.min().item(), xs_all.max().item()) if len(xs_all) else (0.0, 1.0)
     if x_max == x_min:
         x_min, x_max = x_min - 1, x_max + 1
@@ -190,40 +222,78 @@ def chart(title: str, y_label: str, lines: list[Line], x_labels: dict[float, str
     for i, (line, c) in enumerate(zip(lines, columns)):
         line.case = line.case or line.name
         line.color = (colors or {}).get(line.case) or PALETTE[i % len(PALETTE)]
-        xs, ys = scale(c.x, x_min, x_max, x0, x1), scale(c.y, y_min, y_max, y1, y0)
+        xs, ys = scale(c.x, x_min, x_max, x0, x1), scale(on_axis(c.y), y_min, y_max, y1, y0)
         line.xy = (xs.tolist(), ys.tolist())
         line.points_svg = _points_svg(*line.xy, c, line.color)
         line.path = path(xs, ys) if len(xs) else ""
-        has_mid = np.isfinite(c.mid)
+        mid, low, high = on_axis(c.mid), on_axis(c.low), on_axis(c.high)
+        has_mid = np.isfinite(mid)
         if has_mid.sum() >= 2:
-            line.mid_path = path(xs[has_mid], scale(c.mid[has_mid], y_min, y_max, y1, y0))
-        banded = np.isfinite(c.low) & np.isfinite(c.high)
+            line.mid_path = path(xs[has_mid], scale(mid[has_mid], y_min, y_max, y1, y0))
+        banded = np.isfinite(low) & np.isfinite(high)
         if banded.sum() >= 2:
             bx = xs[banded]
-            highs = scale(c.high[banded], y_min, y_max, y1, y0)
-            lows = scale(c.low[banded], y_min, y_max, y1, y0)
+            highs = scale(high[banded], y_min, y_max, y1, y0)
+            lows = scale(low[banded], y_min, y_max, y1, y0)
             line.band = path(np.concatenate([bx, bx[::-1]]), np.concatenate([highs, lows[::-1]])) + " Z"
-    y_ticks = [(py(v), _fmt(v)) for v in _ticks(y_min, y_max)]
+    if log_axis:
+        y_ticks = [(py(math.log10(v)), _fmt(v)) for v in _log_ticks(10 ** y_min, 10 ** y_max)]
+    else:
+        y_ticks = [(py(v), _fmt(v)) for v in _ticks(y_min, y_max)]
     step = max(1, math.ceil(len(x_labels) / 8))
     x_ticks = [(px(x), label) for i, (x, label) in enumerate(sorted(x_labels.items())) if i % step == 0]
     marks = [StepMark(s.x, s.status, s.href, s.title, px(s.x)) for s in steps if x_min <= s.x <= x_max]
-    return Chart(title, y_label, WIDTH, HEIGHT, lines, y_ticks, x_ticks, (x0, y0, x1, y1), marks, (x_min, x_max))
+    return Chart(title, y_label, WIDTH, HEIGHT, lines, y_ticks, x_ticks, (x0, y0, x1, y1), marks, (x_min, x_max),
+                 log_axis=log_axis)
 
 
-def sparkline(values: list[float], width: int = 120, height: int = 24, color: str = PALETTE[0]) -> Markup:
-    """A small inline SVG of `values` (non-finite ones skipped) with the last value dotted; empty for none.
-    Only numbers and the colour (escaped) go into it."""
-    points = [(i, v) for i, v in enumerate(values) if math.isfinite(v)]
+def spark_scale(levels: Iterable[Sequence[float]], floor: float) -> tuple[float, float]:
+    """One relative scale for a label's sparklines: the lowest and highest log ratio of any case's level to
+    that case's own median level, and never narrower than +-floor, so that a 10% wobble draws a tenth as
+    tall as a 2x step beside it, and a flat case draws flat."""
+    low, high = -math.log1p(floor), math.log1p(floor)
+    for values in levels:
+        x = np.log(np.asarray([v for v in values if math.isfinite(v) and v > 0], dtype=float))
+        if len(x):
+            x = x - np.median(x)
+            low, high = min(low, float(x.min())), max(high, float(x.max()))
+    return low, high
+
+
+def scale_text(scale: tuple[float, float]) -> str:
+    """A spark scale as the range it draws: '-12% to +180% of each case's median'."""
+    low, high = (f"{math.expm1(v) * 100:+.0f}%" for v in scale)
+    return f"{low} to {high} of each case's median"
+
+
+def sparkline(values: list[float], scale: tuple[float, float], steps: Sequence[int] = (), width: int = 120,
+              height: int = 24, color: str = PALETTE[0]) -> Markup:
+    """A small inline SVG of `values` as log ratios to their own median, on `scale` (spark_scale: shared by
+    a label's cases), with the last value dotted and a rule at each index in `steps` (the first commit at
+    the new level of a confirmed step); non-finite values are skipped; empty for none. Only numbers and the
+    colour (escaped) go into it."""
+    points = [(i, math.log(v)) for i, v in enumerate(values) if math.isfinite(v) and v > 0]
     if not points:
         return Markup("")
-    low, high = min(v for _, v in points), max(v for _, v in points)
+    middle = float(np.median([v for _, v in points]))
+    low, high = scale
     span, last = (high - low) or 1.0, max(len(values) - 1, 1)
-    xy = [(round(1 + i / last * (width - 4), 1), round(height - 2 - (v - low) / span * (height - 4), 1))
-          for i, v in points]
+
+    def x_of(i: float) -> float:
+        return round(1 + i / last * (width - 4), 1)
+
+    def y_of(v: float) -> float:
+        return round(height - 2 - (min(max(v - middle, low), high) - low) / span * (height - 4), 1)
+
+    xy = [(x_of(i), y_of(v)) for i, v in points]
     fill = html.escape(color)
     path = " ".join(f"{x},{y}" for x, y in xy)
+    rules = "".join(f'<line class="spark-step" x1="{x_of(i - 0.5)}" x2="{x_of(i - 0.5)}" y1="0" y2="{height}" '
+                    f'stroke="#b00" stroke-width="1"/>' for i in steps if 0 < i < len(values))
+    zero = y_of(middle)
     x, y = xy[-1]
     return Markup(  # noqa: S704 (numbers and an escaped colour)
         f'<svg class="spark" width="{width}" height="{height}" viewBox="0 0 {width} {height}">'
+        f'<line x1="0" x2="{width}" y1="{zero}" y2="{zero}" stroke="#ddd" stroke-width="1"/>{rules}'
         f'<polyline points="{path}" fill="none" stroke="{fill}" stroke-width="1.2"/>'
         f'<circle cx="{x}" cy="{y}" r="2" fill="{fill}"/></svg>')

@@ -32,6 +32,7 @@ from torchbench_core.units import _UNITS, select_unit, unit_to_english
 
 from .. import stats
 from ..asv_bridge.results import Measured, Row, measured_of, placement
+from ..history.step_record import CONFIRMED, REFUTED
 
 __all__ = ["CellData", "CellKind", "Cells", "ComparePage", "EnvInfo", "FileCells", "Point", "Series", "SeriesPage",
            "build", "build_from", "env_id_of", "file_cells", "records", "slug", "torch_release", "DEFAULT_COMMITS"]
@@ -98,10 +99,9 @@ class CellData:
         env, threads, name, column = key
         spec = TaskSpec(stmt=self.benchmark, setup="pass", label=label, sub_label=name, description=column,
                         env=env, num_threads=threads)
-        # Without its samples (an old commit, chosen in a table) a cell is its median, which is all
-        # a Compare cell shows.
-        samples = self.samples if self.samples is not None else (self.interval.median,)
-        return Measurement(self.number, [float(s) * self.number for s in samples], spec)
+        # A Compare cell shows the commit's level, the value the series plot and step detection use (the
+        # median stays in its tooltip): the Measurement is that one value.
+        return Measurement(self.number, [float(self.interval.level) * self.number], spec)
 
 
 CellKey = tuple[str, int, str, "str | None"]  # (env id, threads, row name, column)
@@ -131,13 +131,17 @@ class Cells(Mapping):
     def __init__(self, envs: list["EnvInfo"], env_of: dict[str, int], env: np.ndarray,
                  slots: list[tuple[int, str, str | None]],
                  slot: np.ndarray, intervals: np.ndarray, number: np.ndarray, benchmarks: list[str],
-                 benchmark: np.ndarray, index: np.ndarray, processes: np.ndarray, samples: dict[int, np.ndarray]):
+                 benchmark: np.ndarray, index: np.ndarray, processes: np.ndarray, samples: dict[int, np.ndarray],
+                 spread: np.ndarray | None = None):
         self.envs = envs  # every env of the site, shared by its labels; `env` holds positions in it
         self._env_of = env_of  # env id -> position in envs (shared too)
         self.env, self.slot, self.slots = env, slot, slots  # slot: a (threads, row name, column) of the label
         self.intervals = intervals  # (cells, 5): stats.Interval's fields
         self.number, self.benchmarks, self.benchmark, self.index = number, benchmarks, benchmark, index
         self.processes = processes  # that measured each cell (0: not counted)
+        # (cells, 3): each cell's per-process levels as stats.spread_columns gives them (n 0: none kept)
+        self.spread = spread if spread is not None else np.column_stack(
+            [np.zeros(len(env)), np.full(len(env), math.nan), np.full(len(env), math.nan)])
         self.samples = samples  # cell -> per-call samples, for the cells of the commits a table opens on
         self.counts: np.ndarray | None = None  # (cells, 5) instructions per call beside times; nan: none
         self._slot_of = {key: i for i, key in enumerate(slots)}
@@ -213,7 +217,7 @@ class _CellsBuilder:
         self.keys: dict[CellKind, int] = {}  # every distinct cell kind, in the order they first came
         self._layouts: dict[tuple, np.ndarray] = {}  # a file's kinds -> their ids
         self.kind, self.env, self.number = array("q"), array("q"), array("q")
-        self.index, self.processes, self.values = array("i"), array("i"), array("d")
+        self.index, self.processes, self.values, self.spread = array("i"), array("i"), array("d"), array("d")
         self.kept: dict[int, np.ndarray] = {}  # cell -> its samples, for the files a table opens on
 
     def add(self, env: int, f: "FileCells", keep_samples: bool) -> None:
@@ -225,6 +229,7 @@ class _CellsBuilder:
         self.kind.frombytes(ids.tobytes())
         self.env.frombytes(np.full(len(ids), env, dtype=np.int64).tobytes())
         self.values.frombytes(np.ascontiguousarray(f.intervals, dtype=np.float64).tobytes())
+        self.spread.frombytes(np.ascontiguousarray(f.spread, dtype=np.float64).tobytes())
         self.number.frombytes(f.number.astype(np.int64, copy=False).tobytes())
         self.index.frombytes(f.index.astype(np.int32, copy=False).tobytes())
         self.processes.frombytes(f.processes.astype(np.int32, copy=False).tobytes())
@@ -254,6 +259,8 @@ class _CellsBuilder:
             setattr(self, name, array("q"))  # the buffer is copied in order: free it
         intervals = np.frombuffer(self.values, dtype=np.float64).reshape(-1, 5)[order]
         self.values = array("d")
+        spread = np.frombuffer(self.spread, dtype=np.float64).reshape(-1, 3)[order]
+        self.spread = array("d")
         kept, self.kept = self.kept, {}
         out = {}
         for (label, counts), g in group_of.items():
@@ -285,8 +292,54 @@ class _CellsBuilder:
                                        slot[keep].astype(np.int32), intervals[lo:hi][keep],
                                        columns["number"][lo:hi][keep], list(benchmarks),
                                        bench_of_kind[kind[keep]].astype(np.int32), columns["index"][lo:hi][keep],
-                                       columns["processes"][lo:hi][keep], samples)
+                                       columns["processes"][lo:hi][keep], samples, spread[lo:hi][keep])
         return out
+
+
+class Change(NamedTuple):
+    """A cell's colour (stats.page_changes): +1 slower, -1 faster, 0 none; why; Welch's p (nan: not tested)."""
+
+    direction: int
+    reason: str
+    p: float
+
+
+class ViewChanges(NamedTuple):
+    cells: dict[CellKey, Change]  # the view's non-baseline cells
+    common: dict[str, float]  # env id -> the shift its cells share, as a ratio (stats.page_changes)
+
+    def of(self, key: CellKey) -> Change:
+        return self.cells.get(key, Change(0, "", math.nan))
+
+
+def steps_by_row(steps: Sequence[dict], envs: Sequence[EnvInfo]) -> dict[tuple[str, str, int], list[tuple]]:
+    """The steps of a page's rows by (env group, benchmark, index): (position of the first commit at the new
+    level, confirmed?, ratio) each; refuted steps are none."""
+    position = {e.commit: e.position for e in envs}
+    out: dict[tuple[str, str, int], list[tuple]] = {}
+    for st in steps:
+        at = position.get(st.get("after"))
+        if at is None or st.get("status") == REFUTED:
+            continue
+        group = f"{st['machine']}.{_env_hash(st['env_name'])}"
+        out.setdefault((group, st["benchmark"], int(st["index"])), []).append(
+            (at, st["status"] == CONFIRMED, float(st["ratio"])))
+    return out
+
+
+def steps_between(found: Iterable[tuple], base_position: int, head_position: int) -> tuple[float, bool]:
+    """The net ratio of the confirmed steps between a baseline commit and a cell's (inverted where the cell
+    comes first), and whether an unconfirmed one lies between: a step at position p lies between when the
+    later of the two is at or after p and the earlier before it. compare.js `stepsBetween` does the same."""
+    low, high = sorted((base_position, head_position))
+    ratio, candidate = 1.0, False
+    for at, confirmed, r in found:
+        if low < at <= high:
+            if confirmed:
+                ratio *= r
+            else:
+                candidate = True
+    return (ratio if head_position >= base_position else 1 / ratio), candidate
 
 
 @dataclass
@@ -307,7 +360,8 @@ class ComparePage:
         view = compare.tables()[0]
         order = {e.id: e.position for e in self.envs}
         rows = sorted(view.rows, key=lambda r: (r.num_threads, order[r.env]))
-        return TableView(view.label, view.columns, tuple(rows), view.unit, view.footer)
+        footer = f"Values are {COUNT_UNIT} per run (level)." if self.unit_kind == COUNT_UNIT else view.footer
+        return TableView(view.label, view.columns, tuple(rows), view.unit, footer)
 
     def baselines(self, env_ids: list[str]) -> dict[str, str]:
         """Per env group, the oldest chosen env: what the other cells are coloured against."""
@@ -316,13 +370,32 @@ class ComparePage:
             out.setdefault(env.group, env.id)
         return out
 
-    def differ(self, env_id: str, threads: int, name: str, column, baselines: dict[str, str]) -> int:
-        env = self.env(env_id)
-        base = baselines.get(env.group)
-        if base is None or base == env_id:
-            return 0
-        a, b = self.cells.get((base, threads, name, column)), self.cells.get((env_id, threads, name, column))
-        return 0 if a is None or b is None else stats.cells_differ(a.interval, b.interval)
+    def changes(self, env_ids: list[str], baselines: dict[str, str], steps: Sequence[dict] = ()) -> "ViewChanges":
+        """stats.page_changes for a view: every chosen non-baseline cell against its baseline cell, compared
+        together (one false-discovery control over the view), with the steps between them."""
+        c = self.cells
+        by_row = steps_by_row(steps, self.envs)
+        heads, bases = [], []
+        for i in c.positions(env_ids).tolist():
+            env = c.envs[c.env[i]]
+            base = baselines.get(env.group)
+            j = None if base is None or base == env.id else c.find((base, *c.slots[c.slot[i]]))
+            if j is not None:
+                heads.append(i)
+                bases.append(j)
+        step_ratio, candidate = np.ones(len(heads)), np.zeros(len(heads), dtype=bool)
+        for k, (i, j) in enumerate(zip(heads, bases)):
+            env = c.envs[c.env[i]]
+            found = by_row.get((env.group, c.benchmarks[c.benchmark[i]], int(c.index[i])))
+            if found:
+                step_ratio[k], candidate[k] = steps_between(found, c.envs[c.env[j]].position, env.position)
+        h, b = np.array(heads, dtype=np.int64), np.array(bases, dtype=np.int64)
+        found = stats.page_changes(c.intervals[b, 4], c.intervals[h, 4], c.spread[b], c.spread[h], c.env[h],
+                                   step_ratio, candidate)
+        cells = {c.key(i): Change(int(d), r, float(p)) for i, d, r, p in
+                 zip(heads, found.direction.tolist(), found.reason, found.p.tolist())}
+        common = {c.envs[e].id: float(r) for e, r in zip(c.env[h].tolist(), found.common.tolist())}
+        return ViewChanges(cells, common)
 
     def tag(self, env: EnvInfo) -> str:
         """How a row names its env: the commit, plus the machine and environment where the page has several."""
@@ -345,7 +418,7 @@ class ComparePage:
     def _by_id(self) -> dict[str, EnvInfo]:  # a cell's env is looked up per cell: not a scan of 2000
         return {e.id: e for e in self.envs}
 
-    def data(self) -> dict:
+    def data(self, steps: Sequence[dict] = ()) -> dict:
         """What the page's script needs to re-lay the table for other commits and baselines."""
         c = self.cells
         scale_unit, scale = (COUNT_UNIT, 1.0) if self.unit_kind == COUNT_UNIT else select_unit(
@@ -354,10 +427,21 @@ class ComparePage:
         ids = [e.id for e in c.envs]
         cells: dict[str, dict[str, list]] = {}
         counts: dict[str, dict[str, float]] = {}  # instructions per call beside the times, where counted
-        shown = np.where(np.isnan(c.intervals[:, :3]), None, c.intervals[:, :3]).tolist()  # JSON: null, not NaN
-        for env, slot, (median, low, high), n in zip(c.env.tolist(), c.slot.tolist(), shown,
-                                                       c.intervals[:, 3].astype(int).tolist()):
-            cells.setdefault(ids[env], {})[keys[slot]] = [median, low, high, n]
+        # a cell: [median, low, high, blocks, level, processes with a level, their log mean, log variance]
+        values = np.column_stack([c.intervals, c.spread])
+        shown = np.where(np.isnan(values), None, values).tolist()  # JSON: null, not NaN
+        for env, slot, cell in zip(c.env.tolist(), c.slot.tolist(), shown):
+            cell[3], cell[5] = int(cell[3]), int(cell[5] or 0)
+            cells.setdefault(ids[env], {})[keys[slot]] = cell
+        # the steps of each row (stats.page_changes' STEP and CANDIDATE), under the env group and row key
+        by_row = steps_by_row(steps, self.envs)
+        step_data: dict[str, dict[str, list]] = {}
+        if by_row:
+            for env, slot, b, index in zip(c.env.tolist(), c.slot.tolist(), c.benchmark.tolist(), c.index.tolist()):
+                group = c.envs[env].group
+                found = by_row.get((group, c.benchmarks[b], index))
+                if found:
+                    step_data.setdefault(group, {})[keys[slot]] = [[at, int(ok), r] for at, ok, r in found]
         if c.counts is not None:
             for env, slot, median in zip(c.env.tolist(), c.slot.tolist(), c.counts[:, 0].tolist()):
                 if not math.isnan(median):
@@ -370,7 +454,8 @@ class ComparePage:
                 "units": {str(k): [name, s, unit_to_english(name)] for k, (name, s) in _UNITS.items()},
                 "rows": [[t, name, slug(name)] for t, name in rows],
                 "columns": ["" if c is None else c for c in self.columns], "floor": stats.PAGE_FLOOR,
-                "confidence": stats.PAGE_CONFIDENCE,
+                "confidence": stats.PAGE_CONFIDENCE, "q": stats.PAGE_Q, "common_min": stats.COMMON_MIN_CELLS,
+                "steps": step_data,
                 "envs": [{"id": e.id, "group": e.group, "machine": e.machine, "env": e.env_name,
                           "tag": self.tag(e),
                           "commit": e.commit, "short": e.short, "subject": e.subject, "pos": e.position}
@@ -384,6 +469,7 @@ class Point:
     interval: stats.Interval
     benchmark: str
     index: int
+    spread: tuple[float, float, float] = (0.0, math.nan, math.nan)  # its per-process levels (stats.spread_columns)
 
 
 class Points(Sequence):
@@ -405,7 +491,8 @@ class Points(Sequence):
 
     def _point(self, i: int) -> Point:
         c = self.cells
-        return Point(c.envs[c.env[i]], c.interval(i), c.benchmarks[c.benchmark[i]], int(c.index[i]))
+        return Point(c.envs[c.env[i]], c.interval(i), c.benchmarks[c.benchmark[i]], int(c.index[i]),
+                     tuple(c.spread[i].tolist()))
 
 
 @dataclass
@@ -488,6 +575,7 @@ class FileCells(NamedTuple):
     number: np.ndarray
     index: np.ndarray  # the parameter combination's position in asv's order
     processes: np.ndarray  # that measured each cell (asv rounds); 0 where nobody counted them
+    spread: np.ndarray  # (cells, 3): each cell's per-process levels, as stats.spread_columns gives them
 
     @property
     def cells(self) -> int:
@@ -504,7 +592,7 @@ def file_cells(m: Measured) -> FileCells:
                      np.fromiter(itertools.chain.from_iterable(m.samples), dtype=float, count=sum(sizes)),
                      np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]).astype(np.int64),
                      np.array(m.number, dtype=np.int64), np.array(m.index, dtype=np.int32),
-                     np.array(m.processes, dtype=np.int32))
+                     np.array(m.processes, dtype=np.int32), stats.spread_columns(m.levels))
 
 
 def records(rows: Iterable[Row]) -> Iterator[FileCells]:

@@ -88,9 +88,34 @@ def _cell_class(direction: int) -> str:
     return {1: "slower", -1: "faster"}.get(direction, "")
 
 
-def _compare_context(page: pages.ComparePage, profiles: dict) -> dict:
+def _change_text(change: pages.Change) -> str:
+    """Why a cell has its colour, for its tooltip; compare.js `changeText` writes the same."""
+    if change.reason == stats.STEP:
+        return "a confirmed step lies between it and its baseline (Steps page)"
+    if change.reason == stats.CANDIDATE:
+        return "an unconfirmed step lies between it and its baseline: a candidate, not yet a change"
+    if change.reason == stats.ONE_PROCESS:
+        return "measured by one process: no between-process evidence, not coloured"
+    if change.reason == stats.NO_LEVELS:
+        return "its processes' levels were not kept: not coloured"
+    if change.reason == stats.EVIDENCE:
+        return f"differs from its baseline across processes (p = {change.p:.2g})"
+    if not math.isnan(change.p):
+        return f"no change shown across processes (p = {change.p:.2g})"
+    return ""
+
+
+def _common_text(ratio: float) -> str:
+    """A commit whose cells all moved together: the machine, not the code (compare.js `commonText`)."""
+    if abs(math.log(ratio)) < math.log1p(stats.PAGE_FLOOR):
+        return ""
+    return f"all cells {steps_page.percent(ratio)} together: the machine's state, taken out before colouring"
+
+
+def _compare_context(page: pages.ComparePage, profiles: dict, steps: list[dict] = ()) -> dict:
     chosen = page.default_envs
     baselines = page.baselines(chosen)
+    changes = page.changes(chosen, baselines, steps)
     view = page.table(chosen)
     envs = {e.id: e for e in page.envs}
     blocks: list[dict] = []
@@ -103,37 +128,44 @@ def _compare_context(page: pages.ComparePage, profiles: dict) -> dict:
             if cell is None:
                 cells.append(None)
                 continue
-            data = page.cells[(row.env, row.num_threads, row.name, column)]
+            key = (row.env, row.num_threads, row.name, column)
+            data = page.cells[key]
             i = data.interval
+            change = changes.of(key)
+            why = _change_text(change)
             cells.append({
-                "text": cell.text, "direction": _cell_class(page.differ(row.env, row.num_threads, row.name, column,
-                                                                          baselines)),
-                "ci": _ci_text(i, page.unit_kind),
+                "text": cell.text, "direction": _cell_class(change.direction)
+                + (" candidate" if change.reason == stats.CANDIDATE else ""),
+                "ci": _ci_text(i, page.unit_kind) + (f"; {why}" if why else ""),
                 "baseline": baselines.get(env.group) == row.env,
                 "profile": profiles.get((env.commit, data.benchmark, data.index)),
                 "counts": None if data.counts is None else f"{data.counts.median:,.0f}",
             })
         blocks[-1]["rows"].append({"id": row_anchor(env, row.num_threads, row.name), "env": env, "name": row.name,
-                                   "cells": cells, "first_of_env": not blocks[-1]["rows"]
+                                   "cells": cells, "common": _common_text(changes.common.get(env.id, 1.0)),
+                                   "first_of_env": not blocks[-1]["rows"]
                                    or blocks[-1]["rows"][-1]["env"].id != env.id})
-    data = page.data()
+    data = page.data(steps)
     if profiles:  # each cell's flame graph, where it has one (the script writes the CI tooltip itself)
         for (env_id, threads, name, column), c in page.cells.items():
             profile = profiles.get((envs[env_id].commit, c.benchmark, c.index))
             if profile:
                 data["cells"][env_id][f"{threads}|{name}|{'' if column is None else column}"].append(profile)
     return {"page": page, "view": view, "blocks": blocks, "data": data, "floor": stats.PAGE_FLOOR,
-            "confidence": stats.PAGE_CONFIDENCE}
+            "confidence": stats.PAGE_CONFIDENCE, "q": stats.PAGE_Q, "level_quantile": stats.LEVEL_QUANTILE}
 
 
 def _ci_text(i: stats.Interval, kind: str) -> str:
     """A cell's tooltip; html_templates/static/compare.js `ciText` writes the same for the cells it lays."""
-    if math.isnan(i.low):
-        return f"{i.n} sample(s): too few for an interval"
     if kind == pages.COUNT_UNIT:
-        return f"{stats.PAGE_CONFIDENCE:.0%} CI {i.low:.6g} to {i.high:.6g} ({i.n} samples)"
-    name, scale = select_unit(i.median)
-    return f"{stats.PAGE_CONFIDENCE:.0%} CI {i.low / scale:.4g} to {i.high / scale:.4g} {name} ({i.n} samples)"
+        median = f"median {i.median:.6g}"
+        ci = "" if math.isnan(i.low) else f", {stats.PAGE_CONFIDENCE:.0%} CI {i.low:.6g} to {i.high:.6g}"
+    else:
+        name, scale = select_unit(i.median)
+        median = f"median {i.median / scale:.4g} {name}"
+        ci = ("" if math.isnan(i.low) else
+              f", {stats.PAGE_CONFIDENCE:.0%} CI {i.low / scale:.4g} to {i.high / scale:.4g} {name}")
+    return f"level; {median}{ci} ({i.n} blocks)"
 
 
 def row_anchor(env: pages.EnvInfo, threads: int, name: str) -> str:
@@ -235,6 +267,22 @@ def _series_context(page: pages.SeriesPage, profiles: dict, diffs: dict, steps: 
         title = f"{column} ({threads} thread{'s' if threads != 1 else ''})" if column else f"{threads} threads"
         time_chart = charts.chart(title, unit_name, lines, x_labels, colors, steps=_step_marks(steps, members))
         time_chart.hover = _hover(time_chart, [(legend(s), s) for s in members], scale)
+        relative_chart = None
+        if len(members) > 1:  # rows of different sizes: each against its own median level, so a small row's
+            # 5% step is as visible as a large row's (on the chart above, a 2 us row lies flat under a 1 ms one)
+            r_lines = []
+            for line, s in zip(lines, members):
+                marks = line.marks
+                middle = float(np.nanmedian(marks.y)) if len(marks.y) else math.nan
+
+                def r_tip(i: int, s=s, marks=marks, middle=middle) -> str:
+                    return f"{marks.title(i)}; {marks.y[i] / middle:.3f} x its median level"
+                r_lines.append(charts.Line(line.name, charts.Marks(marks.x, marks.y / middle, np.full(len(marks), math.nan),
+                                                                   np.full(len(marks), math.nan),
+                                                                   np.full(len(marks), math.nan), marks.hrefs, r_tip),
+                                           case=line.case, dash=line.dash))
+            relative_chart = charts.chart(f"{title}, each case against its own median level", "x median", r_lines,
+                                          x_labels, colors, steps=_step_marks(steps, members))
         overhead_chart = None
         if page.overhead_baseline:
             o_lines = []
@@ -260,10 +308,11 @@ def _series_context(page: pages.SeriesPage, profiles: dict, diffs: dict, steps: 
             overhead_chart = charts.chart(f"overhead over {page.overhead_baseline}: {title}", "ns", o_lines,
                                           x_labels, colors)
         flame_rows, profiled = _flame_rows(members, legend, profiles, diffs) if profiles else ([], {})
-        panels.append({"time": time_chart, "overhead": overhead_chart, "flames": flame_rows,
+        panels.append({"time": time_chart, "relative": relative_chart, "overhead": overhead_chart, "flames": flame_rows,
                        "commits": sorted(profiled.values(), key=lambda e: e.position)})
     commits = {e.position: [e.short, e.subject] for e in page.envs}
-    return {"page": page, "panels": panels, "level_quantile": stats.LEVEL_QUANTILE, "commits": commits}
+    return {"page": page, "panels": panels, "level_quantile": stats.LEVEL_QUANTILE, "commits": commits,
+            "log_axis_ratio": charts.LOG_AXIS_RATIO}
 
 
 def _flame_rows(members: list[pages.Series], legend: Callable[[pages.Series], str], profiles: dict,
@@ -294,23 +343,46 @@ def _release(env: pages.EnvInfo) -> Version | None:
         return None
 
 
-def _change(latest: pages.Point, before: pages.Point | None) -> tuple[str | None, str]:
-    """The latest level against an earlier one, and the Compare colour where their intervals differ."""
-    if before is None or not before.interval.level > 0:
-        return None, ""
-    return (steps_page.percent(latest.interval.level / before.interval.level),
-            _cell_class(stats.cells_differ(before.interval, latest.interval)))
+class _Pair(NamedTuple):
+    """A landing-page change: a case's latest point against an earlier one, and the steps between them."""
+
+    before: pages.Point
+    latest: pages.Point
+    steps: tuple[float, bool]  # pages.steps_between
+    group: str  # the cells whose shared shift is taken out together: one commit's, per kind of change
+
+
+def _landing_changes(pairs: list[_Pair]) -> list[tuple[str, str, str]]:
+    """Each pair's (change text, class, why) by stats.page_changes: the landing page's changes are compared
+    together, as a Compare view's cells are."""
+    if not pairs:
+        return []
+    found = stats.page_changes([p.before.interval.level for p in pairs], [p.latest.interval.level for p in pairs],
+                               [p.before.spread for p in pairs], [p.latest.spread for p in pairs],
+                               [p.group for p in pairs], [p.steps[0] for p in pairs],
+                               [p.steps[1] for p in pairs])
+    out = []
+    for p, d, reason, pv in zip(pairs, found.direction.tolist(), found.reason, found.p.tolist()):
+        change = pages.Change(d, reason, pv)
+        out.append((steps_page.percent(p.latest.interval.level / p.before.interval.level),
+                    _cell_class(d) + (" candidate" if reason == stats.CANDIDATE else ""), _change_text(change)))
+    return out
 
 
 def _landing_context(compare_pages: list[pages.ComparePage], series_pages: list[pages.SeriesPage],
                      steps: list[dict]) -> list[dict]:
-    """Per label: each case's sparkline of its last levels, its latest level against the previous commit and,
-    in a history of torch releases, against the previous release's latest (coloured where their intervals
-    differ, as a Compare cell), and the label's recent confirmed regressions."""
+    """Per label: each case's sparkline of its last levels (one relative scale per label, confirmed steps
+    marked), its latest level and its change against the commit before (and, in a history of torch
+    releases, against the previous release's latest), coloured by the rule of every page
+    (stats.page_changes, the page's changes compared together), and the label's recent confirmed
+    regressions."""
     labels = []
+    pairs: list[_Pair] = []
+    wanted: list[tuple[dict, str]] = []  # (case, which change) for each pair
     for page, series in zip(compare_pages, series_pages):
         colors = charts.colors_for(s.name for s in series.series)
         many_groups = len({s.group for s in series.series}) > 1
+        by_row = pages.steps_by_row(steps, page.envs)
         # the same case on the same machine in each torch release, oldest release first
         releases: dict[tuple, list[tuple]] = {}
         for s in series.series:
@@ -324,28 +396,40 @@ def _landing_context(compare_pages: list[pages.ComparePage], series_pages: list[
             for (_, older), (_, newer) in zip(found, found[1:]):
                 previous_release[(key, newer)] = older
         latest_of = {(s.name, s.column, s.threads, s.group): s.points[-1] for s in series.series}
+        lasts = [s.points[-SPARK_COMMITS:] for s in series.series]
+        scale = charts.spark_scale(([p.interval.level for p in last] for last in lasts), stats.PAGE_FLOOR)
         cases = []
-        for s in series.series:
-            last = s.points[-SPARK_COMMITS:]
+        for s, last in zip(series.series, lasts):
             latest, previous = last[-1], (last[-2] if len(last) > 1 else None)
-            unit, scale = (pages.COUNT_UNIT, 1.0) if page.unit_kind == pages.COUNT_UNIT else select_unit(
+            unit, scale_unit = (pages.COUNT_UNIT, 1.0) if page.unit_kind == pages.COUNT_UNIT else select_unit(
                 latest.interval.level)
-            change, direction = _change(latest, previous)
             older = previous_release.get(((s.name, s.column, s.threads, latest.env.machine), s.group))
             release = latest_of.get((s.name, s.column, s.threads, older)) if older else None
-            release_change, release_direction = _change(latest, release)
-            cases.append({"name": s.name, "column": s.column, "threads": s.threads,
-                          "group": s.group_label if many_groups else "",
-                          "spark": charts.sparkline([p.interval.level for p in last], color=colors[s.name]),
-                          "latest": f"{latest.interval.level / scale:.4g} {unit}", "commit": latest.env,
-                          "previous": previous.env if previous else None, "change": change,
-                          "direction": direction, "release": release.env if release else None,
-                          "release_change": release_change, "release_direction": release_direction})
+            row_steps = by_row.get((s.group, latest.benchmark, latest.index), [])
+            confirmed_at = {at for at, ok, _ in row_steps if ok}
+            case = {"name": s.name, "column": s.column, "threads": s.threads,
+                    "group": s.group_label if many_groups else "",
+                    "spark": charts.sparkline([p.interval.level for p in last], scale,
+                                              [i for i, p in enumerate(last) if p.env.position in confirmed_at],
+                                              color=colors[s.name]),
+                    "latest": f"{latest.interval.level / scale_unit:.4g} {unit}", "commit": latest.env,
+                    "previous": previous.env if previous else None, "change": None, "direction": "", "why": "",
+                    "release": release.env if release else None, "release_change": None,
+                    "release_direction": "", "release_why": ""}
+            for which, before in (("", previous), ("release_", release)):
+                if before is not None and before.interval.level > 0:
+                    pairs.append(_Pair(before, latest, pages.steps_between(row_steps, before.env.position,
+                                                                            latest.env.position),
+                                       f"{which}{latest.env.id}"))
+                    wanted.append((case, which))
+            cases.append(case)
         regressions = [st for st in steps if st.get("series") == page.slug and st["status"] == CONFIRMED
                        and st["ratio"] > 1][:RECENT_REGRESSIONS]
         labels.append({"page": page, "series": series, "cases": cases, "regressions": regressions,
-                       "commits": len({e.commit for e in page.envs}),
+                       "commits": len({e.commit for e in page.envs}), "spark_scale": charts.scale_text(scale),
                        "releases": any(c["release"] for c in cases)})
+    for (case, which), (change, direction, why) in zip(wanted, _landing_changes(pairs)):
+        case[f"{which}change"], case[f"{which}direction"], case[f"{which}why"] = change, direction, why
     return labels
 
 
@@ -497,7 +581,7 @@ def render_pages(found, site: Path, *, out_dir: Path, revisions: dict[str, int],
         digest = _digest(page, up, up_diffs, project, page_steps) if cache else ""
         if cache and cache.page(page.slug, digest, targets):
             continue
-        text = env.get_template("compare.html.j2").render(**_compare_context(page, up), root="../")
+        text = env.get_template("compare.html.j2").render(**_compare_context(page, up, page_steps), root="../")
         targets["compare.html"].write_text(text)
         text = env.get_template("series.html.j2").render(**_series_context(series, up, up_diffs, page_steps),
                                                          root="../")
@@ -522,7 +606,7 @@ def _digest(page: pages.ComparePage, profiles: dict, diffs: dict, project: str, 
     # the cells' envs as positions in the label's own list: the site's list changes with every new commit
     local = np.full(len(c.envs), -1, dtype=np.int64)
     local[[c.find_env(e.id) for e in page.envs]] = np.arange(len(page.envs))
-    for column in (local[c.env], c.slot, c.intervals, c.number, c.benchmark, c.index, c.processes):
+    for column in (local[c.env], c.slot, c.intervals, c.number, c.benchmark, c.index, c.processes, c.spread):
         h.update(np.ascontiguousarray(column).tobytes())
     if c.counts is not None:
         h.update(c.counts.tobytes())
