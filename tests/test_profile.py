@@ -11,6 +11,7 @@ import json
 import os
 import re
 import shutil
+import site
 import subprocess
 import sys
 from pathlib import Path
@@ -291,8 +292,12 @@ def test_a_failing_case_is_named_and_the_others_are_recorded(tmp_path, capsys):
 def _venv_without_py_spy(tmp_path: Path) -> tuple[Path, dict]:
     """A venv that sees this Python's packages (torchbench included) but has no py-spy in its bin folder, and
     an environment whose PATH has none either."""
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(tmp_path / "venv")],
-                   check=True)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "venv")], check=True)
+    # the packages this Python sees: its own site folders (where the tests run in a venv, that venv's; a
+    # venv made from a venv is based on the system's interpreter, whose --system-site-packages lack them)
+    (site_packages,) = (tmp_path / "venv" / "lib").glob("python3.*/site-packages")
+    outer = [p for p in [*site.getsitepackages(), site.getusersitepackages()] if Path(p).is_dir()]
+    (site_packages / "outer.pth").write_text("".join(f"import site; site.addsitedir({p!r})\n" for p in outer))
     path = os.pathsep.join(d for d in os.environ["PATH"].split(os.pathsep)
                            if d and not (Path(d) / "py-spy").exists() and Path(d).resolve() != Path(sys.executable).resolve().parent)
     return tmp_path / "venv" / "bin", dict(os.environ, PATH=path)
