@@ -145,11 +145,12 @@ def measure_aa(tmp: Path, commits: int, min_run_time: float) -> tuple[Path, dict
 
 
 def print_history(name: str, found: dict) -> None:
-    print(f"\n== {name}: {found['commits']} commits, processes per cell {found['processes']}")
-    print(f"{'view':<10}{'cells':>7}{'old rule':>10}{'new rule':>10}{'candidates':>12}{'one process':>13}")
+    print(f"\n== {name}: {max(found['envs_per_label'].values(), default=0)} commits measured, processes per cell "
+          f"{found['processes']}")
+    print(f"{'view':<10}{'cells':>7}{'old rule':>14}{'new rule':>14}{'candidates':>12}{'one process':>13}")
     for view, t in found["views"].items():
         share = (lambda k: f"{t[k]} ({t[k] / t['cells']:.1%})") if t["cells"] else (lambda k: str(t[k]))
-        print(f"{view:<10}{t['cells']:>7}{share('old'):>10}{share('new'):>10}{t['candidate']:>12}"
+        print(f"{view:<10}{t['cells']:>7}{share('old'):>14}{share('new'):>14}{t['candidate']:>12}"
               f"{t['one process']:>13}")
     land = found["landing"]
     print(f"landing page changes: {land['changes']}, coloured by the old rule {land['old']}, by the new {land['new']}")

@@ -261,3 +261,9 @@ def test_the_plugin_keeps_each_process_level_as_stats_defines_it():
     assert plugin._round_level(samples, 1.0) == [stats.level(samples)]
     assert plugin._round_level(None, 2.5) == [2.5]  # a value asv kept without samples
     assert plugin._round_level(None, None) == [] and plugin._round_level(None, math.nan) == []
+
+
+def test_levels_without_a_log_scale_count_as_none_kept():
+    spread = stats.spread_columns([[1.0, 2.0], [0.0, 2.0], [-1.0], [], [3.0]])
+    assert spread[:, 0].tolist() == [2, 0, 0, 0, 1]
+    assert spread[0, 1] == pytest.approx(math.log(2) / 2) and math.isnan(spread[4, 2])

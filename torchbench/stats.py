@@ -288,7 +288,7 @@ def interval_columns(samples: Sequence[Sequence[float]], confidence: float = PAG
 # with the baseline's by Welch's t on the log scale, with Benjamini-Hochberg across the cells compared
 # together; a cell also takes the colour of a step `torchbench find` confirmed between it and its
 # baseline, and a cell past an unconfirmed step is marked a candidate instead. Before the test, the shift
-# that a commit's cells share (the median over them, from COMMON_MIN_CELLS cells) is taken out: on a
+# that a commit's cells share (the median over those no step moved, from COMMON_MIN_CELLS) is taken out: on a
 # shared machine every row of a commit measured in a slow hour reads high together (seen: all rows of one
 # commit 15-25% high), and that is the machine, not the code.
 PAGE_Q = 0.05  # false discovery rate across the cells compared together
@@ -298,15 +298,24 @@ STEP, EVIDENCE, CANDIDATE, ONE_PROCESS, NO_LEVELS = "step", "evidence", "candida
 
 def spread_columns(levels: Sequence[Sequence[float]]) -> np.ndarray:
     """Each cell's per-process levels as (processes, mean, variance) of their logs (variance with ddof 1;
-    nan where fewer than two): one (len(levels), 3) array, what `page_changes` needs of a cell."""
+    nan where fewer than two): one (len(levels), 3) array, what `page_changes` needs of a cell. Levels that
+    are not all positive (a track_ benchmark's own numbers) have no log scale: counted as none kept.
+    Computed per number of processes as one array (a published history has 400,000 cells)."""
     out = np.full((len(levels), 3), math.nan)
+    out[:, 0] = 0
+    by_n: dict[int, list[int]] = {}
     for i, found in enumerate(levels):
-        x = np.log(np.asarray(found, dtype=float)) if len(found) else np.zeros(0)
-        out[i, 0] = len(x)
-        if len(x):
-            out[i, 1] = float(np.mean(x))
-        if len(x) >= 2:
-            out[i, 2] = float(np.var(x, ddof=1))
+        by_n.setdefault(len(found), []).append(i)
+    for n, where in by_n.items():
+        if n == 0:
+            continue
+        x = np.array([levels[i] for i in where], dtype=float).reshape(len(where), n)
+        ok = np.all(np.isfinite(x) & (x > 0), axis=1)
+        rows, logs = np.asarray(where)[ok], np.log(x[ok])
+        out[rows, 0] = n
+        out[rows, 1] = logs.mean(axis=1)
+        if n >= 2:
+            out[rows, 2] = logs.var(axis=1, ddof=1)
     return out
 
 
@@ -373,13 +382,15 @@ def page_changes(base_level, head_level, base_spread, head_spread, group, step_r
     candidate = np.zeros(m, dtype=bool) if candidate is None else np.asarray(candidate, dtype=bool)
     with np.errstate(divide="ignore", invalid="ignore"):
         moved = np.log(head_level / base_level)
-    common = np.zeros(m)
-    for g in np.unique(group) if m else ():
-        mine = (group == g) & np.isfinite(moved)
-        if mine.sum() >= COMMON_MIN_CELLS:
-            common[group == g] = float(np.median(moved[mine]))
     bar = math.log1p(floor)
     stepped = np.abs(np.log(step_ratio)) >= bar
+    # the commit's shared shift, from its cells that no step moved (a real step's cells would drag a median
+    # of few cells: in the example, two of six cells 3x up pulled the estimate and painted a flat cell)
+    common = np.zeros(m)
+    for g in np.unique(group) if m else ():
+        mine = (group == g) & np.isfinite(moved) & ~stepped & ~candidate
+        if mine.sum() >= COMMON_MIN_CELLS:
+            common[group == g] = float(np.median(moved[mine]))
     levels_kept = (base_spread[:, 0] >= 1) & (head_spread[:, 0] >= 1)
     p = _welch_p(base_spread, head_spread, common)
     p = np.where(stepped | candidate, math.nan, p)

@@ -97,14 +97,14 @@
     var bar = Math.log(1 + data.floor), moved = {}, common = {};
     pairs.forEach(function (x) {
       x.moved = Math.log(x.head[4] / x.base[4]);
-      if (isFinite(x.moved)) { (moved[x.group] = moved[x.group] || []).push(x.moved); }
+      x.stepped = Math.abs(Math.log(x.steps[0])) >= bar;
+      if (isFinite(x.moved) && !x.stepped && !x.steps[1]) { (moved[x.group] = moved[x.group] || []).push(x.moved); }
     });
     Object.keys(moved).forEach(function (g) {
       common[g] = moved[g].length >= data.common_min ? median(moved[g]) : 0;
     });
     pairs.forEach(function (x) {
       x.shift = common[x.group] || 0;
-      x.stepped = Math.abs(Math.log(x.steps[0])) >= bar;
       x.p = x.stepped || x.steps[1] ? NaN : welchP(x.base, x.head, x.shift);
     });
     var rejected = bh(pairs.map(function (x) { return x.p; }), data.q);
