@@ -176,9 +176,10 @@ LOG_AXIS_RATIO = 4.0  # a chart whose values span more than this factor gets a l
 
 
 def chart(title: str, y_label: str, lines: list[Line], x_labels: dict[float, str],
-          colors: dict[str, str] | None = None, steps: list[StepMark] = ()) -> Chart:
+          colors: dict[str, str] | None = None, steps: list[StepMark] = (), from_zero: bool = True) -> Chart:
     """Scales every line into one plot; bands are drawn where both bounds are known, `mid` values as a
-    second path, `steps` as rules at their positions. `colors` (name -> colour, see `colors_for`) keeps a
+    second path, `steps` as rules at their positions; the axis starts at zero where that does not squash the
+    data (unless not `from_zero`: ratios). `colors` (name -> colour, see `colors_for`) keeps a
     case the same colour in every chart of a page."""
     # The scale follows the values (y and mid): a wide band (few samples) is clipped at the plot's edge
     # rather than squashing every line into a corner.
@@ -191,7 +192,7 @@ def chart(title: str, y_label: str, lines: list[Line], x_labels: dict[float, str
     if log_axis:  # the scale below works on log10 of the values
         y_min, y_max = math.log10(y_min) - 0.06, math.log10(y_max) + 0.06
     else:
-        if y_min > 0 and y_min < 0.5 * y_max:
+        if from_zero and y_min > 0 and y_min < 0.5 * y_max:
             y_min = 0.0  # from zero, when that does not squash the data
         pad = (y_max - y_min) * 0.15 or abs(y_max) * 0.15 or 1.0
         y_min, y_max = y_min - pad, y_max + pad

@@ -282,7 +282,7 @@ def _series_context(page: pages.SeriesPage, profiles: dict, diffs: dict, steps: 
                                                                    np.full(len(marks), math.nan), marks.hrefs, r_tip),
                                            case=line.case, dash=line.dash))
             relative_chart = charts.chart(f"{title}, each case against its own median level", "x median", r_lines,
-                                          x_labels, colors, steps=_step_marks(steps, members))
+                                          x_labels, colors, steps=_step_marks(steps, members), from_zero=False)
         overhead_chart = None
         if page.overhead_baseline:
             o_lines = []
