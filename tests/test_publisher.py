@@ -178,6 +178,8 @@ def dom_table(dom: str) -> dict[tuple[str, str], list[tuple[str, int]]]:
     for tr in soup.find("table", id="table").find_all("tr", class_="row"):
         th = tr.find("th")
         th.find("span", class_="env").extract()
+        for mark in th.find_all("span", class_="common"):  # a commit whose cells moved together is marked
+            mark.extract()
         out[(tr["data-env"], th.get_text().strip())] = [
             (td.get_text().strip(), 1 if "slower" in td["class"] else -1 if "faster" in td["class"] else 0)
             for td in tr.find_all("td")]
@@ -269,8 +271,11 @@ def test_a_view_by_url_relative_to_any_baseline_equals_compare_relative_to_and_c
     found = results.load(site["out"] / "results")
     (built,), _ = pages.build(found.rows, {sha: i for i, sha in enumerate(site["shas"])}, {})
     changes = built.changes(envs, {e.group: base for e in built.envs})
-    assert len(changes.cells) == 4 * (len(envs) - 1)  # every cell but the baseline's has its levels' evidence
-    assert all(c.reason != stats.NO_LEVELS and not math.isnan(c.p) for c in changes.cells.values())
+    assert len(changes.cells) == 4 * (len(envs) - 1)  # every cell but the baseline's
+    # every cell's processes' levels were kept; the one-process cells (plain asv run, and the baseline here)
+    # have no between-process test
+    assert all(c.reason != stats.NO_LEVELS for c in changes.cells.values())
+    assert all(c.reason == stats.ONE_PROCESS and math.isnan(c.p) for c in changes.cells.values())
     want = {(k[0], k[2]): c.direction for k, c in changes.cells.items()}
     for (env, name), cells in dom_table(loaded.dom).items():
         assert [direction for _, direction in cells] == [0 if env == base else want[(env, name)]], (env, name)
@@ -301,11 +306,16 @@ def test_the_overhead_series_plots_every_case_against_plain_tensor(site):
     captions = [f.get_text() for f in soup.find_all("figcaption")]
     assert "torch.add(t1, t2) (1 thread)" in captions
     assert "overhead over Tensor: torch.add(t1, t2) (1 thread)" in captions
-    time_chart, overhead_chart = soup.find_all("svg", attrs={"role": "img"})[:2]
+    charts = {f.find("figcaption").get_text(): f.find("svg", attrs={"role": "img"})
+              for f in soup.find_all("figure", class_="chart")}
+    time_chart = charts["torch.add(t1, t2) (1 thread)"]
+    overhead_chart = charts["overhead over Tensor: torch.add(t1, t2) (1 thread)"]
+    relative = charts["torch.add(t1, t2) (1 thread), each case against its own median level"]
     cases = lambda svg: sorted(g["data-case"] for g in svg.find_all("g", class_="line"))  # noqa: E731
     # A line per case and (machine, environment): three of them, each over the two commits.
     assert cases(time_chart) == sorted(["Tensor", "SubTensor", "SubWithTorchFunction", XSS_CASE] * 3)
     assert cases(overhead_chart) == sorted(["SubTensor", "SubWithTorchFunction", XSS_CASE] * 3)
+    assert cases(relative) == cases(time_chart)
     for g in overhead_chart.find_all("g", class_="line"):
         assert len(g.find_all("circle")) == 2
     # each dot says what its value pools: the blocks, and the processes the asv plugin counted (torchbench
@@ -370,13 +380,14 @@ def test_two_machines_results_merged_are_published_side_by_side(site, tmp_path):
 def test_two_commits_of_identical_code_colour_no_cell_and_no_change(site):
     """evaluation/site_colours.py at small settings: the two commits differ in publib's VERSION, which no
     benchmark reads, so every coloured cell would be noise. Measured by `torchbench run` (4 processes a
-    cell) and by plain asv runs (2), on two machines."""
+    cell) and by plain asv runs (1), on two machines."""
     sys.path.insert(0, str(ROOT / "evaluation"))
     import site_colours
 
     found = site_colours.evaluate(site["out"], {sha: i for i, sha in enumerate(site["shas"])})
     default = found["views"]["default"]
-    assert default["cells"] == 12 and default["one process"] == 0  # three machine-environments x four rows
+    assert default["cells"] == 12  # three machine-environments x four rows
+    # plain `asv run` measured a TimerSuite in one round: those 8 cells have no between-process evidence
+    assert default["one process"] == 8 and set(found["processes"]) == {1, DEFAULT_ROUNDS}
     assert default["new"] == 0, found["coloured"]
     assert found["landing"]["changes"] == 12 and found["landing"]["new"] == 0, found["coloured"]
-    assert set(found["processes"]) == {2, DEFAULT_ROUNDS}

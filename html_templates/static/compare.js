@@ -19,16 +19,16 @@
     return u ? u : ["s", 1, "second"];
   }
 
-  // log Gamma (Lanczos, g = 7): for the incomplete beta function below.
-  var LANCZOS = [0.99999999999980993, 676.5203681218851, -1259.1392167224028, 771.32342877765313,
-    -176.61503916999185, 12.507343278686905, -0.13857109526572012, 9.9843695780195716e-6,
-    1.5056327351493116e-7];
+  // log Gamma for x > 0 (Numerical Recipes, 3rd ed., gammln: Lanczos with 14 terms, ~1e-15 relative)
+  var GAMMLN = [57.1562356658629235, -59.5979603554754912, 14.1360979747417471, -0.491913816097620199,
+    0.339946499848118887e-4, 0.465236289270485756e-4, -0.983744753048795646e-4, 0.158088703224912494e-3,
+    -0.210264441724104883e-3, 0.217439618115212643e-3, -0.164318106536763890e-3, 0.844182239838527433e-4,
+    -0.261908384015814087e-4, 0.368991826595316234e-5];
   function lgamma(x) {
-    if (x < 0.5) { return Math.log(Math.PI / Math.abs(Math.sin(Math.PI * x))) - lgamma(1 - x); }
-    x -= 1;
-    var a = LANCZOS[0], t = x + 7.5;
-    for (var i = 1; i < 9; i++) { a += LANCZOS[i] / (x + i); }
-    return 0.5 * Math.log(2 * Math.PI) + (x + 0.5) * Math.log(t) - t + Math.log(a);
+    var y = x, tmp = x + 5.24218750000000000, ser = 0.999999999999997092;
+    tmp = (x + 0.5) * Math.log(tmp) - tmp;
+    for (var j = 0; j < 14; j++) { y += 1; ser += GAMMLN[j] / y; }
+    return tmp + Math.log(2.5066282746310005 * ser / x);
   }
   // the continued fraction of the regularized incomplete beta function (modified Lentz)
   function betacf(a, b, x) {
