@@ -189,3 +189,17 @@ def test_each_package_says_its_role():
     for init in (ROOT / "torchbench").glob("*/__init__.py"):
         doc = ast.get_docstring(ast.parse(init.read_text()))
         assert doc and len(doc) > 40, f"{init} has no docstring saying its role"
+
+
+def test_the_budget_waits_for_a_reachable_bar_unless_min_rounds_is_given():
+    import argparse
+
+    from torchbench.ab.options import MIN_ROUNDS
+    from torchbench.cli.options import add_measurement_arguments, rounds_of
+
+    parser = argparse.ArgumentParser()
+    add_measurement_arguments(parser, 9.0)
+    default = rounds_of(parser.parse_args([]))
+    assert default.min_rounds == MIN_ROUNDS and default.until_reachable
+    trial = rounds_of(parser.parse_args(["--min-rounds", "2"]))
+    assert trial.min_rounds == 2 and not trial.until_reachable

@@ -185,3 +185,29 @@ def test_time_goes_where_the_variance_is():
     assert run_time_for(evidence_with(0.2, 0.01), ("b", 0), start_up=0.05) == MIN_RUN_TIME
     assert run_time_for(evidence_with(0.001, 0.1), ("b", 0), start_up=0.05) == MAX_RUN_TIME
     assert run_time_for(Evidence(), ("b", 0), start_up=0.05) is None
+
+
+def test_no_mde_is_stated_below_what_the_test_can_reach():
+    """Issue 31's case: 6 rows, 6 processes a side, final bar 8.3e-4 while the test cannot go below 2.2e-3."""
+    design = plan(6, 0.01, 0.95, 6, 100)
+    bar = design.final_bar(1.0)
+    assert bar == pytest.approx(0.5 * 0.01 / 6) and smallest_p(6) > bar
+    rng = np.random.default_rng(11)
+    base = 1e-6 * (1 + rng.normal(0, 0.01, 6))
+    separated = base * 1.10  # every head process beyond every base one: the most extreme data 6 a side can give
+    c = stats.compare(base, separated, alpha=bar)
+    assert c.p_value == pytest.approx(smallest_p(6)) and c.mde == float("inf")
+    # with one more process a side the bar is reachable, and the MDE is finite again
+    c7 = stats.compare(np.append(base, 1e-6), np.append(separated, 1.1e-6), alpha=bar)
+    assert smallest_p(7) <= bar and np.isfinite(c7.mde)
+    assert stats.smallest_attainable_p(6, 6) == smallest_p(6)
+    assert stats.smallest_attainable_p(40, 40, 20000) == pytest.approx(2 / 20001)
+
+
+def test_the_budget_ends_rounds_only_once_every_row_can_reach_its_bar():
+    design = plan(6, 0.01, 0.95, 6, 100)
+    assert design.reachable(1.0) == 7  # 2/C(14, 7) = 5.8e-4 <= 8.3e-4 < 2/C(12, 6)
+    assert smallest_p(design.reachable(1.0)) <= design.final_bar(1.0) < smallest_p(design.reachable(1.0) - 1)
+    assert design.reachable(PRIOR_WEIGHT[WALL_ONLY]) >= design.reachable(1.0)  # a lighter row needs at least as many processes
+    big = plan(69, 0.01, 0.95, 6, 100)
+    assert big.reachable(1.0) > 6 and smallest_p(big.reachable(1.0)) <= big.final_bar(1.0)

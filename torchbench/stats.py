@@ -18,7 +18,8 @@ cut off), which is where the code's own speed shows:
   as many draws as the suite's size needs (`resamples_for`), so a lone change
   among hundreds of rows can still reach Benjamini-Hochberg's q/m;
 * the minimum detectable effect: (z(1 - alpha/2) + z(power)) bootstrap
-  standard errors;
+  standard errors, and infinite where the permutation test cannot reach
+  alpha with these many processes (`smallest_attainable_p`);
 * across a suite: Benjamini-Hochberg false discovery rate (statsmodels).
 
 Replayed on the same saved evidence (7 alert runs, evaluation/alert_validation.py),
@@ -44,7 +45,7 @@ from typing import NamedTuple, Sequence
 import numpy as np
 
 __all__ = ["Comparison", "compare", "permutation_p", "resamples_for", "classify", "fdr", "process_summary",
-           "processes_to_detect", "Interval", "interval", "interval_columns", "level", "LEVEL_QUANTILE", "within",
+           "processes_to_detect", "smallest_attainable_p", "Interval", "interval", "interval_columns", "level", "LEVEL_QUANTILE", "within",
            "PAGE_FLOOR", "PAGE_CONFIDENCE", "PAGE_Q", "page_changes", "spread_columns", "Changes", "REGRESSED", "IMPROVED", "UNCHANGED", "INCONCLUSIVE"]
 
 REGRESSED, IMPROVED, UNCHANGED, INCONCLUSIVE = "regressed", "improved", "unchanged", "inconclusive"
@@ -171,8 +172,20 @@ def compare(base: Sequence[float], head: Sequence[float], *, confidence: float =
                            confidence_level=confidence, method="percentile", random_state=rng)
     low, high = boot.confidence_interval
     mde = math.expm1((stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(power)) * float(boot.standard_error))
+    if smallest_attainable_p(len(b), len(h), resamples) > alpha:
+        mde = math.inf  # no change, however large, can reach the bar with this many processes
     return Comparison(math.exp(shift), math.exp(float(low)), math.exp(float(high)), p, mde, len(b), len(h),
                       confidence)
+
+
+def smallest_attainable_p(n_base: int, n_head: int, resamples: int = RESAMPLES) -> float:
+    """The smallest p-value compare's permutation test can give these many processes: every head process
+    beyond every base one, 2 / C(n, n_base) where the relabellings are counted exactly, else the Monte Carlo
+    floor 2 / (resamples + 1). A bar below it cannot be reached by any change: the MDE is then infinite."""
+    relabellings = math.comb(n_base + n_head, n_base)
+    if relabellings <= EXACT_LIMIT:
+        return min(1.0, 2 / relabellings)
+    return min(1.0, 2 / (resamples + 1))
 
 
 def processes_to_detect(c: Comparison, effect: float) -> int | None:

@@ -45,6 +45,10 @@ class Rounds:
     min_rounds: int = MIN_ROUNDS  # rounds before any early stop
     max_rounds: int = 100  # at most this many (the budget binds first on a noisy machine)
     counts: bool = True  # instruction counts under valgrind, once a side
+    # the budget ends rounds only once every row can reach its bar at all (sequential.Design.reachable):
+    # before that a changed row could only come out inconclusive. Off where a quick trial chose its own
+    # min_rounds (the CLI's --min-rounds): its MDEs then say "too few processes for the bar".
+    until_reachable: bool = True
 
     RULES = {"budget_minutes": POSITIVE, "min_rounds": POSITIVE_WHOLE, "max_rounds": AT_LEAST_TWO}
 

@@ -142,9 +142,14 @@ def measure_rounds(suite: Path, sides: dict[str, Side], jobs: list[Job], evidenc
         plan_design(evidence, jobs, policy, rounds)
     rng = random.Random(seed)
     failed: set[Job] = set()
+    # the deadline ends rounds only once every row can reach its bar at all (Design.reachable): before
+    # that, whatever the data, a changed row could only come out inconclusive
+    least = rounds.min_rounds
+    if rounds.until_reachable:
+        least = max(least, evidence.design.reachable(min(evidence.weights.values(), default=1.0)))
     for r in range(rounds.max_rounds):
         active = [j for j in jobs if j not in evidence.decided and j not in failed and j not in evidence.skipped]
-        if not active or (r >= rounds.min_rounds and time.monotonic() > deadline):
+        if not active or (r >= least and time.monotonic() > deadline):
             break
         order = ("base", "head") if r % 2 == 0 else ("head", "base")
         for name in order:

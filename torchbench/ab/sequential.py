@@ -87,6 +87,17 @@ class Design:
             candidates.append(final_p / self.final_share)
         return min([1.0, *candidates])
 
+    def reachable(self, weight: float) -> int:
+        """The fewest processes a side with which a row of this weight can reach its final bar at all
+        (smallest_p at or below it): rounds must not end before (a deadline that stopped them at 6 for 6
+        rows, whose final bar is 8.3e-4 while 6 a side cannot go below 2.2e-3, left a perfectly separated
+        +10% change inconclusive)."""
+        bar = self.final_bar(weight)
+        n = 2
+        while smallest_p(n) > bar and n < 10_000:
+            n += 1
+        return n
+
     def to_dict(self) -> dict:
         return {**asdict(self), "look_share": self.look_share, "final_share": self.final_share}
 

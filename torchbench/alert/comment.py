@@ -158,7 +158,7 @@ class AlertReport:
             "ci_text": f"{c.ci_low:.3f}–{c.ci_high:.3f}" if c else "—",
             "counts_text": f"{r.counts_delta:+.2%}" if r.counts_delta is not None else "—",
             "n_text": f"{c.n_base}/{c.n_head}" if c else "—",
-            "mde_text": f"{c.mde:.1%}" if c else "—",
+            "mde_text": (f"{c.mde:.1%}" if math.isfinite(c.mde) else "∞ (too few processes for the bar)") if c else "—",
             "p_text": f"{c.p_value:.2g}" if c else "—",
         }
 

@@ -47,9 +47,10 @@ def add_measurement_arguments(parser: argparse.ArgumentParser, budget: float) ->
                         help=f"per comparison, stop adding rounds this many minutes after the comparison began, "
                              f"build and instruction counts included (default {budget:g}); decided benchmarks "
                              "stop earlier")
-    parser.add_argument("--min-rounds", type=checked(Rounds, "min_rounds", int), default=MIN_ROUNDS,
-                        help=f"rounds before any early stop (default {MIN_ROUNDS}; the first look comes later where the "
-                             "suite's size needs more processes for a stop to be possible)")
+    parser.add_argument("--min-rounds", type=checked(Rounds, "min_rounds", int), default=None,
+                        help=f"rounds before any early stop, and before the budget may end the rounds (default "
+                             f"{MIN_ROUNDS}, and the budget then waits until every row has enough processes to reach "
+                             "its bar; given, the budget may end rounds at N: for quick trials)")
     parser.add_argument("--max-rounds", type=checked(Rounds, "max_rounds", int), default=Rounds().max_rounds,
                         help=f"at most this many rounds (default {Rounds().max_rounds}: the budget binds first)")
     parser.add_argument("--fdr", type=checked(Policy, "fdr"), default=defaults.fdr,
@@ -87,8 +88,11 @@ def _cross_checked(make):
 
 
 def rounds_of(args: argparse.Namespace) -> Rounds:
-    return _cross_checked(lambda: Rounds(budget_minutes=args.budget_minutes, min_rounds=args.min_rounds,
-                                         max_rounds=args.max_rounds, counts=not args.no_counts))
+    given = args.min_rounds is not None
+    return _cross_checked(lambda: Rounds(budget_minutes=args.budget_minutes,
+                                         min_rounds=args.min_rounds if given else MIN_ROUNDS,
+                                         max_rounds=args.max_rounds, counts=not args.no_counts,
+                                         until_reachable=not given))
 
 
 def policy_of(args: argparse.Namespace) -> Policy:

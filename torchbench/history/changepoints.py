@@ -161,8 +161,9 @@ def _evidence(values: np.ndarray, intervals: np.ndarray | None, lo: int, at: int
     # the smallest two-sided permutation p-value is 2 / C(n1 + n2, n1): below that count the test cannot decide
     if math.comb(len(before) + len(after), len(before)) >= math.ceil(10 / alpha):
         # a first look with few resamples drops a candidate that is nowhere near ALPHA (most of them, in a
-        # long noisy series); the chance of dropping one whose p-value is <= ALPHA (>= 8 of 400 resamples
-        # as extreme, at 0.001 each) is below 1e-9
+        # long noisy series). It drops one whose two-sided p-value is ALPHA when its estimate reaches 20 x
+        # ALPHA: 4 or more of the 400 draws as extreme on the observed tail, each with probability ALPHA / 2,
+        # a binomial tail of about 5.5e-5 (scipy.stats.binom.sf(3, 400, 0.0005))
         if stats.permutation_p(before, after, resamples=_SCREEN) >= 20 * alpha:
             return None
         c = stats.compare(before, after, alpha=alpha, resamples=_RESAMPLES)
