@@ -257,7 +257,6 @@ def test_the_plugin_keeps_each_process_level_as_stats_defines_it():
 
     rng = np.random.default_rng(9)
     samples = list(rng.lognormal(0, 0.2, 7))
-    assert plugin.LEVEL_QUANTILE == stats.LEVEL_QUANTILE
     assert plugin._round_level(samples, 1.0) == [stats.level(samples)]
     assert plugin._round_level(None, 2.5) == [2.5]  # a value asv kept without samples
     assert plugin._round_level(None, None) == [] and plugin._round_level(None, math.nan) == []

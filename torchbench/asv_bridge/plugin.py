@@ -37,7 +37,6 @@ from torchbench_core.storage import atomic_path, atomic_write_text
 
 OUTCOME_SCHEMA = "torchbench.outcome/1"
 STDERR_TAIL = 4000
-LEVEL_QUANTILE = 0.1  # stats.LEVEL_QUANTILE (a test checks they are the same)
 _builds: dict[tuple[str, str], dict] = {}  # (env name, commit) -> {"built": bool, "log": str}
 
 
@@ -116,11 +115,11 @@ def _counting_add(original, self, benchmark, result, *args, **kwargs):
 def _round_level(samples, value) -> list[float]:
     """One round's (one process's) level of one parameter combination, as a list of none or one value:
     stats.level of its samples (asv's value where it kept none); nothing where the round measured nothing.
-    The quantile is numpy's, as stats.level's (not imported here: asv loads this module in every command)."""
-    import numpy as np
+    stats (and numpy) are imported here, not at the top: asv loads this module in every command."""
+    from .. import stats
 
     if samples:
-        return [float(np.quantile(np.asarray(samples, dtype=float), LEVEL_QUANTILE))]
+        return [stats.level(samples)]
     if value is None or (isinstance(value, float) and value != value):  # failed or skipped
         return []
     return [float(value)]

@@ -132,7 +132,7 @@ class Cells(Mapping):
                  slots: list[tuple[int, str, str | None]],
                  slot: np.ndarray, intervals: np.ndarray, number: np.ndarray, benchmarks: list[str],
                  benchmark: np.ndarray, index: np.ndarray, processes: np.ndarray, samples: dict[int, np.ndarray],
-                 spread: np.ndarray | None = None):
+                 spread: np.ndarray):
         self.envs = envs  # every env of the site, shared by its labels; `env` holds positions in it
         self._env_of = env_of  # env id -> position in envs (shared too)
         self.env, self.slot, self.slots = env, slot, slots  # slot: a (threads, row name, column) of the label
@@ -140,8 +140,7 @@ class Cells(Mapping):
         self.number, self.benchmarks, self.benchmark, self.index = number, benchmarks, benchmark, index
         self.processes = processes  # that measured each cell (0: not counted)
         # (cells, 3): each cell's per-process levels as stats.spread_columns gives them (n 0: none kept)
-        self.spread = spread if spread is not None else np.column_stack(
-            [np.zeros(len(env)), np.full(len(env), math.nan), np.full(len(env), math.nan)])
+        self.spread = spread
         self.samples = samples  # cell -> per-call samples, for the cells of the commits a table opens on
         self.counts: np.ndarray | None = None  # (cells, 5) instructions per call beside times; nan: none
         self._slot_of = {key: i for i, key in enumerate(slots)}

@@ -84,8 +84,10 @@ def _subjects(repo_path: str | None, shas: set[str]) -> dict[str, str]:
         return {}
 
 
-def _cell_class(direction: int) -> str:
-    return {1: "slower", -1: "faster"}.get(direction, "")
+def _cell_class(change: pages.Change) -> str:
+    """A cell's (or a landing change's) classes: its colour, and "candidate" past an unconfirmed step."""
+    return {1: "slower", -1: "faster"}.get(change.direction, "") + (
+        " candidate" if change.reason == stats.CANDIDATE else "")
 
 
 def _change_text(change: pages.Change) -> str:
@@ -134,8 +136,7 @@ def _compare_context(page: pages.ComparePage, profiles: dict, steps: list[dict] 
             change = changes.of(key)
             why = _change_text(change)
             cells.append({
-                "text": cell.text, "direction": _cell_class(change.direction)
-                + (" candidate" if change.reason == stats.CANDIDATE else ""),
+                "text": cell.text, "direction": _cell_class(change),
                 "ci": _ci_text(i, page.unit_kind) + (f"; {why}" if why else ""),
                 "baseline": baselines.get(env.group) == row.env,
                 "profile": profiles.get((env.commit, data.benchmark, data.index)),
@@ -275,7 +276,7 @@ def _series_context(page: pages.SeriesPage, profiles: dict, diffs: dict, steps: 
                 marks = line.marks
                 middle = float(np.nanmedian(marks.y)) if len(marks.y) else math.nan
 
-                def r_tip(i: int, s=s, marks=marks, middle=middle) -> str:
+                def r_tip(i: int, marks=marks, middle=middle) -> str:
                     return f"{marks.title(i)}; {marks.y[i] / middle:.3f} x its median level"
                 r_lines.append(charts.Line(line.name, charts.Marks(marks.x, marks.y / middle, np.full(len(marks), math.nan),
                                                                    np.full(len(marks), math.nan),
@@ -365,7 +366,7 @@ def _landing_changes(pairs: list[_Pair]) -> list[tuple[str, str, str]]:
     for p, d, reason, pv in zip(pairs, found.direction.tolist(), found.reason, found.p.tolist()):
         change = pages.Change(d, reason, pv)
         out.append((steps_page.percent(p.latest.interval.level / p.before.interval.level),
-                    _cell_class(d) + (" candidate" if reason == stats.CANDIDATE else ""), _change_text(change)))
+                    _cell_class(change), _change_text(change)))
     return out
 
 
