@@ -114,7 +114,7 @@ def measure_pool(pool_file: Path, rounds: int, tmp: Path) -> dict:
             todo = jobs[:]
             rng.shuffle(todo)
             start = time.perf_counter()
-            results, died = measure._one_process(suite, sides[arm], todo, cache, timeout=600)
+            results, died = measure._one_process(suite, sides[arm], todo, cache, timeout=600, run_time={})
             values, samples = {}, {}
             for job, result in results.items():
                 if "samples" in result:

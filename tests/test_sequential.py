@@ -21,7 +21,7 @@ N = 22  # rounds a simulated comparison runs (looks at 10 and 20 for 60 rows)
 
 
 def simulate(real_values, rows: int, effects: dict[int, float], rng, *, counts: dict[int, float] | None = None,
-             policy: Policy = Policy()) -> tuple[Evidence, list]:
+             policy: Policy = Policy(), max_rounds: int = N) -> tuple[Evidence, list]:
     """A comparison of ROWS cases run round by round through the alert's own looks (decided rows stop getting
     processes), then decided. effects: row -> head/base factor on its wall time; counts: row -> counts factor
     (rows without one have no counts, unless COUNTS is given: then the others' counts are flat)."""
@@ -37,7 +37,7 @@ def simulate(real_values, rows: int, effects: dict[int, float], rng, *, counts: 
             base = 1e5 * (1 + rng.normal(0, 2e-4, 3))
             evidence.counts["base"][job] = list(base)
             evidence.counts["head"][job] = list(base * counts.get(i, 1.0) * (1 + rng.normal(0, 2e-4, 3)))
-    rounds.plan_design(evidence, jobs, policy, Rounds(min_rounds=6, max_rounds=N))
+    rounds.plan_design(evidence, jobs, policy, Rounds(min_rounds=6, max_rounds=max_rounds))
     for r in range(1, N + 1):
         for job in jobs:
             if job not in evidence.decided:
@@ -115,7 +115,7 @@ def test_counts_decide_a_small_compute_regression_from_one_valgrind_process_a_si
 
 def test_counts_against_the_wall_time_make_a_row_inconclusive(real_values):
     rng = np.random.default_rng(4)
-    _, rows = simulate(real_values, 6, {0: 0.6}, rng, counts={0: 1.05})
+    _, rows = simulate(real_values, 6, {0: 0.5}, rng, counts={0: 1.05})  # wall time clearly down (p 1.6e-4)
     assert rows[0].status == stats.INCONCLUSIVE and "the other way" in rows[0].error
 
 
@@ -211,3 +211,46 @@ def test_the_budget_ends_rounds_only_once_every_row_can_reach_its_bar():
     assert design.reachable(PRIOR_WEIGHT[WALL_ONLY]) >= design.reachable(1.0)  # a lighter row needs at least as many processes
     big = plan(69, 0.01, 0.95, 6, 100)
     assert big.reachable(1.0) > 6 and smallest_p(big.reachable(1.0)) <= big.final_bar(1.0)
+
+
+def test_the_shares_of_looks_that_never_came_go_to_the_final_analysis():
+    design = plan(60, 0.01, 0.95, 6, 100)
+    assert len(design.looks) == 4 and design.final_share == pytest.approx(0.5)  # planned: 11, 22, 44, 88
+    after = design.after(30)  # the budget ended the rounds at 30: the looks at 44 and 88 never came
+    assert after.taken == 2 and after.final_share == pytest.approx(1 - 2 * design.look_share)
+    assert after.final_bar(1.0) == pytest.approx(1.5 * design.final_bar(1.0))
+    # still a valid p-value: the shares spent add up to the row's alpha, whatever the correlation of the looks
+    u = np.random.default_rng(1).uniform(size=20000)
+    combined = np.array([after.combined_p(x, [x, x]) for x in u])
+    for t in (0.01, 0.05, 0.2):
+        assert np.mean(combined <= t) <= t
+
+
+def test_looks_are_planned_within_the_rounds_the_budget_holds():
+    """22 rounds expected at the first round's rate: two looks (10 and 20), each with half the interim share,
+    instead of four planned up to 100 rounds (11, 22, 44, 88) of which two would never come."""
+    design = plan(60, 0.01, 0.95, 6, 100, expected_rounds=22)
+    assert design.looks == (10, 20) and design.look_share == pytest.approx(0.25)
+    assert smallest_p(10) * 2 <= design.changed_bar(1.0)  # the first look can still stop a row
+    assert plan(60, 0.01, 0.95, 6, 100, expected_rounds=8).looks == ()  # no look can stop before 11: one analysis
+    assert plan(60, 0.01, 0.95, 6, 100, expected_rounds=500) == plan(60, 0.01, 0.95, 6, 100)  # max_rounds binds
+
+
+def test_a_verdict_spends_the_unused_shares_at_the_final_analysis(real_values):
+    """decide() takes the design as it stood when the rounds ended: a lone change at 22 rounds of a design
+    planned to 100 is held against 0.75 of its alpha, not 0.5."""
+    evidence, rows = simulate(real_values, 60, {0: 1.3}, np.random.default_rng(5), max_rounds=100)
+    assert evidence.rounds == N and evidence.design.looks == (11, 22, 44, 88)
+    final = evidence.design.after(evidence.rounds)
+    assert final.taken == 2
+    policy, final_terms = Policy(), 0
+    for row in rows:
+        job = (row.benchmark, row.index)
+        bar = final.final_bar(evidence.weights[job])
+        raw = stats.compare(evidence.values["base"][job], evidence.values["head"][job], alpha=bar,
+                            confidence=policy.confidence, resamples=stats.resamples_for(bar, 1)).p_value
+        looks = evidence.looks.get(job, [])
+        assert row.comparison.p_value == pytest.approx(final.combined_p(raw, looks))
+        final_terms += raw / final.final_share < min([p / final.look_share for p in looks], default=1.0)
+    assert final_terms > 0  # rows whose p-value is their final analysis's: 0.75 of the alpha, not 0.5
+    assert evidence.to_dict()["design"]["taken"] == 2 and evidence.to_dict()["design"]["final_share"] == 0.75

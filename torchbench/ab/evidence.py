@@ -54,6 +54,10 @@ class Evidence:
 
     jobs: dict[Job, JobInfo] = field(default_factory=dict)
     values: dict[str, dict[Job, list[float]]] = field(default_factory=lambda: {s: {} for s in SIDES})
+    # the round each of those values came from (measured rounds; empty for result files, whose processes
+    # have no rounds), and which side's process ran first in each round (drawn at random)
+    value_rounds: dict[str, dict[Job, list[int]]] = field(default_factory=lambda: {s: {} for s in SIDES})
+    first: list[str] = field(default_factory=list)
     errors: dict[str, dict[Job, str]] = field(default_factory=lambda: {s: {} for s in SIDES})
     counts: dict[str, dict[Job, list[float]]] = field(default_factory=lambda: {s: {} for s in SIDES})
     # why a job has no counts on a side ("not countable: ...", "counting failed: ..."); counts_off: why none
@@ -82,6 +86,22 @@ class Evidence:
         kept = self.jobs.setdefault(job, info)
         kept.mark(side)
         return kept
+
+    def add_value(self, side: str, job: Job, value: float, round_index: int | None = None) -> None:
+        """One process's value of a job; `round_index`: the round that measured it, where rounds were run."""
+        self.values[side].setdefault(job, []).append(value)
+        if round_index is not None:
+            self.value_rounds[side].setdefault(job, []).append(round_index)
+
+    def paired(self, job: Job) -> tuple[list[float], list[float]]:
+        """The job's base and head values of the rounds in which both sides measured it, round by round
+        (empty where the values have no rounds)."""
+        rounds = {s: self.value_rounds[s].get(job, []) for s in SIDES}
+        if any(len(rounds[s]) != len(self.values[s].get(job, [])) for s in SIDES):
+            return [], []
+        head = dict(zip(rounds["head"], self.values["head"].get(job, [])))
+        pairs = [(v, head[r]) for r, v in zip(rounds["base"], self.values["base"].get(job, [])) if r in head]
+        return [b for b, _ in pairs], [h for _, h in pairs]
 
     def on_both(self, jobs: list[Job]) -> list[Job]:
         return [j for j in jobs if self.jobs[j].on_base and self.jobs[j].on_head]
@@ -114,6 +134,6 @@ class Evidence:
                 "counts": {s: keyed(v) for s, v in self.counts.items()},
                 "uncounted": {s: keyed(v) for s, v in self.uncounted.items()}, "counts_off": self.counts_off,
                 "skipped": sorted(f"{n}|{i}" for n, i in self.skipped), "decided": keyed(self.decided),
-                "design": self.design.to_dict() if self.design else None, "looks": keyed(self.looks),
+                "design": self.design.after(self.rounds).to_dict() if self.design else None, "looks": keyed(self.looks),
                 "seconds": {s: keyed(v) for s, v in self.seconds.items()}, "process_seconds": self.process_seconds,
                 "phases": self.phases, "run_time": keyed(self.run_time)}

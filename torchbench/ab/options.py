@@ -27,6 +27,11 @@ class Policy:
     confidence: float = 0.95  # of the reported interval
     power: float = 0.8  # for the minimum detectable effect
     count_floor: float = 0.01  # instruction counts moved this much (beyond their noise) decide a row alone
+    # the paired (signed-rank, round by round) test where the pairs can reach the bar (ab/contrast.py). Off by
+    # default: on this machine a round's two processes barely move together (median correlation 0.03 on the
+    # 48-round pool), and the paired test found +5% in 25% of draws where the unpaired test found it in all
+    # (20 a side, 60 rows: evaluation/stats_validation.py)
+    paired: bool = False
     undecided_exit: int = 0  # the exit status of an alert that found no regression but left rows undecided
     # (0: noise does not fail a CI gate; 3, inconclusive, for a project that gates on a decided verdict)
 

@@ -1,13 +1,14 @@
 """Base and head measured in alternating processes, round after round, until decided.
 
-A round is one base process and one head process (ABAB..., then BABA...,
-so neither side always goes first), each measuring every benchmark still
+A round is one base process and one head process (which goes first drawn at
+random each round, and recorded), each measuring every benchmark still
 undecided, in a shuffled order, with torchbench_core.asv_worker. A process is
 the unit of evidence: its summary of a benchmark (stats.process_summary) is
 one observation. Drift over time hits both sides alike.
 
-Adaptive, with stated error (sequential.py): the looks are planned before the
-rounds from the suite's size (`plan_design`); at each, a benchmark stops when
+Adaptive, with stated error (sequential.py): the looks are planned from the
+suite's size and, after the first round, from the rounds the budget holds at
+its rate (`plan_design`); at each, a benchmark stops when
 it is clearly changed (its p-value below the look's share of its weighted BH
 bar), clearly unchanged (its interval at the look's level inside
 +-threshold), or decided by its instruction counts. After ESTIMATE_AFTER
@@ -32,6 +33,7 @@ from ..asv_bridge.worker import WORKER, read_json, read_json_lines
 from ..errors import UserError, last_line
 from . import sequential
 from .allocation import allocate
+from .contrast import compare_row
 from .counts import NO_COUNTS, count_change, weights
 from .counts_cache import CountsCache
 from .evidence import Evidence, Job, Side
@@ -78,7 +80,7 @@ def _one_process(suite: Path, side: Side, jobs: list[Job], cache_dir: Path,
     return results, died or bad
 
 
-def _record(evidence: Evidence, side: str, job: Job, result: dict) -> None:
+def _record(evidence: Evidence, side: str, job: Job, result: dict, round_index: int | None = None) -> None:
     if "elapsed" in result:  # a worker of an older commit does not say
         evidence.seconds[side][job] = evidence.seconds[side].get(job, 0.0) + float(result["elapsed"])
     if "error" in result:
@@ -87,22 +89,32 @@ def _record(evidence: Evidence, side: str, job: Job, result: dict) -> None:
         evidence.skipped.add(job)
     elif "samples" in result:
         samples = np.asarray(result["samples"], dtype=float)
-        evidence.values[side].setdefault(job, []).append(stats.process_summary(samples))
+        evidence.add_value(side, job, stats.process_summary(samples), round_index)
         if len(samples) >= 2 and np.all(samples > 0):
             evidence.within[side].setdefault(job, []).append(
                 (len(samples), float(np.var(np.log(samples), ddof=1)),
                  float(samples.sum() * result.get("number", 1))))
     else:
-        evidence.values[side].setdefault(job, []).append(float(result["value"]))
+        evidence.add_value(side, job, float(result["value"]), round_index)
 
 
-def plan_design(evidence: Evidence, jobs: list[Job], policy: Policy, rounds: Rounds) -> None:
-    """Before the rounds: the wall-time family (the jobs the counts do not decide), its weights, its looks."""
+def plan_design(evidence: Evidence, jobs: list[Job], policy: Policy, rounds: Rounds,
+                expected_rounds: int | None = None) -> None:
+    """Before the looks: the wall-time family (the jobs the counts do not decide), its weights, its looks
+    (up to expected_rounds, where the round rate says the budget ends the rounds sooner than max_rounds)."""
     labelled = [(job, count_change(evidence, job, policy.count_floor)) for job in jobs]
     family = [(job, NO_COUNTS if c is None else c.label) for job, c in labelled if not (c and c.decides)]
     evidence.weights = dict(zip([job for job, _ in family], weights([label for _, label in family])))
     evidence.design = sequential.plan(len(family), policy.fdr, policy.confidence, rounds.min_rounds,
-                                      rounds.max_rounds)
+                                      rounds.max_rounds, expected_rounds)
+
+
+def _least_rounds(evidence: Evidence, rounds: Rounds) -> int:
+    """The rounds before which the deadline may not end them: every row must be able to reach its final
+    bar at all (Design.reachable), or a changed row could only come out inconclusive."""
+    if not rounds.until_reachable:
+        return rounds.min_rounds
+    return max(rounds.min_rounds, evidence.design.reachable(min(evidence.weights.values(), default=1.0)))
 
 
 def _interim(evidence: Evidence, job: Job, policy: Policy) -> str | None:
@@ -114,7 +126,7 @@ def _interim(evidence: Evidence, job: Job, policy: Policy) -> str | None:
     if len(base) < 2 or len(head) < 2:
         return None
     bar = design.changed_bar(evidence.weights.get(job, 1.0))
-    c = stats.compare(base, head, confidence=design.interim_confidence, resamples=stats.resamples_for(bar, 1))
+    c = compare_row(evidence, job, policy, bar, design.interim_confidence, with_mde=False)
     evidence.looks.setdefault(job, []).append(c.p_value)
     if c.p_value <= bar and abs(c.ratio - 1) >= policy.floor and (c.ci_low > 1 or c.ci_high < 1):
         return f"clearly changed after {len(base)} processes a side (p={c.p_value:.1e} <= {bar:.1e})"
@@ -138,20 +150,20 @@ def measure_rounds(suite: Path, sides: dict[str, Side], jobs: list[Job], evidenc
                    rounds: Rounds, policy: Policy, deadline: float, cache_dir: Path, on_round=None,
                    seed: int = 0) -> None:
     """Alternate base and head processes until every job is decided, rounds.max_rounds, or the deadline."""
-    if evidence.design is None:
+    planned = evidence.design is not None  # a caller's own design is kept as it is
+    if not planned:
         plan_design(evidence, jobs, policy, rounds)
     rng = random.Random(seed)
     failed: set[Job] = set()
-    # the deadline ends rounds only once every row can reach its bar at all (Design.reachable): before
-    # that, whatever the data, a changed row could only come out inconclusive
-    least = rounds.min_rounds
-    if rounds.until_reachable:
-        least = max(least, evidence.design.reachable(min(evidence.weights.values(), default=1.0)))
+    least = _least_rounds(evidence, rounds)
     for r in range(rounds.max_rounds):
         active = [j for j in jobs if j not in evidence.decided and j not in failed and j not in evidence.skipped]
         if not active or (r >= least and time.monotonic() > deadline):
             break
-        order = ("base", "head") if r % 2 == 0 else ("head", "base")
+        # which side goes first: a fair coin each round, so that under no change a round's two processes
+        # are exchangeable by design (what a paired test of the round assumes), not by a fixed ABBA pattern
+        order = ("base", "head") if rng.random() < 0.5 else ("head", "base")
+        evidence.first.append(order[0])
         for name in order:
             todo = active[:]
             rng.shuffle(todo)
@@ -160,11 +172,18 @@ def measure_rounds(suite: Path, sides: dict[str, Side], jobs: list[Job], evidenc
                                          timeout=120 + 60 * len(todo), run_time=evidence.run_time)
             evidence.process_seconds.append(time.monotonic() - started)
             for job, result in results.items():
-                _record(evidence, name, job, result)
+                _record(evidence, name, job, result, r)
             if died and not results:
                 evidence.notes.append(f"round {r + 1}, {name}: {died}")
         failed |= set(evidence.errors["base"]) | set(evidence.errors["head"])
         evidence.rounds = r + 1
+        if r == 0 and not planned:
+            # the looks from the round rate: as many as the budget's rounds hold (no look comes before
+            # min_rounds, so nothing has been looked at yet; the rate says nothing about any p-value)
+            per_round = sum(evidence.process_seconds[-2:])
+            left = max(0.0, deadline - time.monotonic())
+            plan_design(evidence, jobs, policy, rounds, 1 + int(left / per_round) if per_round > 0 else None)
+            least = _least_rounds(evidence, rounds)
         allocate(evidence, active)
         interim_decisions(evidence, active, policy)
         if on_round:

@@ -20,6 +20,12 @@ advance (an alpha-spending plan in its simplest, Bonferroni form):
   1 - (1 - confidence) / K. The chance of calling a row unchanged although it
   changed by the threshold or more is then at most (1 - confidence) / 2 at the
   final plus (1 - confidence) / 2 over the looks: 1 - confidence, 5% by default.
+* **No share is lost to a look that never came.** The looks are planned from
+  the rounds the budget allows at the rate the first round ran
+  (`plan(expected_rounds=...)`); where the budget still ends the rounds
+  before a planned look, that look's share goes to the final analysis
+  (`Design.after`): the shares spent still add up to the row's alpha, and
+  which looks happen depends on the clock, not on any p-value.
 * **The first look can stop.** With n processes a side the smallest two-sided
   permutation p-value is 2 / C(2n, n) (every head process slower than every
   base one): 0.0022 at 6 a side. A first look whose bar is below that could
@@ -35,7 +41,7 @@ first look, with the wall time measured so far for their reported ratio.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 __all__ = ["Design", "INTERIM_SHARE", "LOOK_GROWTH", "fixed", "plan", "smallest_p"]
 
@@ -57,6 +63,9 @@ class Design:
     m: int  # rows in the wall-time family (Benjamini-Hochberg's m)
     fdr: float
     confidence: float
+    # how many of the planned looks happened, once the rounds are over (None: not known yet, as at the
+    # plan): the shares of looks that never came go to the final analysis
+    taken: int | None = None
 
     @property
     def look_share(self) -> float:
@@ -65,7 +74,16 @@ class Design:
 
     @property
     def final_share(self) -> float:
-        return 1 - INTERIM_SHARE if self.looks else 1.0
+        """The final analysis's share: what the looks taken did not spend (before the rounds end, as if every
+        planned look happens)."""
+        if not self.looks:
+            return 1.0
+        taken = len(self.looks) if self.taken is None else min(self.taken, len(self.looks))
+        return 1 - self.look_share * taken
+
+    def after(self, rounds: int) -> "Design":
+        """This design once `rounds` rounds have run: the looks at or before them taken, the rest unspent."""
+        return replace(self, taken=sum(1 for look in self.looks if look <= rounds))
 
     def changed_bar(self, weight: float) -> float:
         """The p-value at an interim look that stops a row of this weight as changed."""
@@ -107,8 +125,12 @@ def fixed(m: int, fdr: float, confidence: float) -> Design:
     return Design((), m, fdr, confidence)
 
 
-def plan(m: int, fdr: float, confidence: float, min_rounds: int, max_rounds: int) -> Design:
-    """The looks for a suite of M rows: the first where a stop is possible, then doubling, below max_rounds."""
+def plan(m: int, fdr: float, confidence: float, min_rounds: int, max_rounds: int,
+         expected_rounds: int | None = None) -> Design:
+    """The looks for a suite of M rows: the first where a stop is possible, then doubling, below max_rounds,
+    or below expected_rounds where the budget is expected to end the rounds sooner."""
+    if expected_rounds is not None:
+        max_rounds = max(2, min(max_rounds, expected_rounds))
     first = max(min_rounds, 2)
     while first < max_rounds:
         looks = [first]

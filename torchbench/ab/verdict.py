@@ -25,6 +25,7 @@ import numpy as np
 from .. import stats
 from ..asv_bridge.results import param_value
 from . import sequential
+from .contrast import compare_row
 from .counts import COMPUTE, NO_COUNTS, WALL_ONLY, count_change, no_counts, weights
 from .evidence import Evidence
 from .options import Policy
@@ -135,8 +136,9 @@ def decide(evidence: Evidence, policy: Policy) -> list[Verdict]:
     """Every row's verdict (see the module's docstring)."""
     rows, compared = _rows(evidence, policy)
     wall = [(row, base, head) for row, base, head in compared if row.decided_by != COUNTS]
+    # the looks that came spent their shares; those that did not go to the final analysis
     design = dataclasses.replace(evidence.design or sequential.fixed(0, policy.fdr, policy.confidence),
-                                 m=len(wall), fdr=policy.fdr, confidence=policy.confidence)
+                                 m=len(wall), fdr=policy.fdr, confidence=policy.confidence).after(evidence.rounds)
     for row, base, head in compared:
         if row.decided_by == COUNTS:
             row.comparison = stats.compare(base, head, confidence=policy.confidence, alpha=policy.fdr,
@@ -146,8 +148,7 @@ def decide(evidence: Evidence, policy: Policy) -> list[Verdict]:
     adjusted = []
     for (row, base, head), weight in zip(wall, w):
         bar = design.final_bar(weight)
-        c = stats.compare(base, head, confidence=policy.confidence, alpha=bar, power=policy.power,
-                          resamples=stats.resamples_for(bar, 1))
+        c = compare_row(evidence, (row.benchmark, row.index), policy, bar, policy.confidence)
         # the p-value the decision uses: this row's, combined over the looks it had
         row.comparison = dataclasses.replace(
             c, p_value=design.combined_p(c.p_value, evidence.looks.get((row.benchmark, row.index), [])))

@@ -166,7 +166,7 @@ def _evidence(values: np.ndarray, intervals: np.ndarray | None, lo: int, at: int
         # a binomial tail of about 5.5e-5 (scipy.stats.binom.sf(3, 400, 0.0005))
         if stats.permutation_p(before, after, resamples=_SCREEN) >= 20 * alpha:
             return None
-        c = stats.compare(before, after, alpha=alpha, resamples=_RESAMPLES)
+        c = stats.compare(before, after, alpha=alpha, resamples=_RESAMPLES, with_mde=False)
         if c.p_value <= alpha and abs(c.ratio - 1) >= floor:
             return Step(at, c.ratio, c.ci_low, c.ci_high, c.p_value, len(before), len(after), "test")
         return None
@@ -177,7 +177,7 @@ def _evidence(values: np.ndarray, intervals: np.ndarray | None, lo: int, at: int
     if not (_separated(intervals[lo:at], intervals[at:hi], True)
             or _separated(intervals[lo:at], intervals[at:hi], False)):
         return None
-    c = stats.compare(before, after, alpha=alpha, resamples=_RESAMPLES)
+    c = stats.compare(before, after, alpha=alpha, resamples=_RESAMPLES, with_mde=False)
     if abs(math.log(c.ratio)) >= max(math.log1p(floor), SHORT_NOISES * noise):
         has_ci = c.ci_low > 0 and math.isfinite(c.ci_high)  # none from fewer than 3 commits a side
         return Step(at, c.ratio, c.ci_low if has_ci else None, c.ci_high if has_ci else None, None, len(before),

@@ -1,0 +1,31 @@
+"""Which test compares a row's two sides at a look or at the final analysis: unpaired or paired by round.
+
+Two tests are available (stats.compare, paired.compare_paired). Which one a
+row gets is fixed by the design and the number of processes, never by which
+gives the smaller p-value: the paired test only where the values are paired by
+round (measured rounds, not result files), Policy.paired asks for it, and the
+pairs are enough for its smallest p-value, 2 / 2**n, to reach the bar with
+room (sequential.FLOOR_MARGIN). Whichever test a look uses, its p-value is
+valid, so the looks' Bonferroni combination stays valid.
+"""
+
+from __future__ import annotations
+
+from .. import paired, stats
+from .evidence import Evidence, Job
+from .options import Policy
+from .sequential import FLOOR_MARGIN
+
+__all__ = ["compare_row"]
+
+
+def compare_row(evidence: Evidence, job: Job, policy: Policy, bar: float, confidence: float, *,
+                with_mde: bool = True) -> stats.Comparison:
+    """The row's comparison at this bar (its p-value resolved down to it) and interval level."""
+    if policy.paired:
+        base, head = evidence.paired(job)
+        if base and paired.smallest_paired_p(len(base)) * FLOOR_MARGIN <= bar:
+            return paired.compare_paired(base, head, confidence=confidence, alpha=bar, power=policy.power,
+                                         with_mde=with_mde)
+    return stats.compare(evidence.values["base"][job], evidence.values["head"][job], confidence=confidence,
+                         alpha=bar, power=policy.power, resamples=stats.resamples_for(bar, 1), with_mde=with_mde)
