@@ -10,7 +10,7 @@ import pytest
 from torchbench import stats
 from torchbench.ab import rounds
 from torchbench.ab.allocation import MAX_RUN_TIME, MIN_RUN_TIME, run_time_for
-from torchbench.ab.counts import COMPUTE, NO_COUNTS, PRIOR_WEIGHT, WALL_ONLY, count_change, weights
+from torchbench.ab.counts import ADVISORY, COMPUTE, NO_COUNTS, PRIOR_WEIGHT, WALL_ONLY, count_change, weights
 from torchbench.ab.counts_cache import CountsCache
 from torchbench.ab.evidence import Evidence, JobInfo
 from torchbench.ab.options import Policy, Rounds
@@ -21,12 +21,12 @@ N = 22  # rounds a simulated comparison runs (looks at 10 and 20 for 60 rows)
 
 
 def simulate(real_values, rows: int, effects: dict[int, float], rng, *, counts: dict[int, float] | None = None,
-             policy: Policy = Policy(), max_rounds: int = N) -> tuple[Evidence, list]:
+             policy: Policy = Policy(), max_rounds: int = N, builds_differ: str = "") -> tuple[Evidence, list]:
     """A comparison of ROWS cases run round by round through the alert's own looks (decided rows stop getting
     processes), then decided. effects: row -> head/base factor on its wall time; counts: row -> counts factor
     (rows without one have no counts, unless COUNTS is given: then the others' counts are flat)."""
     cases = sorted(real_values)
-    evidence, jobs, full = Evidence(), [], {}
+    evidence, jobs, full = Evidence(builds_differ=builds_differ), [], {}
     for i in range(rows):
         job = (f"bench.case_{i:03d}", 0)
         jobs.append(job)
@@ -117,6 +117,17 @@ def test_counts_against_the_wall_time_make_a_row_inconclusive(real_values):
     rng = np.random.default_rng(4)
     _, rows = simulate(real_values, 6, {0: 0.5}, rng, counts={0: 1.05})  # wall time clearly down (p 1.6e-4)
     assert rows[0].status == stats.INCONCLUSIVE and "the other way" in rows[0].error
+
+
+def test_counts_between_different_builds_are_advisory_the_wall_time_decides(real_values):
+    """An upgrade verdict (torch A vs torch B): the build moves counts by itself, so a 5% count change with an
+    unchanged wall time is labelled, not decided, and flat counts do not make the other rows' bar stricter."""
+    evidence, rows = simulate(real_values, 6, {}, np.random.default_rng(6), counts={0: 1.05},
+                              builds_differ="torch 2.12.0 vs 2.13.0")
+    assert rows[0].decided_by == WALL and rows[0].status != stats.REGRESSED
+    assert ADVISORY in rows[0].label and "torch 2.12.0 vs 2.13.0" in rows[0].label
+    assert set(evidence.weights.values()) == {1.0}  # every row weighs as one without counts
+    assert not any(why.startswith("decided by instruction counts") for why in evidence.decided.values())
 
 
 def test_weighted_bh_puts_flat_count_rows_behind_rows_without_counts():

@@ -64,6 +64,9 @@ class Evidence:
     # were taken ("no counts: --no-counts")
     uncounted: dict[str, dict[Job, str]] = field(default_factory=lambda: {s: {} for s in SIDES})
     counts_off: str = ""
+    # the two sides are different builds (torch releases): counts then move with the build, not only the code,
+    # and are advisory (they label a row, never decide or weigh it)
+    builds_differ: str = ""
     # per side: how many jobs were counted now, came from the cache, are not countable, failed
     count_tally: dict[str, dict[str, int]] = field(default_factory=dict)
     skipped: set[Job] = field(default_factory=set)  # combinations the suite does not define (asv's skip)
@@ -133,6 +136,7 @@ class Evidence:
                 "errors": {s: keyed(v) for s, v in self.errors.items()},
                 "counts": {s: keyed(v) for s, v in self.counts.items()},
                 "uncounted": {s: keyed(v) for s, v in self.uncounted.items()}, "counts_off": self.counts_off,
+                "builds_differ": self.builds_differ,
                 "skipped": sorted(f"{n}|{i}" for n, i in self.skipped), "decided": keyed(self.decided),
                 "design": self.design.after(self.rounds).to_dict() if self.design else None, "looks": keyed(self.looks),
                 "seconds": {s: keyed(v) for s, v in self.seconds.items()}, "process_seconds": self.process_seconds,

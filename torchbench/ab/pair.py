@@ -87,6 +87,8 @@ def measure_pair(ws: Workspace, base: Commit, head: Commit, rounds: Rounds, poli
     began = time.monotonic()
     measured = Measured(Evidence())
     evidence = measured.evidence
+    if torch and torch["base"] != torch["head"]:
+        evidence.builds_differ = f"torch {torch['base']} vs {torch['head']}"
     pythons = ws.pythons()
     by_torch = {e.torch: e.python for e in ws.asv.environments}
     work = work or ws.out / "alert" / (f"{base.short}..{head.short}" if not torch else

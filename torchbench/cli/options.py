@@ -63,6 +63,11 @@ def add_measurement_arguments(parser: argparse.ArgumentParser, budget: float) ->
                         help="instruction counts that move by at least this much (and beyond their noise) decide a "
                              f"row alone (default {defaults.count_floor:g})")
     parser.add_argument("--no-counts", action="store_true", help="skip instruction counts (valgrind)")
+    parser.add_argument("--paired", action="store_true",
+                        help="decide by the paired test of each round's two processes (Wilcoxon signed-rank) where "
+                             "enough rounds can reach the bar: for a machine whose load moves both processes of a "
+                             "round together (off by default: here they barely correlate, and the unpaired test "
+                             "is stronger; evaluation/stats_validation.py measures both)")
 
 
 def checked(cls, name: str, convert: Callable = float) -> Callable[[str], object]:
@@ -96,4 +101,5 @@ def rounds_of(args: argparse.Namespace) -> Rounds:
 
 
 def policy_of(args: argparse.Namespace) -> Policy:
-    return Policy(fdr=args.fdr, floor=args.floor, threshold=args.threshold, count_floor=args.count_floor)
+    return Policy(fdr=args.fdr, floor=args.floor, threshold=args.threshold, count_floor=args.count_floor,
+                  paired=args.paired)
