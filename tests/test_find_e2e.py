@@ -84,7 +84,7 @@ def test_find_confirms_the_step_and_bisects_it_to_the_culprit_skipping_what_does
     (step,) = record["steps"]
     assert (step["before"], step["after"]) == (shas[1], shas[7]) and step["ratio"] > 2
     assert step["status"] == "confirmed" and step["confirmation"]["ratio"] > 2, step["confirmation"]
-    assert step["confirmation"]["fdr"] == 0.01  # one comparison: the whole FDR (several would share it)
+    assert step["confirmation"]["fdr"] == 0.01 and step["confirmation"]["family"] == 1  # one candidate: its own family
     culprit = step["culprit"]
     assert culprit["status"] == "found" and culprit["culprit"] == shas[6], culprit
     assert culprit["subject"] == "sixteen times the work" and culprit["parent"] == shas[5]
@@ -100,6 +100,8 @@ def test_find_confirms_the_step_and_bisects_it_to_the_culprit_skipping_what_does
     for rel in roles.values():
         assert (out / rel).is_file() and (out / rel).read_text().lstrip().startswith("<")
     assert f"culprit {shas[6][:8]} sixteen times the work" in proc.stdout
+    # the culprit's error is bounded: 6 commits need at most 3 probes, each of its intervals at 1 - 5%/3
+    assert culprit["error_bound"] == 0.05 and culprit["probe_confidence"] == pytest.approx(1 - 0.05 / 3)
 
     # a second find measures nothing: the record is kept and reused
     again = cli("find", "Work", "--repo", path, "--out", out, "--env-dir", env_dir, *MEASURE, timeout=300)

@@ -265,3 +265,46 @@ def test_a_verdict_spends_the_unused_shares_at_the_final_analysis(real_values):
         final_terms += raw / final.final_share < min([p / final.look_share for p in looks], default=1.0)
     assert final_terms > 0  # rows whose p-value is their final analysis's: 0.75 of the alpha, not 0.5
     assert evidence.to_dict()["design"]["taken"] == 2 and evidence.to_dict()["design"]["final_share"] == 0.75
+
+
+def test_a_change_of_the_slow_processes_alone_is_not_called_unchanged():
+    """Issue 31 item 7: 40% of the head's processes slowed 30% (a collector, the allocator): the faster half
+    is unchanged, so the main test says 'unchanged'; the slower half's test turns it inconclusive, saying
+    why. Identical processes stay unchanged."""
+    rng = np.random.default_rng(12)
+    evidence, policy = Evidence(), Policy()
+    slowed, same = ("bench.slowed", 0), ("bench.same", 0)
+    for job in (slowed, same):
+        evidence.jobs[job] = JobInfo(job[0], unit="seconds", on_base=True, on_head=True)
+        evidence.values["base"][job] = list(1e-6 * np.exp(rng.normal(0, 0.005, 30)))
+        head = 1e-6 * np.exp(rng.normal(0, 0.005, 30))
+        if job == slowed:
+            head[:12] *= 1.3
+        evidence.values["head"][job] = list(head)
+    evidence.rounds = 30
+    rows = {r.benchmark: r for r in decide(evidence, policy)}
+    assert stats.within(rows["bench.slowed"].comparison, policy.threshold)  # the faster half did not move
+    assert rows["bench.slowed"].status == stats.INCONCLUSIVE
+    assert "the slower half moved +" in rows["bench.slowed"].error
+    assert rows["bench.same"].status == stats.UNCHANGED and not rows["bench.same"].error
+    ratio, p = stats.slower_half(evidence.values["base"][slowed], evidence.values["head"][slowed])
+    assert ratio > 1.1 and p < 0.01
+
+
+def test_several_comparisons_settled_as_one_family(real_values):
+    """find's confirmations: two comparisons (6 rows each), each planned and prepared for the family of 12,
+    then one weighted Benjamini-Hochberg over both: the real change is found, nothing else, and its bar (so
+    its MDE) is that of 12 rows, not 6."""
+    from torchbench.ab.verdict import prepare, settle
+
+    policy = Policy(family=12)
+    changed, _ = simulate(real_values, 6, {0: 1.5}, np.random.default_rng(7), policy=policy)
+    same, _ = simulate(real_values, 6, {}, np.random.default_rng(8), policy=policy)
+    assert changed.design.m == 12 and same.design.m == 12
+    prepared = [prepare(changed, policy), prepare(same, policy)]
+    settle(prepared, policy)
+    rows = prepared[0].rows + prepared[1].rows
+    assert rows[0].status == stats.REGRESSED
+    assert not flagged(rows[1:])
+    alone = decide(changed, Policy())
+    assert alone[0].comparison.mde <= rows[0].comparison.mde  # a family of 12 sets a stricter bar than 6

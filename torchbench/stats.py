@@ -46,7 +46,7 @@ from typing import NamedTuple, Sequence
 import numpy as np
 
 __all__ = ["Comparison", "compare", "permutation_p", "resamples_for", "classify", "fdr", "process_summary",
-           "processes_to_detect", "smallest_attainable_p", "shift_interval", "Interval", "interval", "interval_columns", "level", "LEVEL_QUANTILE", "within",
+           "processes_to_detect", "smallest_attainable_p", "shift_interval", "slower_half", "Interval", "interval", "interval_columns", "level", "LEVEL_QUANTILE", "within",
            "PAGE_FLOOR", "PAGE_CONFIDENCE", "PAGE_Q", "page_changes", "spread_columns", "Changes", "REGRESSED", "IMPROVED", "UNCHANGED", "INCONCLUSIVE"]
 
 REGRESSED, IMPROVED, UNCHANGED, INCONCLUSIVE = "regressed", "improved", "unchanged", "inconclusive"
@@ -156,6 +156,15 @@ def permutation_p(base: Sequence[float], head: Sequence[float], *, resamples: in
                           np.random.default_rng(0))
 
 
+def slower_half(base: Sequence[float], head: Sequence[float], *, resamples: int = RESAMPLES) -> tuple[float, float]:
+    """The head/base ratio of the means of each side's *slower* half of per-process values, and its
+    two-sided permutation p-value: compare's own test on the negated log values (the slower half of x is the
+    faster half of -x). What 'unchanged' in the faster half cannot see: a change that slows only some
+    processes (a collector, the allocator, a lock), which lands in the slow half."""
+    b, h = -np.log(np.asarray(base, dtype=float)), -np.log(np.asarray(head, dtype=float))
+    return math.exp(-float(_shift(b, h))), _permutation_p(b, h, resamples, np.random.default_rng(0))
+
+
 def compare(base: Sequence[float], head: Sequence[float], *, confidence: float = 0.95, alpha: float = 0.01,
             power: float = 0.8, resamples: int = RESAMPLES, with_mde: bool = True) -> Comparison:
     """Compare per-process values of one benchmark (times: higher is slower). with_mde=False: no minimum
@@ -187,6 +196,7 @@ def compare(base: Sequence[float], head: Sequence[float], *, confidence: float =
 
 
 INTERVAL_RELABELLINGS = 4000  # relabellings an interval and the MDE are inverted on, where too many to list
+MDE_WORK = 800_000  # pooled values over all the MDE's relabellings (20,000 relabellings of 20 a side)
 INVERT_LIMIT = 64  # processes a side up to which the interval is the inverted test (beyond: bootstrap percentile)
 RESOLVED = 20  # relabellings beyond a quantile for it to be read from them (else it is stretched: _rejects)
 
@@ -287,7 +297,9 @@ def _permutation_mde(b: np.ndarray, h: np.ndarray, observed: float, alpha: float
     and the trimmed mean's tails are heavier than the normal's at the bars a suite sets.
     """
     centred = h - observed
-    rows = _relabellings(len(b), len(h), INTERVAL_RELABELLINGS, rng)
+    # enough relabellings to read as thin a tail as the bar's (RESOLVED beyond it) within MDE_WORK values
+    draws = max(INTERVAL_RELABELLINGS, min(math.ceil(RESOLVED / (alpha / 2)), MDE_WORK // (len(b) + len(h))))
+    rows = _relabellings(len(b), len(h), draws, rng)
     _, bound = _inverted(b, centred, alpha / 2, rows, sides=(1,))
     spread = _shift_rows(np.concatenate([b, centred]), rows[0], rows[1])
     return math.expm1(bound + float(np.quantile(spread, power) - np.median(spread)))

@@ -7,6 +7,11 @@ round (measured rounds, not result files), Policy.paired asks for it, and the
 pairs are enough for its smallest p-value, 2 / 2**n, to reach the bar with
 room (sequential.FLOOR_MARGIN). Whichever test a look uses, its p-value is
 valid, so the looks' Bonferroni combination stays valid.
+
+Both compare the *faster half* of each side's processes (or the rounds' ratios),
+where the code's own speed shows; "unchanged" there says nothing of a change
+that slows only some processes. `slow_processes_moved` tests the slower half
+before a row is called unchanged.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from .evidence import Evidence, Job
 from .options import Policy
 from .sequential import FLOOR_MARGIN
 
-__all__ = ["compare_row"]
+__all__ = ["compare_row", "slow_processes_moved"]
 
 
 def compare_row(evidence: Evidence, job: Job, policy: Policy, bar: float, confidence: float, *,
@@ -29,3 +34,17 @@ def compare_row(evidence: Evidence, job: Job, policy: Policy, bar: float, confid
                                          with_mde=with_mde)
     return stats.compare(evidence.values["base"][job], evidence.values["head"][job], confidence=confidence,
                          alpha=bar, power=policy.power, resamples=stats.resamples_for(bar, 1), with_mde=with_mde)
+
+
+def slow_processes_moved(evidence: Evidence, job: Job, policy: Policy) -> str:
+    """Why a row whose faster half is within +-threshold may still not be called unchanged: its slower half
+    of processes moved by at least the threshold, at p <= 1 - confidence (stats.slower_half). "" otherwise.
+    Only ever turns "unchanged" into "inconclusive": it adds no alert, so it spends none of the suite's FDR."""
+    base, head = evidence.values["base"].get(job, []), evidence.values["head"].get(job, [])
+    if min(len(base), len(head)) < 3:
+        return ""
+    ratio, p = stats.slower_half(base, head)
+    if p <= 1 - policy.confidence and abs(ratio - 1) >= policy.threshold:
+        return (f"the faster half of processes is within +-{policy.threshold:.0%}, but the slower half moved "
+                f"{ratio - 1:+.1%} (p={p:.2g}): some processes changed")
+    return ""

@@ -32,6 +32,9 @@ class Policy:
     # 48-round pool), and the paired test found +5% in 25% of draws where the unpaired test found it in all
     # (20 a side, 60 rows: evaluation/stats_validation.py)
     paired: bool = False
+    # the wall-time rows decided together with this comparison's, where several comparisons are settled as
+    # one family (find's confirmations: verdict.settle); None: this comparison's own rows
+    family: int | None = None
     undecided_exit: int = 0  # the exit status of an alert that found no regression but left rows undecided
     # (0: noise does not fail a CI gate; 3, inconclusive, for a project that gates on a decided verdict)
 

@@ -33,7 +33,7 @@ from ..asv_bridge.worker import WORKER, read_json, read_json_lines
 from ..errors import UserError, last_line
 from . import sequential
 from .allocation import allocate
-from .contrast import compare_row
+from .contrast import compare_row, slow_processes_moved
 from .counts import NO_COUNTS, count_change, weights
 from .counts_cache import CountsCache
 from .evidence import Evidence, Job, Side
@@ -105,8 +105,8 @@ def plan_design(evidence: Evidence, jobs: list[Job], policy: Policy, rounds: Rou
     labelled = [(job, count_change(evidence, job, policy.count_floor)) for job in jobs]
     family = [(job, NO_COUNTS if c is None else c.label) for job, c in labelled if not (c and c.decides)]
     evidence.weights = dict(zip([job for job, _ in family], weights([label for _, label in family])))
-    evidence.design = sequential.plan(len(family), policy.fdr, policy.confidence, rounds.min_rounds,
-                                      rounds.max_rounds, expected_rounds)
+    evidence.design = sequential.plan(max(len(family), policy.family or 0), policy.fdr, policy.confidence,
+                                      rounds.min_rounds, rounds.max_rounds, expected_rounds)
 
 
 def _least_rounds(evidence: Evidence, rounds: Rounds) -> int:
@@ -130,7 +130,7 @@ def _interim(evidence: Evidence, job: Job, policy: Policy) -> str | None:
     evidence.looks.setdefault(job, []).append(c.p_value)
     if c.p_value <= bar and abs(c.ratio - 1) >= policy.floor and (c.ci_low > 1 or c.ci_high < 1):
         return f"clearly changed after {len(base)} processes a side (p={c.p_value:.1e} <= {bar:.1e})"
-    if stats.within(c, policy.threshold):
+    if stats.within(c, policy.threshold) and not slow_processes_moved(evidence, job, policy):
         return (f"clearly within +-{policy.threshold:.0%} after {len(base)} processes a side "
                 f"({design.interim_confidence:.2%} interval)")
     return None

@@ -25,12 +25,13 @@ import numpy as np
 from .. import stats
 from ..asv_bridge.results import param_value
 from . import sequential
-from .contrast import compare_row
+from .contrast import compare_row, slow_processes_moved
 from .counts import COMPUTE, NO_COUNTS, WALL_ONLY, count_change, no_counts, weights
 from .evidence import Evidence
 from .options import Policy
 
-__all__ = ["COMPUTE", "COUNTS", "FAILED", "NEW", "NO_COUNTS", "REMOVED", "Verdict", "WALL", "WALL_ONLY", "decide"]
+__all__ = ["COMPUTE", "COUNTS", "FAILED", "NEW", "NO_COUNTS", "Prepared", "REMOVED", "Verdict", "WALL", "WALL_ONLY",
+           "decide", "prepare", "settle"]
 
 NEW, REMOVED, FAILED = "new", "removed", "failed"
 COUNTS, WALL = "instruction counts", "wall time"  # what decided a row
@@ -132,20 +133,32 @@ def _by_counts(row: Verdict, c: stats.Comparison) -> str:
     return stats.REGRESSED if slower else stats.IMPROVED
 
 
-def decide(evidence: Evidence, policy: Policy) -> list[Verdict]:
-    """Every row's verdict (see the module's docstring)."""
+@dataclass
+class Prepared:
+    """One comparison's rows before the false-discovery control: every row, and the wall-time family with
+    each member's weighted p-value (p / w), so that several comparisons can be settled together."""
+
+    evidence: Evidence
+    rows: list[Verdict]
+    family: list[tuple[Verdict, float]]
+
+
+def prepare(evidence: Evidence, policy: Policy) -> Prepared:
+    """Every row's comparison: count-decided rows decided; wall-time rows with their combined p-values."""
     rows, compared = _rows(evidence, policy)
     wall = [(row, base, head) for row, base, head in compared if row.decided_by != COUNTS]
-    # the looks that came spent their shares; those that did not go to the final analysis
+    # the looks that came spent their shares; those that did not go to the final analysis. m: this
+    # comparison's wall-time rows, or the family it is decided with (Policy.family: find's candidates)
     design = dataclasses.replace(evidence.design or sequential.fixed(0, policy.fdr, policy.confidence),
-                                 m=len(wall), fdr=policy.fdr, confidence=policy.confidence).after(evidence.rounds)
+                                 m=max(len(wall), policy.family or 0), fdr=policy.fdr,
+                                 confidence=policy.confidence).after(evidence.rounds)
     for row, base, head in compared:
         if row.decided_by == COUNTS:
             row.comparison = stats.compare(base, head, confidence=policy.confidence, alpha=policy.fdr,
                                            power=policy.power)
             row.status = _by_counts(row, row.comparison)
     w = weights([row.label for row, _, _ in wall])
-    adjusted = []
+    family = []
     for (row, base, head), weight in zip(wall, w):
         bar = design.final_bar(weight)
         c = compare_row(evidence, (row.benchmark, row.index), policy, bar, policy.confidence)
@@ -153,10 +166,26 @@ def decide(evidence: Evidence, policy: Policy) -> list[Verdict]:
         row.comparison = dataclasses.replace(
             c, p_value=design.combined_p(c.p_value, evidence.looks.get((row.benchmark, row.index), [])))
         row.decided_by = WALL
-        adjusted.append(min(1.0, row.comparison.p_value / weight))
-    # weighted Benjamini-Hochberg: BH on p / w (Genovese, Roeder and Wasserman 2006)
-    for (row, _, _), significant in zip(wall, stats.fdr(adjusted, policy.fdr)):
+        family.append((row, min(1.0, row.comparison.p_value / weight)))
+    return Prepared(evidence, rows, family)
+
+
+def settle(prepared: list[Prepared], policy: Policy) -> None:
+    """Weighted Benjamini-Hochberg (BH on p / w: Genovese, Roeder and Wasserman 2006) at Policy.fdr over the
+    wall-time rows of all these comparisons together, then each row's status."""
+    members = [(one.evidence, row, adjusted) for one in prepared for row, adjusted in one.family]
+    for (evidence, row, _), significant in zip(members, stats.fdr([a for _, _, a in members], policy.fdr)):
         if row.label == COMPUTE and (row.counts_delta > 0) != (row.comparison.ratio > 1):
             row.label = WALL_ONLY  # counts that moved the other way do not explain the time
         row.status = stats.classify(row.comparison, significant, floor=policy.floor, threshold=policy.threshold)
-    return rows
+        if row.status == stats.UNCHANGED:
+            row.error = slow_processes_moved(evidence, (row.benchmark, row.index), policy)
+            if row.error:
+                row.status = stats.INCONCLUSIVE
+
+
+def decide(evidence: Evidence, policy: Policy) -> list[Verdict]:
+    """Every row's verdict (see the module's docstring): one comparison, settled on its own."""
+    one = prepare(evidence, policy)
+    settle([one], policy)
+    return one.rows

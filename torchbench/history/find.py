@@ -35,7 +35,7 @@ from ..ab.evidence import Evidence, Job, Side
 from ..ab.options import Policy, Rounds
 from ..ab.pair import measure_pair, patterns_for, select_jobs
 from ..ab.rounds import side_env
-from ..ab.verdict import Verdict, decide
+from ..ab.verdict import Verdict, decide, prepare, settle
 from ..asv_bridge import results
 from ..asv_bridge.workspace import Workspace
 from ..asv_bridge.worker import list_benchmarks
@@ -47,10 +47,11 @@ from . import changepoints
 from .step_record import (CONFIRMED, INCONCLUSIVE, RECORD, REFUTED, UNCONFIRMED, read_record, record_key,
                           shown_status, write_record)
 
-__all__ = ["FOUND", "FindOptions", "Session", "StepsFound", "bisect", "bisect_range", "detect", "find_steps",
+__all__ = ["CULPRIT_ERROR", "FOUND", "FindOptions", "Session", "StepsFound", "bisect", "bisect_range", "detect", "find_steps",
            "render_bisect", "render_steps"]
 
 FOUND = "found"  # a bisection's status when it named the culprit (otherwise INCONCLUSIVE)
+CULPRIT_ERROR = 0.05  # the most a bisection's named culprit may be wrong (it sets each probe's interval level)
 
 
 @dataclass(frozen=True)
@@ -77,15 +78,22 @@ class Session:
     def python(self) -> Path:
         return self.ws.pythons()[0]
 
-    def verdicts(self, a: commits.Commit, b: commits.Commit, jobs: set[Job], work: str) -> dict[Job, Verdict]:
-        """a against b, interleaved, on the benchmark cases of `jobs`; verdicts by job."""
+    def measure(self, a: commits.Commit, b: commits.Commit, jobs: set[Job], work: str,
+                policy: Policy | None = None) -> Evidence:
+        """a against b, interleaved, on the benchmark cases of `jobs`: the evidence."""
         self.comparisons += 1
         print(f"== comparing {a.short} with {b.short} ({', '.join(sorted({n for n, _ in jobs}))})", flush=True)
-        measured = measure_pair(self.ws, a, b, self.options.rounds, self.options.policy,
+        measured = measure_pair(self.ws, a, b, self.options.rounds, policy or self.options.policy,
                                 patterns=patterns_for(jobs), only=jobs,
                                 work=self.ws.out / "find" / work / f"{a.short}..{b.short}")
         self.problems.extend(measured.problems)
-        return {(r.benchmark, r.index): r for r in decide(measured.evidence, self.options.policy)
+        return measured.evidence
+
+    def verdicts(self, a: commits.Commit, b: commits.Commit, jobs: set[Job], work: str,
+                 policy: Policy | None = None) -> dict[Job, Verdict]:
+        """a against b, decided on its own; verdicts by job."""
+        policy = policy or self.options.policy
+        return {(r.benchmark, r.index): r for r in decide(self.measure(a, b, jobs, work, policy), policy)
                 if (r.benchmark, r.index) in jobs}
 
 
@@ -142,6 +150,13 @@ def bisect(session: Session, repo: git.Repo, good: commits.Commit, bad: commits.
                              f"(statuses: {sorted({r.status for r in rows.values()})})")
             return result
     result["jobs"] = sorted([name, index] for name, index in steps)
+    # each probe reads 2 intervals a step (against both ends); a wrong move needs one of them to miss on one
+    # side, (1 - confidence) / 2 each, so at most K probes of J steps err with probability <= K J (1 - c):
+    # the probes' confidence makes that CULPRIT_ERROR
+    probes = max(1, math.ceil(math.log2(max(2, len(chain) - 1))))
+    probe_policy = dataclasses.replace(session.options.policy,
+                                       confidence=1 - CULPRIT_ERROR / (probes * len(steps)))
+    result.update(error_bound=CULPRIT_ERROR, probe_confidence=probe_policy.confidence)
     lo, hi = 0, len(chain) - 1
     unbuildable: set[int] = set()
     while True:
@@ -155,8 +170,8 @@ def bisect(session: Session, repo: git.Repo, good: commits.Commit, bad: commits.
             result["skipped"].append({"sha": chain[mid].sha, "subject": chain[mid].subject, "why": why[-500:]})
             print(f"== {chain[mid].short} does not build: skipped", flush=True)
             continue
-        left = session.verdicts(chain[lo], chain[mid], set(steps), "bisect")
-        right = session.verdicts(chain[mid], chain[hi], set(steps), "bisect")
+        left = session.verdicts(chain[lo], chain[mid], set(steps), "bisect", probe_policy)
+        right = session.verdicts(chain[mid], chain[hi], set(steps), "bisect", probe_policy)
         against_good = {_side_of(left.get(j), s) for j, s in steps.items()}
         against_bad = {_side_of(right.get(j), s) for j, s in steps.items()}
         # at the old level: no step from good, the whole step to bad; at the new level the reverse
@@ -248,18 +263,37 @@ def detect(out: Path, repo: git.Repo, branch: str, pattern: str | None) -> tuple
     return changepoints.find_steps(found), warnings
 
 
-def _confirm(session: Session, repo: git.Repo, group: list[tuple[changepoints.Found, dict]]) -> None:
-    """Re-measure the commits around the steps of GROUP (one pair of commits); each (step, its record entry)."""
-    before, after = group[0][0].before, group[0][0].after
-    jobs = {(f.history.benchmark, f.history.index) for f, _ in group}
-    rows = session.verdicts(commits.resolve(repo, before), commits.resolve(repo, after), jobs, "confirm")
+def _confirm(session: Session, repo: git.Repo, groups: list[list[tuple[changepoints.Found, dict]]]) -> None:
+    """Re-measure the commits around the steps of each group (one pair of commits; each member a step and its
+    record entry), then decide every candidate's row together: one weighted Benjamini-Hochberg at the
+    policy's FDR over all of them (verdict.settle), each comparison's looks planned for that whole family."""
+    family = sum(len(group) for group in groups)
+    policy = dataclasses.replace(session.options.policy, family=family)
+    prepared = []
+    for group in groups:
+        before, after = group[0][0].before, group[0][0].after
+        jobs = {(f.history.benchmark, f.history.index) for f, _ in group}
+        evidence = session.measure(commits.resolve(repo, before), commits.resolve(repo, after), jobs, "confirm",
+                                   policy)
+        prepared.append(prepare(evidence, policy))
+    settle(prepared, policy)
+    for group, one in zip(groups, prepared):
+        _record_confirmation(group, {(r.benchmark, r.index): r for r in one.rows}, policy)
+
+
+def _record_confirmation(group: list[tuple[changepoints.Found, dict]], rows: dict[Job, Verdict],
+                         policy: Policy) -> None:
+    """Each step's entry from its row's verdict: confirmed when it agrees in direction, refuted when it says
+    unchanged or the opposite, otherwise inconclusive."""
     for f, entry in group:
         row = rows.get((f.history.benchmark, f.history.index))
         want = stats.REGRESSED if f.step.ratio > 1 else stats.IMPROVED
         status = row.status if row else "failed"
         entry["confirmation"] = _summary(row)
         if entry["confirmation"] is not None:
-            entry["confirmation"]["fdr"] = session.options.policy.fdr  # after the run's split across comparisons
+            # the family its false discoveries are controlled over: every candidate of this run
+            entry["confirmation"]["fdr"] = policy.fdr
+            entry["confirmation"]["family"] = policy.family
         entry["confirmed_at"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
         if status == want:
             entry["status"] = CONFIRMED
@@ -305,18 +339,16 @@ def find_steps(out: Path, repo: git.Repo, session: Callable[[], Session], *, bra
             todo.setdefault((f.before, f.after), []).append((f, entry))
     write_record(out, record)
     s = session() if todo else None
-    if s is not None and len(todo) > 1:
-        # every confirmation of this run at fdr / (number of comparisons): Benjamini-Hochberg within each
-        # comparison, Bonferroni across them, so the run's false confirmations stay within the one FDR
-        policy = s.options.policy
-        s.options = dataclasses.replace(s.options, policy=dataclasses.replace(policy, fdr=policy.fdr / len(todo)))
+    if s is not None:
+        # every candidate of this run in one family: measured pair by pair, decided together (an interrupted
+        # run keeps the record as it was, the candidates unconfirmed, and the next find measures them again)
+        _confirm(s, repo, list(todo.values()))
+        write_record(out, record)
     for group in todo.values():
-        _confirm(s, repo, group)
-        write_record(out, record)  # each confirmation is kept as soon as it is made
         confirmed = [entry for _, entry in group if entry["status"] == CONFIRMED]
         if confirmed:
             _culprit(s, repo, confirmed)
-            write_record(out, record)
+            write_record(out, record)  # each culprit is kept as soon as it is named
     return StepsFound(record, warnings, s.problems if s else [])
 
 
@@ -338,6 +370,8 @@ def render_steps(found: StepsFound, out: Path) -> str:
         culprit = s.get("culprit") or {}
         where = (f"culprit {culprit['culprit'][:8]} {culprit.get('subject', '')[:50]}"
                  if culprit.get("culprit") else f"{s['before'][:8]}..{s['after'][:8]}")
+        if culprit.get("culprit") and culprit.get("probes"):  # bisected: its error bound
+            where += f" (bisected; wrong with probability <= {culprit['error_bound']:.0%})"
         conf = s.get("confirmation") or {}
         measured = f", re-measured {conf['ratio']:.3f}x" if conf.get("ratio") else ""
         if conf.get("ratio") and conf.get("ci_low") is not None and conf.get("ci_high") is not None:
@@ -353,7 +387,9 @@ def render_bisect(result: dict, s: Session) -> str:
     for skipped in result["skipped"]:
         lines.append(f"skipped {skipped['sha'][:8]} ({skipped['subject'][:50]}): it does not build")
     if result["status"] == FOUND:
-        lines.append(f"culprit: {result['culprit']} {result['subject']}")
+        bound = (f" (wrong with probability at most {result['error_bound']:.0%}: each probe's intervals at "
+                 f"{result['probe_confidence']:.2%})" if result.get("probes") else "")
+        lines.append(f"culprit: {result['culprit']} {result['subject']}{bound}")
         for job, roles in sorted(result.get("profiles", {}).items()):
             for role, path in sorted(roles.items()):
                 lines.append(f"  flame graph, {role}: {s.ws.out / path}  ({job})")
