@@ -317,9 +317,11 @@ def smallest_attainable_p(n_base: int, n_head: int, resamples: int = RESAMPLES) 
 
 def processes_to_detect(c: Comparison, effect: float) -> int | None:
     """Processes a side at which this comparison's minimum detectable effect would come down to `effect`:
-    compare's own computation (the z-sum times the bootstrap standard error of the shift), with that
-    standard error shrinking as 1/sqrt(n), so this and the stated MDE never disagree. None where the MDE
-    is not finite (too few processes to estimate the noise)."""
+    the stated MDE (read from the permutation test: a critical shift plus a quantile of the estimate's
+    spread, both scales of the statistic's spread) shrinking as 1/sqrt(n), as that spread does, so at the
+    processes measured this and the stated MDE agree. An approximation: the critical value also falls as
+    more processes make smaller p-values reachable, so it overstates what is needed where the bar was
+    nearly out of reach. None where the MDE is not finite (too few processes to reach the bar)."""
     if not math.isfinite(c.mde) or effect <= 0:
         return None
     n = min(c.n_base, c.n_head)

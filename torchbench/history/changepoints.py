@@ -67,7 +67,7 @@ _SCREEN = 400  # resamples of the first look: a candidate far from ALPHA is drop
 class Step:
     at: int  # the first commit at the new level (its position in the series)
     ratio: float  # after / before (faster-half means of per-commit values)
-    ci_low: float | None  # the ratio's bootstrap interval; None with fewer than 3 commits a side
+    ci_low: float | None  # the ratio's interval (stats.compare's); None with fewer than 3 commits a side
     ci_high: float | None
     p_value: float | None  # None: too few commits a side for the test; decided by the intervals
     n_before: int
