@@ -203,6 +203,14 @@ def test_a_failing_benchmark_exits_2_with_the_report_and_new_and_slower_rows(alt
         "wall time (not countable: track_ returns its own measurement)"
     assert proc.stdout.count("2 counted (one valgrind process), 0 from the cache, 2 not countable, 0 failed") == 2, \
         explain(proc)
+    # the evidence keeps which side went first in each round (a coin) and each value's round: the pairing
+    (found,) = (tmp_path / "out").rglob("evidence.json")
+    evidence = json.loads(found.read_text())
+    assert len(evidence["first"]) == evidence["rounds"] and set(evidence["first"]) <= {"base", "head"}
+    key = next(k for k in evidence["values"]["head"] if k.startswith("bench_alt.Work.track_time"))
+    measured = evidence["value_rounds"]["head"][key]
+    assert measured == evidence["value_rounds"]["base"][key] == list(range(len(measured)))
+    assert len(measured) == len(evidence["values"]["head"][key]) >= 2
 
 
 def test_bad_revisions_and_a_head_that_does_not_build_are_named(altlib, env_dir, tmp_path):

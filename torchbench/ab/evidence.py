@@ -133,6 +133,7 @@ class Evidence:
 
         return {"rounds": self.rounds, "jobs": {k: asdict(v) for k, v in keyed(self.jobs).items()},
                 "notes": self.notes, "values": {s: keyed(v) for s, v in self.values.items()},
+                "value_rounds": {s: keyed(v) for s, v in self.value_rounds.items()}, "first": self.first,
                 "errors": {s: keyed(v) for s, v in self.errors.items()},
                 "counts": {s: keyed(v) for s, v in self.counts.items()},
                 "uncounted": {s: keyed(v) for s, v in self.uncounted.items()}, "counts_off": self.counts_off,
