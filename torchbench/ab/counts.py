@@ -43,8 +43,8 @@ import numpy as np
 
 from .evidence import Evidence, Job
 
-__all__ = ["ADVISORY", "COMPUTE", "CountChange", "NO_COUNTS", "PRIOR_WEIGHT", "SPREAD_FACTOR", "WALL_ONLY", "count_change",
-           "no_counts", "weights"]
+__all__ = ["ADVISORY", "COMPUTE", "CountChange", "NO_COUNTS", "PRIOR_WEIGHT", "SPREAD_FACTOR", "WALL_ONLY",
+           "count_change", "no_counts", "weights"]
 
 COMPUTE = "compute"
 WALL_ONLY = "wall time only (memory, cache, or noise)"

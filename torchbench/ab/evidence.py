@@ -139,6 +139,7 @@ class Evidence:
                 "uncounted": {s: keyed(v) for s, v in self.uncounted.items()}, "counts_off": self.counts_off,
                 "builds_differ": self.builds_differ,
                 "skipped": sorted(f"{n}|{i}" for n, i in self.skipped), "decided": keyed(self.decided),
-                "design": self.design.after(self.rounds).to_dict() if self.design else None, "looks": keyed(self.looks),
+                "design": self.design.after(self.rounds).to_dict() if self.design else None,
+                "looks": keyed(self.looks),
                 "seconds": {s: keyed(v) for s, v in self.seconds.items()}, "process_seconds": self.process_seconds,
                 "phases": self.phases, "run_time": keyed(self.run_time)}

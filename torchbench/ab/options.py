@@ -29,14 +29,19 @@ class Policy:
     count_floor: float = 0.01  # instruction counts moved this much (beyond their noise) decide a row alone
     # the paired (signed-rank, round by round) test where the pairs can reach the bar (ab/contrast.py). Off by
     # default: on this machine a round's two processes barely move together (median correlation 0.03 on the
-    # 48-round pool), and the paired test found +5% in 25% of draws where the unpaired test found it in all
-    # (20 a side, 60 rows: evaluation/stats_validation.py)
+    # 48-round pool), and the paired test found +5% in 57% of draws where the unpaired test found it in all
+    # (24 a side, 60 rows: evaluation/stats_validation.py, docs/results.md#error-rates)
     paired: bool = False
     # the wall-time rows decided together with this comparison's, where several comparisons are settled as
     # one family (find's confirmations: verdict.settle); None: this comparison's own rows
     family: int | None = None
     undecided_exit: int = 0  # the exit status of an alert that found no regression but left rows undecided
     # (0: noise does not fail a CI gate; 3, inconclusive, for a project that gates on a decided verdict)
+
+    def family_size(self, rows: int) -> int:
+        """Benjamini-Hochberg's m for a comparison of `rows` wall-time rows: its own, or the family it is
+        decided with, whichever is larger."""
+        return max(rows, self.family or 0)
 
     RULES = {"fdr": FRACTION, "floor": NON_NEGATIVE, "threshold": NON_NEGATIVE, "confidence": FRACTION,
              "power": FRACTION, "count_floor": NON_NEGATIVE, "undecided_exit": UNDECIDED_EXIT}

@@ -105,7 +105,7 @@ def plan_design(evidence: Evidence, jobs: list[Job], policy: Policy, rounds: Rou
     labelled = [(job, count_change(evidence, job, policy.count_floor)) for job in jobs]
     family = [(job, NO_COUNTS if c is None else c.label) for job, c in labelled if not (c and c.decides)]
     evidence.weights = dict(zip([job for job, _ in family], weights([label for _, label in family])))
-    evidence.design = sequential.plan(max(len(family), policy.family or 0), policy.fdr, policy.confidence,
+    evidence.design = sequential.plan(policy.family_size(len(family)), policy.fdr, policy.confidence,
                                       rounds.min_rounds, rounds.max_rounds, expected_rounds)
 
 

@@ -150,7 +150,7 @@ def prepare(evidence: Evidence, policy: Policy) -> Prepared:
     # the looks that came spent their shares; those that did not go to the final analysis. m: this
     # comparison's wall-time rows, or the family it is decided with (Policy.family: find's candidates)
     design = dataclasses.replace(evidence.design or sequential.fixed(0, policy.fdr, policy.confidence),
-                                 m=max(len(wall), policy.family or 0), fdr=policy.fdr,
+                                 m=policy.family_size(len(wall)), fdr=policy.fdr,
                                  confidence=policy.confidence).after(evidence.rounds)
     for row, base, head in compared:
         if row.decided_by == COUNTS:

@@ -47,8 +47,8 @@ from . import changepoints
 from .step_record import (CONFIRMED, INCONCLUSIVE, RECORD, REFUTED, UNCONFIRMED, read_record, record_key,
                           shown_status, write_record)
 
-__all__ = ["CULPRIT_ERROR", "FOUND", "FindOptions", "Session", "StepsFound", "bisect", "bisect_range", "detect", "find_steps",
-           "render_bisect", "render_steps"]
+__all__ = ["CULPRIT_ERROR", "FOUND", "FindOptions", "Session", "StepsFound", "bisect", "bisect_range", "detect",
+           "find_steps", "render_bisect", "render_steps"]
 
 FOUND = "found"  # a bisection's status when it named the culprit (otherwise INCONCLUSIVE)
 CULPRIT_ERROR = 0.05  # the most a bisection's named culprit may be wrong (it sets each probe's interval level)
