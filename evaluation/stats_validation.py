@@ -37,9 +37,18 @@ What is printed, for each n:
     round corr.    how much the two processes of a round move together (log
                    scale), and the share of the contrast's variance pairing
                    should then remove: the correlation itself
+    counts         instruction counts of identical code (a second pool,
+                   evaluation/counts_pool.py: valgrind processes of three
+                   commits that change nothing the suite runs, and one commit
+                   under two torch builds): how much counts differ between
+                   processes of a commit and between the commits, and the
+                   rows the alert's counts rule decides
+                   (every one false) over every way of taking two processes a
+                   side; between builds, the rows counts would decide were
+                   they not advisory, and those decided
 
     python evaluation/stats_validation.py [--pool FILE] [--n 6 10 20 40] [--rows 6 60 500] [--trials 200]
-        [--out FILE]
+        [--counts-pool FILE|none] [--out FILE]
 
 Caveat printed with the figures: draws of n rounds from a pool of R overlap when
 n is near R: the rates at n <= R/2 are the trustworthy ones.
@@ -48,6 +57,7 @@ n is near R: the rates at n <= R/2 are the trustworthy ones.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import sys
@@ -60,10 +70,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from torchbench import paired, stats  # noqa: E402
+from torchbench.ab.counts import COMPUTE, count_change  # noqa: E402
+from torchbench.ab.evidence import Evidence  # noqa: E402
 from torchbench.ab.options import Policy  # noqa: E402
 from torchbench_core.storage import atomic_write_text  # noqa: E402
 
 POOL = ROOT / "tests" / "data" / "alert_pool_48_rounds.json"
+COUNTS_POOL = ROOT / "tests" / "data" / "counts_pool_69_rows.json"
 ARMS = ("c5", "c6")  # identical measured code
 EFFECTS = (0.02, 0.05, 0.10)
 TESTS = ("unpaired", "paired")
@@ -227,12 +240,103 @@ def power(cases, n: int, rows: list[int], trials: int, policy: Policy, rng) -> t
     return out, check
 
 
+def _counts_evidence(base: list[dict], head: list[dict], keys: list[str], builds_differ: str = "") -> Evidence:
+    """Evidence holding these valgrind processes' counts ({row: repeats} each): the first process a side as
+    evidence.counts, a second as evidence.counts_again."""
+    evidence = Evidence(builds_differ=builds_differ)
+    for side, processes in (("base", base), ("head", head)):
+        for store, process in zip((evidence.counts, evidence.counts_again), processes):
+            for key in keys:
+                name, index = key.rsplit("|", 1)
+                store[side][(name, int(index))] = process[key]
+    return evidence
+
+
+def counts_replay(path: Path, policy: Policy) -> dict:
+    """The counts rule (counts.count_change) replayed on a recorded pool of identical code
+    (evaluation/counts_pool.py): every way to take two valgrind processes a side from two commits' processes
+    (disjoint where it is one commit), each row decided by counts or not; then the two torch builds."""
+    pool = json.loads(path.read_text())
+    processes = pool["processes"]
+    keys = sorted(set.intersection(*(set(p) for arm in processes.values() for p in arm)))
+    jobs = [(k.rsplit("|", 1)[0], int(k.rsplit("|", 1)[1])) for k in keys]
+    def spread(medians: np.ndarray) -> np.ndarray:  # per row: (largest - smallest) / smallest
+        return (medians.max(axis=0) - medians.min(axis=0)) / medians.min(axis=0)
+
+    by_arm = {arm: np.array([[np.median(p[k]) for k in keys] for p in ps]) for arm, ps in processes.items()}
+    within_commit = np.max([spread(m) for m in by_arm.values()], axis=0)
+    between_commits = {arm: np.abs(by_arm[arm][0] / by_arm[first][0] - 1) for first in [sorted(by_arm)[0]]
+                       for arm in sorted(by_arm)[1:]}
+    within = np.array([max((max(p[k]) - min(p[k])) / np.median(p[k]) for arm in processes.values() for p in arm)
+                       for k in keys])
+    draws, decided, pending, labelled = 0, 0, 0, 0
+    arms = sorted(processes)
+    for i, x in enumerate(arms):
+        for y in arms[i:]:
+            for bx in itertools.combinations(range(len(processes[x])), 2):
+                for hy in itertools.combinations(range(len(processes[y])), 2):
+                    if x == y and (set(bx) & set(hy) or bx > hy):
+                        continue  # one commit: disjoint processes, each split once
+                    evidence = _counts_evidence([processes[x][j] for j in bx], [processes[y][j] for j in hy], keys)
+                    one = _counts_evidence([processes[x][bx[0]]], [processes[y][hy[0]]], keys)
+                    draws += 1
+                    for job in jobs:
+                        change = count_change(evidence, job, policy.count_floor)
+                        decided += change.decides
+                        labelled += change.label == COMPUTE
+                        pending += count_change(one, job, policy.count_floor).pending
+    result = {"pool": path.name, "rows": len(keys), "processes": {a: len(p) for a, p in processes.items()},
+              "rows_differing_between_processes": int((within_commit > 0).sum()),
+              "between_processes_max": float(within_commit.max()),
+              "between_commits": {f"{arm} vs {sorted(by_arm)[0]}": {"rows_differing": int((d > 0).sum()),
+                                                                     "max": float(d.max())}
+                                  for arm, d in between_commits.items()},
+              "within_median": float(np.median(within)), "within_max": float(within.max()),
+              "suites": draws, "row_draws": draws * len(keys), "decided": decided, "one_process_decided": pending,
+              "labelled_compute": labelled}
+    builds = pool.get("builds") or {}
+    if len(builds) == 2:
+        (a, base), (b, head) = sorted(builds.items())
+        common = sorted(set(base) & set(head))
+        jobs_b = [(k.rsplit("|", 1)[0], int(k.rsplit("|", 1)[1])) for k in common]
+        advisory = _counts_evidence([base], [head], common, builds_differ=f"torch {a} vs {b}")
+        plain = _counts_evidence([base], [head], common)
+        deltas = [count_change(plain, job, policy.count_floor).delta for job in jobs_b]
+        result["builds"] = {
+            "releases": [a, b], "rows": len(common),
+            "moved_beyond_floor": sum(count_change(plain, job, policy.count_floor).pending for job in jobs_b),
+            "decided": sum(count_change(advisory, job, policy.count_floor).decides for job in jobs_b),
+            "median_abs_delta": float(np.median(np.abs(deltas))), "max_abs_delta": float(np.max(np.abs(deltas)))}
+    return result
+
+
+def print_counts(c: dict) -> None:
+    print(f"\n== instruction counts of identical code ({c['pool']}: {c['rows']} rows; valgrind processes per commit "
+          + ", ".join(f"{a} {n}" for a, n in c["processes"].items()) + ")")
+    print(f"  between valgrind processes of one commit: rows whose median differs {c['rows_differing_between_processes']}"
+          f" of {c['rows']} (largest {c['between_processes_max']:.3%}); between commits: " + "; ".join(
+              f"{pair} {d['rows_differing']} rows (largest {d['max']:.3%})" for pair, d in c["between_commits"].items())
+          + f"; the repeats' spread inside a process: median {c['within_median']:.3%}, largest {c['within_max']:.3%}")
+    print(f"  A/A, the alert's rule (two valgrind processes a side): rows decided by counts {c['decided']} of "
+          f"{c['row_draws']} row draws in {c['suites']} suite draws (every one false); labelled compute "
+          f"{c['labelled_compute']}; the one-process rule it replaced: {c['one_process_decided']}")
+    b = c.get("builds")
+    if b:
+        print(f"  between builds (torch {b['releases'][0]} vs {b['releases'][1]}, the same code): counts moved "
+              f"beyond their margin and the {Policy().count_floor:.0%} floor in {b['moved_beyond_floor']} of {b['rows']} "
+              f"rows (|change| median {b['median_abs_delta']:.2%}, largest {b['max_abs_delta']:.2%}): what counts "
+              f"would decide if they were not advisory; decided now {b['decided']}")
+
+
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pool", type=Path, default=POOL)
-    parser.add_argument("--n", type=int, nargs="+", default=[6, 10, 20, 40], help="processes a side")
+    parser.add_argument("--n", type=int, nargs="*", default=[6, 10, 20, 40],
+                        help="processes a side (none: the counts part alone)")
     parser.add_argument("--rows", type=int, nargs="+", default=[6, 60, 500], help="suite sizes")
     parser.add_argument("--trials", type=int, default=200, help="trials per figure (A/A suites: fewer for big m)")
+    parser.add_argument("--counts-pool", type=Path, default=COUNTS_POOL,
+                        help="instruction counts of identical code (evaluation/counts_pool.py); 'none' to skip")
     parser.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
     args = parser.parse_args(argv)
     policy = Policy()
@@ -275,6 +379,9 @@ def main(argv=None) -> dict:
                   f"{found} (stated {policy.power:.0%})")
         print("  power, asv's rule (no multiplicity): "
               + ", ".join(f"{e} {v:.0%}" for e, v in figures["power"]["asv"].items()))
+    if str(args.counts_pool) != "none":
+        result["counts"] = counts_replay(args.counts_pool, policy)
+        print_counts(result["counts"])
     print(f"\ncaveat: draws of n rounds from a pool of {rounds} overlap when n is near {rounds}; "
           f"rates at n <= {rounds // 2} are the trustworthy ones")
     if args.out:

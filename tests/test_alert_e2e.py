@@ -86,10 +86,11 @@ def test_the_regressing_commit_exits_1_with_the_right_rows_labelled_compute(exam
     regressed = {t for t, r in verdicts.items() if r["status"] == "regressed"}
     assert regressed == {"TensorLike · torch.add(a, b) (__torch_function__ dispatch)",
                          "TensorLike · torch.mul(a, b) (__torch_function__ dispatch)"}, explain(proc)
-    for title in regressed:  # decided by their counts, from one valgrind process a side
+    for title in regressed:  # decided by their counts, confirmed in a second valgrind process a side
         assert verdicts[title]["label"] == "compute" and verdicts[title]["counts_delta"] > 0.5
         assert verdicts[title]["decided_by"] == "instruction counts"
         assert verdicts[title]["stopped"].startswith("decided by instruction counts")
+        assert "two valgrind processes a side" in verdicts[title]["stopped"]
         assert verdicts[title]["comparison"]["ci_low"] > 1.5
     assert not [t for t, r in verdicts.items() if r["status"] in ("improved", "failed")]
     comment = (tmp_path / "comment.md").read_text()
@@ -103,14 +104,22 @@ def test_the_regressing_commit_exits_1_with_the_right_rows_labelled_compute(exam
     assert "rounds a minute" in comment and "costliest:" in comment
     # the progress line and the report count each side's cases: counted, from the cache, not countable, failed
     assert proc.stdout.count("6 counted (one valgrind process), 0 from the cache, 0 not countable, 0 failed") == 2
-    assert spent["instruction_counts"] == {side: {"counted": 6, "cached": 0, "uncountable": 0, "failed": 0}
-                                           for side in ("base", "head")}
+    assert spent["instruction_counts"] == {side: {"counted": 6, "cached": 0, "uncountable": 0, "failed": 0,
+                                                  "confirmed": 2} for side in ("base", "head")}
+    # only the two rows whose counts would decide them were counted again, and the evidence keeps both processes
+    assert "a second valgrind process a side for the 2 row(s) whose counts would decide them: 4 counted" in proc.stdout
+    evidence = json.loads((tmp_path / "out" / "alert" / f"{shas[1][:8]}..{shas[2][:8]}" / "evidence.json").read_text())
+    for side in ("base", "head"):
+        again_rows = {evidence["jobs"][key]["name"] for key in evidence["counts_again"][side]}
+        assert len(again_rows) == 2 and all("TensorLike" in name for name in again_rows), again_rows
 
     # The counts are cached per commit, environment and suite: a second alert of the same commits counts nothing
     again = alert("--repo", path, "--base", shas[1], "--head", shas[2], "--max-rounds", 2, "--min-rounds", 2,
                   "--no-profile", "--json", tmp_path / "again.json", out=tmp_path / "out", env_dir=env_dir)
     assert again.returncode in (0, 1, 3), explain(again)
     assert again.stdout.count("0 counted (one valgrind process), 6 from the cache, 0 not countable, 0 failed") == 2, \
+        explain(again)
+    assert "for the 2 row(s) whose counts would decide them: 0 counted, 4 from the cache" in again.stdout, \
         explain(again)
     cached = {r["title"]: r["counts_delta"] for r in json.loads((tmp_path / "again.json").read_text())["rows"]}
     assert cached == {t: r["counts_delta"] for t, r in verdicts.items()}

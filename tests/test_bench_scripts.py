@@ -89,3 +89,9 @@ def test_stats_validation_states_each_rate_beside_its_measured_value_and_the_sta
     assert figures["mde"]["unpaired"]["found"] >= 0.6
     assert figures["mde"]["replaced"]["found"] < figures["mde"]["unpaired"]["found"]
     assert figures["power"]["unpaired"]["+5%"]["60"] >= 0.8
+    # instruction counts of identical code (tests/data/counts_pool_69_rows.json): the alert's rule decides no
+    # row in any A/A draw of two valgrind processes a side; between two torch builds counts move beyond margin
+    # and floor in many rows, and the advisory rule decides none of them
+    counts = result["counts"]
+    assert counts["rows"] == 69 and counts["suites"] >= 100 and counts["decided"] == 0
+    assert counts["builds"]["moved_beyond_floor"] >= 5 and counts["builds"]["decided"] == 0

@@ -13,7 +13,9 @@ OUT/counts/<commit>/<key>.json, where the key hashes what else decides a count:
   benchmark is a different case, even under the same name);
 * valgrind's version.
 
-Within a file, a case is its benchmark name, parameter index and parameters.
+Within a file, a case is its benchmark name, parameter index and parameters;
+a second valgrind process's counts of it (rounds.collect_counts(again=True))
+are kept under the case's name with AGAIN appended.
 A file that cannot be read is reported and counted again; writes are atomic.
 """
 
@@ -29,7 +31,9 @@ from torchbench_core.storage import atomic_write_text
 
 from .evidence import Job
 
-__all__ = ["CountsCache"]
+__all__ = ["AGAIN", "CountsCache"]
+
+AGAIN = "|again"
 
 
 def _suite_digest(suite: Path) -> str:

@@ -60,6 +60,9 @@ class Evidence:
     first: list[str] = field(default_factory=list)
     errors: dict[str, dict[Job, str]] = field(default_factory=lambda: {s: {} for s in SIDES})
     counts: dict[str, dict[Job, list[float]]] = field(default_factory=lambda: {s: {} for s in SIDES})
+    # a second valgrind process's counts, taken for the jobs whose first counts would decide them: a count
+    # decision rests on two processes a side, and their difference is part of its noise (counts.py)
+    counts_again: dict[str, dict[Job, list[float]]] = field(default_factory=lambda: {s: {} for s in SIDES})
     # why a job has no counts on a side ("not countable: ...", "counting failed: ..."); counts_off: why none
     # were taken ("no counts: --no-counts")
     uncounted: dict[str, dict[Job, str]] = field(default_factory=lambda: {s: {} for s in SIDES})
@@ -136,6 +139,7 @@ class Evidence:
                 "value_rounds": {s: keyed(v) for s, v in self.value_rounds.items()}, "first": self.first,
                 "errors": {s: keyed(v) for s, v in self.errors.items()},
                 "counts": {s: keyed(v) for s, v in self.counts.items()},
+                "counts_again": {s: keyed(v) for s, v in self.counts_again.items()},
                 "uncounted": {s: keyed(v) for s, v in self.uncounted.items()}, "counts_off": self.counts_off,
                 "builds_differ": self.builds_differ,
                 "skipped": sorted(f"{n}|{i}" for n, i in self.skipped), "decided": keyed(self.decided),

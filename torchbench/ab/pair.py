@@ -23,6 +23,7 @@ from ..asv_bridge.worker import MEASURED_TYPES, combinations, list_benchmarks
 from ..errors import UserError
 from ..project.commits import Commit
 from . import rounds as rounds_mod
+from .counts import to_confirm
 from .counts_cache import CountsCache
 from .evidence import SIDES, Evidence, Job, JobInfo, Side
 from .options import Policy, Rounds
@@ -127,7 +128,7 @@ def measure_pair(ws: Workspace, base: Commit, head: Commit, rounds: Rounds, poli
         evidence.counts_off = "no counts: valgrind is not installed"
         evidence.notes.append("instruction counts skipped: valgrind is not installed")
     else:
-        _count_both(ws.out / "counts", valgrind, ws.bench_dir, sides, both, evidence)
+        _count_both(ws.out / "counts", valgrind, ws.bench_dir, sides, both, evidence, policy.count_floor)
     evidence.phases["instruction counts"] = time.monotonic() - start
     start = time.monotonic()
 
@@ -148,21 +149,35 @@ def measure_pair(ws: Workspace, base: Commit, head: Commit, rounds: Rounds, poli
 
 
 def _count_both(root: Path, valgrind: Path, suite: Path, sides: dict[str, Side], jobs: list[Job],
-                evidence: Evidence) -> None:
+                evidence: Evidence, count_floor: float) -> None:
     """Both sides' instruction counts at once, one valgrind process each: counts do not depend on what else
-    runs, and on two cores this halves the wait. Each side has its own cache (its interpreter is part of the
-    key) and its own list of problems."""
+    runs, and on two cores this halves the wait. Then the rows whose counts would decide them are counted
+    again, in a second process a side, so that a count decision holds against the counts' noise between
+    processes too (counts.py). Each side has its own cache (its interpreter is part of the key) and its own
+    list of problems."""
     caches = {}
     for name, side in sides.items():
         same = next((c for other, c in caches.items() if sides[other].python == side.python), None)
         caches[name] = same.view() if same else CountsCache(root, side.python, suite, valgrind)
-    with ThreadPoolExecutor(max_workers=len(SIDES)) as pool:
-        tally = dict(zip(SIDES, pool.map(
-            lambda name: rounds_mod.collect_counts(suite, sides[name], jobs, evidence, caches[name]), SIDES)))
+
+    def both_sides(todo: list[Job], again: bool) -> dict[str, dict[str, int]]:
+        with ThreadPoolExecutor(max_workers=len(SIDES)) as pool:
+            return dict(zip(SIDES, pool.map(lambda name: rounds_mod.collect_counts(
+                suite, sides[name], todo, evidence, caches[name], again=again), SIDES)))
+
+    tally = both_sides(jobs, again=False)
     for name in SIDES:
         t = tally[name]
         print(f"== instruction counts, {name}: {t['counted']} counted (one valgrind process), {t['cached']} from "
               f"the cache, {t['uncountable']} not countable, {t['failed']} failed", flush=True)
+    confirm = to_confirm(evidence, jobs, count_floor)
+    if confirm:
+        again = both_sides(confirm, again=True)
+        print(f"== instruction counts, a second valgrind process a side for the {len(confirm)} row(s) whose "
+              f"counts would decide them: {again['base']['counted'] + again['head']['counted']} counted, "
+              f"{again['base']['cached'] + again['head']['cached']} from the cache", flush=True)
+        for name in SIDES:
+            tally[name]["confirmed"] = again[name]["counted"] + again[name]["cached"]
     evidence.count_tally = tally
 
 

@@ -35,7 +35,7 @@ from . import sequential
 from .allocation import allocate
 from .contrast import compare_row, slow_processes_moved
 from .counts import NO_COUNTS, count_change, weights
-from .counts_cache import CountsCache
+from .counts_cache import AGAIN, CountsCache
 from .evidence import Evidence, Job, Side
 from .options import Policy, Rounds
 
@@ -121,7 +121,8 @@ def _interim(evidence: Evidence, job: Job, policy: Policy) -> str | None:
     design = evidence.design
     change = count_change(evidence, job, policy.count_floor)
     if change is not None and change.decides:
-        return f"decided by instruction counts ({change.delta:+.2%}, noise margin {change.margin:.2%})"
+        return (f"decided by instruction counts ({change.delta:+.2%}, noise margin {change.margin:.2%}, two valgrind "
+                "processes a side)")
     base, head = evidence.values["base"].get(job, []), evidence.values["head"].get(job, [])
     if len(base) < 2 or len(head) < 2:
         return None
@@ -191,11 +192,13 @@ def measure_rounds(suite: Path, sides: dict[str, Side], jobs: list[Job], evidenc
 
 
 def collect_counts(suite: Path, side: Side, jobs: list[Job], evidence: Evidence,
-                   cache: CountsCache | None = None) -> dict[str, int]:
+                   cache: CountsCache | None = None, again: bool = False) -> dict[str, int]:
     """Instruction counts of the countable cases among `jobs` (TimerSuite cases and asv time_ methods), from
     the cache where it has them, the rest in one valgrind process for this side (then cached). Each job left
-    without counts gets its reason in evidence.uncounted. Returns how many were counted, came from the cache,
-    are not countable, and failed."""
+    without counts gets its reason in evidence.uncounted. `again`: a second valgrind process, for the jobs
+    whose first counts would decide them (evidence.counts_again; cached apart from the first; a job it
+    fails for keeps its first counts, which then decide nothing). Returns how many were counted, came from
+    the cache, are not countable, and failed."""
     uncounted = evidence.uncounted[side.name]
     countable = []
     for job in jobs:
@@ -204,7 +207,7 @@ def collect_counts(suite: Path, side: Side, jobs: list[Job], evidence: Evidence,
             uncounted[job] = f"not countable: {why}"
         else:
             countable.append(job)
-    cases = {job: CountsCache.case(job, evidence.jobs[job].params) for job in countable}
+    cases = {job: CountsCache.case(job, evidence.jobs[job].params) + (AGAIN if again else "") for job in countable}
     cached = cache.load(side.commit) if cache else {}
     missing = [job for job in countable if cases[job] not in cached]
     found = _count(suite, side, missing) if missing else {}
@@ -213,25 +216,29 @@ def collect_counts(suite: Path, side: Side, jobs: list[Job], evidence: Evidence,
         result = found.get(f"{job[0]}|{job[1]}") or {"error": "the counting worker returned nothing for it"}
         if "counts" in result:
             counted[cases[job]] = result["counts"]
-        elif "uncountable" in result:
-            uncounted[job] = f"not countable: {result['uncountable']}"
-        else:
-            uncounted[job] = f"counting failed: {last_line(str(result.get('error')))}"
-            failures.setdefault(str(result.get("error")), []).append(evidence.jobs[job].name)
+            continue
+        error = f"not countable: {result['uncountable']}" if "uncountable" in result else str(result.get("error"))
+        if not again:  # a second process that fails leaves the first's counts, which then decide nothing
+            uncounted[job] = error if "uncountable" in result else f"counting failed: {last_line(error)}"
+        if again or "uncountable" not in result:
+            failures.setdefault(error, []).append(evidence.jobs[job].name)
     for error, names in failures.items():  # one note per distinct failure (a worker that died: one for all)
         shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
-        evidence.notes.append(f"instruction counts ({side.name}) failed for {shown}: {error}")
+        evidence.notes.append(f"instruction counts ({side.name}, second process: not confirmed, the wall time "
+                              f"decides them) failed for {shown}: {error}" if again else
+                              f"instruction counts ({side.name}) failed for {shown}: {error}")
     if cache:
         cache.store(side.commit, counted)
         evidence.notes.extend(cache.problems)
         cache.problems.clear()
+    target = (evidence.counts_again if again else evidence.counts)[side.name]
     for job in countable:
         counts = cached.get(cases[job]) or counted.get(cases[job])
         if counts:
-            evidence.counts[side.name][job] = counts
+            target[job] = counts
     return {"counted": len(counted), "cached": len(countable) - len(missing),
             "uncountable": sum(1 for j in jobs if uncounted.get(j, "").startswith("not countable")),
-            "failed": sum(1 for j in missing if uncounted.get(j, "").startswith("counting failed"))}
+            "failed": sum(len(names) for names in failures.values())}
 
 
 def _count(suite: Path, side: Side, jobs: list[Job]) -> dict:

@@ -3,8 +3,9 @@
 Two channels decide (counts.py):
 
   instruction counts  a TimerSuite case whose counts moved by at least
-                      Policy.count_floor beyond their noise is decided by them,
-                      labelled "compute", from one valgrind process a side;
+                      Policy.count_floor beyond their noise (within and between
+                      two valgrind processes a side) is decided by them,
+                      labelled "compute";
   wall time           every other row: its p-value combined over the looks it
                       had (sequential.py), then weighted Benjamini-Hochberg at
                       Policy.fdr across them, weighted by what the counts say
