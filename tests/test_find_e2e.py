@@ -97,6 +97,7 @@ def test_find_confirms_the_step_and_bisects_it_to_the_culprit_skipping_what_does
     # the flame graphs of the culprit and its parent, recorded by torchbench profile's code
     (roles,) = culprit["profiles"].values()
     assert set(roles) == {"culprit", "parent"}
+    assert f"== {shas[6][:8]} (sixteen times the work): " in proc.stdout, explain(proc)  # with its subject
     for rel in roles.values():
         assert (out / rel).is_file() and (out / rel).read_text().lstrip().startswith("<")
     assert f"culprit {shas[6][:8]} sixteen times the work" in proc.stdout

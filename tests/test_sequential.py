@@ -95,9 +95,9 @@ def test_unchanged_is_rarely_said_of_a_row_that_changed_by_more_than_the_thresho
     assert unchanged <= 0.05 * len(rows), unchanged
 
 
-def test_counts_decide_a_small_compute_regression_from_one_valgrind_process_a_side(real_values):
+def test_counts_decide_a_small_compute_regression_from_two_valgrind_processes_a_side(real_values):
     """A 2% compute regression that wall time cannot resolve here (the pool's minimum detectable effect is
-    13-18%) is flagged by its counts, labelled, and leaves the rounds at the first look."""
+    13-18%) is flagged by its counts, labelled, and leaves the rounds before the wall-time test's first look."""
     rng = np.random.default_rng(2)
     found = 0
     for _ in range(5):
@@ -106,7 +106,8 @@ def test_counts_decide_a_small_compute_regression_from_one_valgrind_process_a_si
         found += row.status == stats.REGRESSED
         assert row.decided_by == COUNTS and row.label == COMPUTE
         assert evidence.decided[("bench.case_000", 0)].startswith("decided by instruction counts")
-        assert row.comparison.n_base == evidence.design.looks[0]
+        # it left the rounds once its wall time could disagree (4 a side at 95%), before the first look
+        assert row.comparison.n_base == rounds.wall_check_rounds(0.95) == 4 < evidence.design.looks[0]
         assert not flagged(rows[1:])  # flat counts: the others are wall time only, and none is flagged
         assert {r.label for r in rows[1:]} == {WALL_ONLY} and {r.decided_by for r in rows[1:]} == {WALL}
     assert found == 5

@@ -10,8 +10,10 @@ Adaptive, with stated error (sequential.py): the looks are planned from the
 suite's size and, after the first round, from the rounds the budget holds at
 its rate (`plan_design`); at each, a benchmark stops when
 it is clearly changed (its p-value below the look's share of its weighted BH
-bar), clearly unchanged (its interval at the look's level inside
-+-threshold), or decided by its instruction counts. After ESTIMATE_AFTER
+bar) or clearly unchanged (its interval at the look's level inside
++-threshold). A benchmark its instruction counts decide is no part of those
+looks: it stops as soon as its wall time could disagree with the counts
+(`wall_check_rounds`, 4 rounds at 95%). After ESTIMATE_AFTER
 rounds each benchmark's time per process is set where its variance is
 (allocation.py). The rest go on, up to `max_rounds` or the time budget.
 """
@@ -39,7 +41,7 @@ from .counts_cache import AGAIN, CountsCache
 from .evidence import Evidence, Job, Side
 from .options import Policy, Rounds
 
-__all__ = ["collect_counts", "interim_decisions", "measure_rounds", "plan_design", "side_env"]
+__all__ = ["collect_counts", "interim_decisions", "measure_rounds", "plan_design", "side_env", "wall_check_rounds"]
 
 
 def side_env(side: Side) -> dict[str, str]:
@@ -117,12 +119,26 @@ def _least_rounds(evidence: Evidence, rounds: Rounds) -> int:
     return max(rounds.min_rounds, evidence.design.reachable(min(evidence.weights.values(), default=1.0)))
 
 
-def _interim(evidence: Evidence, job: Job, policy: Policy) -> str | None:
-    design = evidence.design
+def wall_check_rounds(confidence: float) -> int:
+    """The fewest processes a side at which the wall time's interval at `confidence` can exclude 1 (every
+    head process beyond every base one: 2/C(2n, n) <= 1 - confidence; 4 at 95%): a row its counts decide
+    leaves the rounds there, so that its wall time can still say whether it disagrees with the counts."""
+    n = 2
+    while stats.smallest_attainable_p(n, n) > 1 - confidence:
+        n += 1
+    return n
+
+
+def _by_counts(evidence: Evidence, job: Job, policy: Policy) -> str | None:
     change = count_change(evidence, job, policy.count_floor)
     if change is not None and change.decides:
         return (f"decided by instruction counts ({change.delta:+.2%}, noise margin {change.margin:.2%}, two valgrind "
                 "processes a side)")
+    return None
+
+
+def _interim(evidence: Evidence, job: Job, policy: Policy) -> str | None:
+    design = evidence.design
     base, head = evidence.values["base"].get(job, []), evidence.values["head"].get(job, [])
     if len(base) < 2 or len(head) < 2:
         return None
@@ -138,9 +154,17 @@ def _interim(evidence: Evidence, job: Job, policy: Policy) -> str | None:
 
 
 def interim_decisions(evidence: Evidence, jobs: list[Job], policy: Policy) -> None:
-    """After evidence.rounds rounds: at a planned look, mark the jobs among `jobs` that are clearly decided."""
+    """After evidence.rounds rounds: the jobs among `jobs` that their instruction counts decide leave once
+    their wall time can disagree (wall_check_rounds), not at the wall-time test's first look, which they are
+    no part of; at a planned look, the jobs the wall time clearly decides."""
+    undecided = [job for job in jobs if job not in evidence.decided]
+    if evidence.rounds >= wall_check_rounds(policy.confidence):
+        for job in undecided:
+            why = _by_counts(evidence, job, policy)
+            if why:
+                evidence.decided[job] = why
     if evidence.design is not None and evidence.rounds in evidence.design.looks:
-        for job in jobs:
+        for job in undecided:
             if job not in evidence.decided:
                 why = _interim(evidence, job, policy)
                 if why:

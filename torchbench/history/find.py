@@ -226,7 +226,7 @@ def _profiles(session: Session, result: dict, jobs: set[Job]) -> None:
         return
     links = {}
     for role in ("parent", "culprit"):
-        commit = commits.Commit(result[role], "")
+        commit = commits.resolve(session.ws.repo, result[role])  # with its subject, for the progress line
         install, why = session.ws.install(commit, session.python)
         if why:
             continue
