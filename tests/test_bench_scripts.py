@@ -5,6 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -95,3 +96,29 @@ def test_stats_validation_states_each_rate_beside_its_measured_value_and_the_sta
     counts = result["counts"]
     assert counts["rows"] == 69 and counts["suites"] >= 100 and counts["decided"] == 0
     assert counts["builds"]["moved_beyond_floor"] >= 5 and counts["builds"]["decided"] == 0
+
+
+def test_noise_parts_recovers_the_parts_a_synthetic_pool_was_made_of():
+    """evaluation/noise_parts.py on a pool built from known parts (log scale): a moment shared by the round's
+    two identical arms (sd 4%), each process's own offset (sd 3%), and 9 blocks per process around it (sd 3%:
+    their median's variance ~ pi/2 * 0.03^2 / 9). Each part comes back near its size; a process offset of
+    +30% in a tenth of the processes shows as the slow group."""
+    sys.path.insert(0, str(ROOT / "evaluation"))
+    import noise_parts
+
+    rng = np.random.default_rng(0)
+    rounds = []
+    for _ in range(2000):
+        moment = rng.normal(0, 0.04)
+        arms = {}
+        for arm in noise_parts.ARMS:
+            offset = moment + rng.normal(0, 0.03) + (0.3 if rng.random() < 0.1 else 0.0)
+            blocks = np.exp(np.log(1e-6) + offset + rng.normal(0, 0.03, 9))
+            arms[arm] = {"values": {"c|0": float(np.median(blocks))}, "samples": {"c|0": blocks.tolist()}}
+        rounds.append({"arms": arms})
+    (f,) = noise_parts.parts({"jobs": {"c|0": "case"}, "rounds": rounds}, rng).values()
+    assert f["moment"] == pytest.approx(0.04 ** 2, rel=0.35)
+    assert f["blocks"] == pytest.approx(np.pi / 2 * 0.03 ** 2 / 9, rel=0.35)
+    process = 0.03 ** 2 + 0.09 * 0.3 ** 2  # its own sd, and the slow group's +30% in a tenth
+    assert f["process"] == pytest.approx(process, rel=0.3)
+    assert 0.07 <= f["slow_share"] <= 0.14
