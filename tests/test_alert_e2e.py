@@ -98,6 +98,8 @@ def test_the_regressing_commit_exits_1_with_the_right_rows_labelled_compute(exam
     comment = (tmp_path / "comment.md").read_text()
     assert comment.startswith("<!-- torchbench-alert -->") and "❌ 2 regression(s)" in comment
     assert "2 decided by instruction counts" in comment
+    # their wall-time MDE is no measure of them (they left at 4 a side): the MDE table says what decided them
+    assert comment.count("| 4/4 | — (decided by instruction counts) | regressed |") == 2, comment
     assert comment in proc.stdout  # the report is printed too
     # where the time went: every phase, rounds a minute, and the costliest benchmarks
     spent = doc["time_spent"]

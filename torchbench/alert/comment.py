@@ -52,6 +52,17 @@ def md(text) -> Markup:
     return Markup(_MD_SPECIAL.sub(r"\\\1", html).replace("@", "@&#8203;"))
 
 
+def _mde_text(r: Verdict) -> str:
+    """The wall-time MDE of a row, or why it has none: a row its instruction counts decided left the rounds
+    as soon as its wall time could disagree (4 processes a side), so a wall-time bar says nothing of it."""
+    c = r.comparison
+    if c is None:
+        return "—"
+    if r.decided_by == COUNTS:
+        return "— (decided by instruction counts)"
+    return f"{c.mde:.1%}" if math.isfinite(c.mde) else "∞ (too few processes for the bar)"
+
+
 def _time(value: float | None, unit: str | None) -> str:
     if value is None:
         return "—"
@@ -158,7 +169,7 @@ class AlertReport:
             "ci_text": f"{c.ci_low:.3f}–{c.ci_high:.3f}" if c else "—",
             "counts_text": f"{r.counts_delta:+.2%}" if r.counts_delta is not None else "—",
             "n_text": f"{c.n_base}/{c.n_head}" if c else "—",
-            "mde_text": (f"{c.mde:.1%}" if math.isfinite(c.mde) else "∞ (too few processes for the bar)") if c else "—",
+            "mde_text": _mde_text(r),
             "p_text": f"{c.p_value:.2g}" if c else "—",
         }
 
