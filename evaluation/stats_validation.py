@@ -240,6 +240,12 @@ def power(cases, n: int, rows: list[int], trials: int, policy: Policy, rng) -> t
     return out, check
 
 
+def _job(key: str) -> tuple[str, int]:
+    """A pool's "name|index" key as the alert's job."""
+    name, index = key.rsplit("|", 1)
+    return name, int(index)
+
+
 def _counts_evidence(base: list[dict], head: list[dict], keys: list[str], builds_differ: str = "") -> Evidence:
     """Evidence holding these valgrind processes' counts ({row: repeats} each): the first process a side as
     evidence.counts, a second as evidence.counts_again."""
@@ -247,8 +253,7 @@ def _counts_evidence(base: list[dict], head: list[dict], keys: list[str], builds
     for side, processes in (("base", base), ("head", head)):
         for store, process in zip((evidence.counts, evidence.counts_again), processes):
             for key in keys:
-                name, index = key.rsplit("|", 1)
-                store[side][(name, int(index))] = process[key]
+                store[side][_job(key)] = process[key]
     return evidence
 
 
@@ -259,7 +264,7 @@ def counts_replay(path: Path, policy: Policy) -> dict:
     pool = json.loads(path.read_text())
     processes = pool["processes"]
     keys = sorted(set.intersection(*(set(p) for arm in processes.values() for p in arm)))
-    jobs = [(k.rsplit("|", 1)[0], int(k.rsplit("|", 1)[1])) for k in keys]
+    jobs = [_job(k) for k in keys]
     def spread(medians: np.ndarray) -> np.ndarray:  # per row: (largest - smallest) / smallest
         return (medians.max(axis=0) - medians.min(axis=0)) / medians.min(axis=0)
 
@@ -298,7 +303,7 @@ def counts_replay(path: Path, policy: Policy) -> dict:
     if len(builds) == 2:
         (a, base), (b, head) = sorted(builds.items())
         common = sorted(set(base) & set(head))
-        jobs_b = [(k.rsplit("|", 1)[0], int(k.rsplit("|", 1)[1])) for k in common]
+        jobs_b = [_job(k) for k in common]
         advisory = _counts_evidence([base], [head], common, builds_differ=f"torch {a} vs {b}")
         plain = _counts_evidence([base], [head], common)
         deltas = [count_change(plain, job, policy.count_floor).delta for job in jobs_b]

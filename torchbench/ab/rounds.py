@@ -123,13 +123,11 @@ def wall_check_rounds(confidence: float) -> int:
     """The fewest processes a side at which the wall time's interval at `confidence` can exclude 1 (every
     head process beyond every base one: 2/C(2n, n) <= 1 - confidence; 4 at 95%): a row its counts decide
     leaves the rounds there, so that its wall time can still say whether it disagrees with the counts."""
-    n = 2
-    while stats.smallest_attainable_p(n, n) > 1 - confidence:
-        n += 1
-    return n
+    return sequential.fewest_processes(1 - confidence)
 
 
-def _by_counts(evidence: Evidence, job: Job, policy: Policy) -> str | None:
+def _counts_stop(evidence: Evidence, job: Job, policy: Policy) -> str | None:
+    """Why the row leaves the rounds now, where its instruction counts decide it."""
     change = count_change(evidence, job, policy.count_floor)
     if change is not None and change.decides:
         return (f"decided by instruction counts ({change.delta:+.2%}, noise margin {change.margin:.2%}, two valgrind "
@@ -160,7 +158,7 @@ def interim_decisions(evidence: Evidence, jobs: list[Job], policy: Policy) -> No
     undecided = [job for job in jobs if job not in evidence.decided]
     if evidence.rounds >= wall_check_rounds(policy.confidence):
         for job in undecided:
-            why = _by_counts(evidence, job, policy)
+            why = _counts_stop(evidence, job, policy)
             if why:
                 evidence.decided[job] = why
     if evidence.design is not None and evidence.rounds in evidence.design.looks:

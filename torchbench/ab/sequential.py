@@ -43,7 +43,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, replace
 
-__all__ = ["Design", "INTERIM_SHARE", "LOOK_GROWTH", "fixed", "plan", "smallest_p"]
+__all__ = ["Design", "INTERIM_SHARE", "LOOK_GROWTH", "fewest_processes", "fixed", "plan", "smallest_p"]
 
 INTERIM_SHARE = 0.5  # of each row's alpha, spent over the interim looks; the rest at the final analysis
 LOOK_GROWTH = 2  # each interim look after the first doubles the rounds
@@ -53,6 +53,14 @@ FLOOR_MARGIN = 2  # the first look's smallest p-value is at most half its bar
 def smallest_p(n: int) -> float:
     """The smallest two-sided permutation p-value of n processes a side (perfect separation)."""
     return min(1.0, 2 / math.comb(2 * n, n))
+
+
+def fewest_processes(bar: float) -> int:
+    """The fewest processes a side (at least 2) whose smallest p-value is at or below `bar`."""
+    n = 2
+    while smallest_p(n) > bar and n < 10_000:
+        n += 1
+    return n
 
 
 @dataclass(frozen=True)
@@ -110,11 +118,7 @@ class Design:
         (smallest_p at or below it): rounds must not end before (a deadline that stopped them at 6 for 6
         rows, whose final bar is 8.3e-4 while 6 a side cannot go below 2.2e-3, left a perfectly separated
         +10% change inconclusive)."""
-        bar = self.final_bar(weight)
-        n = 2
-        while smallest_p(n) > bar and n < 10_000:
-            n += 1
-        return n
+        return fewest_processes(self.final_bar(weight))
 
     def to_dict(self) -> dict:
         return {**asdict(self), "look_share": self.look_share, "final_share": self.final_share}
