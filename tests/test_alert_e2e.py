@@ -207,11 +207,18 @@ def test_a_failing_benchmark_exits_2_with_the_report_and_new_and_slower_rows(alt
     extra = next(r for n, r in rows.items() if n.startswith("bench_alt.Extra.track_time"))
     assert extra["status"] == "new"
     # a plain asv time_ method is counted too (call by call, its setup outside the count): its 4x work is
-    # labelled compute, and decided by its wall time (such counts do not decide alone yet: counts.py's
-    # BY_CALL_NOISE_FLOOR); a track_ says why it has none
+    # labelled compute and decided by its counts, as a TimerSuite case's; a track_ says why it has none
     plain = rows["bench_alt.Plain.time_work(200)"]
     assert plain["status"] == "regressed" and plain["label"] == "compute", plain
-    assert plain["decided_by"] == "wall time" and plain["counts_delta"] > 1.5, plain
+    assert plain["decided_by"] == "instruction counts" and plain["counts_delta"] > 1.5, plain
+    # under one plan of calls per counted run, kept for every commit: both sides' cached counts name it
+    (plans_file,) = (tmp_path / "out" / "counts" / "plans").glob("*.json")
+    (case, (number, warmup)), = json.loads(plans_file.read_text())["plans"].items()
+    assert case.startswith("bench_alt.Plain.time_work|0|"), case
+    files = [f for f in (tmp_path / "out" / "counts").glob("*/*.json") if f.parent.name in shas]
+    assert len({f.parent.name for f in files}) == 2  # both commits
+    keys = [k for f in files for k in json.loads(f.read_text())["cases"] if k.startswith(case)]
+    assert f"{case}|plan {number}x{warmup}" in keys and all(f"|plan {number}x{warmup}" in k for k in keys), keys
     assert rows["bench_alt.Plain.track_digits(200)"]["label"] == \
         "wall time (not countable: track_ returns its own measurement)"
     assert proc.stdout.count("2 counted (one valgrind process), 0 from the cache, 2 not countable, 0 failed") == 2, \

@@ -291,12 +291,29 @@ def test_a_plain_asv_suite_is_counted_call_by_call_with_asv_setup_outside_the_co
     jobs, out = tmp_path / "jobs.json", tmp_path / "counts.json"
     wanted = [[f"bench_ops.Lists.{m}", i] for m in ("time_sort", "time_sorted", "time_raises", "track_length")
               for i in (0, 1)] + [["bench_ops.Plain.time_sum", 0], ["bench_ops.Plain.timeraw_import", 0]]
+    # plans (calls per counted run, warm-up calls), made natively: for the countable time_ jobs only
+    jobs.write_text(json.dumps(wanted))
+    proc = subprocess.run([*worker, "plan", str(suite), "--jobs", str(jobs), "--out", str(out)],
+                          capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    plans = json.loads(out.read_text())
+    assert set(plans) == {f"bench_ops.Lists.time_{m}|{i}" for m in ("sort", "sorted", "raises") for i in (0, 1)} | {
+        "bench_ops.Plain.time_sum|0"}
+    assert "ValueError: broken on purpose" in plans["bench_ops.Lists.time_raises|0"]["error"]
+    for key, plan in plans.items():
+        if "plan" in plan:
+            number, warmup = plan["plan"]
+            assert 1 <= number <= 64 and 8 <= warmup <= 128 and number & (number - 1) == 0, (key, plan)
+    # a job that carries its plan is counted under it (the parent's one plan for every commit)
+    wanted = [[*job, 2, 8] if job == ["bench_ops.Plain.time_sum", 0] else job for job in wanted]
     jobs.write_text(json.dumps(wanted))
     proc = subprocess.run([*worker, "counts", str(suite), "--jobs", str(jobs), "--out", str(out)],
                           capture_output=True, text=True, env=env, cwd=ROOT, timeout=900)
     assert proc.returncode == 0, proc.stderr
     result = json.loads(out.read_text())
-    assert set(result) == {f"{n}|{i}" for n, i in wanted}
+    assert set(result) == {f"{n}|{i}" for n, i, *_ in wanted}
+    assert result["bench_ops.Plain.time_sum|0"]["plan"] == [2, 8]
+    assert result["bench_ops.Lists.time_sort|0"]["plan"][0] in (1, 2, 4, 8, 16, 32, 64)  # planned there
     counts = {key: r["counts"] for key, r in result.items() if "counts" in r}
     assert set(counts) == {f"bench_ops.Lists.time_{m}|{i}" for m in ("sort", "sorted") for i in (0, 1)} | {
         "bench_ops.Plain.time_sum|0"}

@@ -12,7 +12,7 @@ from torchbench.ab import rounds
 from torchbench.ab.allocation import MAX_RUN_TIME, MIN_RUN_TIME, run_time_for
 from torchbench.ab.counts import (ADVISORY, COMPUTE, NO_COUNTS, PRIOR_WEIGHT, WALL_ONLY, count_change, to_confirm,
                                   weights)
-from torchbench.ab.counts_cache import CountsCache
+from torchbench.ab.counts_cache import CountPlans, CountsCache
 from torchbench.ab.evidence import Evidence, JobInfo
 from torchbench.ab.options import Policy, Rounds
 from torchbench.ab.sequential import plan, smallest_p
@@ -209,6 +209,24 @@ def test_counts_cache_keeps_counts_per_commit_and_case_and_survives_a_bad_file(t
     assert CountsCache(tmp_path / "counts", Path(sys.executable), suite, None).load("c" * 40) == {}
     cache.path("c" * 40).write_text("{not json")
     assert cache.load("c" * 40) == {} and "unreadable" in cache.problems[0]
+
+
+def test_a_time_case_keeps_its_first_plan_and_the_plan_is_part_of_its_counts_key(tmp_path):
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "bench.py").write_text("x = 1\n")
+    case = CountsCache.case(("bench.time_x", 0), ["'a'"])
+    CountPlans(tmp_path / "counts", suite).store({case: (16, 128)})
+    CountPlans(tmp_path / "counts", suite).store({case: (64, 8), "other": (1, 8)})  # a later plan does not replace it
+    assert CountPlans(tmp_path / "counts", suite).load() == {case: (16, 128), "other": (1, 8)}
+    assert CountsCache.case(("bench.time_x", 0), ["'a'"], (16, 128)) == f"{case}|plan 16x128"
+    # a changed suite is planned again
+    (suite / "bench.py").write_text("x = 2\n")
+    assert CountPlans(tmp_path / "counts", suite).load() == {}
+    plans = CountPlans(tmp_path / "counts", suite)
+    plans.store({case: (2, 8)})
+    plans.path.write_text('{"plans": {"c": [0, 8]}}')
+    assert plans.load() == {} and "unreadable" in plans.problems[0]
 
 
 def test_time_goes_where_the_variance_is():

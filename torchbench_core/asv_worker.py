@@ -9,6 +9,7 @@ runner runs one (setup_cache result loaded, setup, run, teardown).
 
     python -m torchbench_core.asv_worker list  SUITE_DIR [--out LISTING.json]
     python -m torchbench_core.asv_worker run   SUITE_DIR --jobs JOBS.json --out OUT.jsonl [--cache-dir DIR]
+    python -m torchbench_core.asv_worker plan   SUITE_DIR --jobs JOBS.json --out PLANS.json
     python -m torchbench_core.asv_worker counts SUITE_DIR --jobs JOBS.json --out OUT.json
     python -m torchbench_core.asv_worker profile SUITE_DIR --out OUT.jsonl --seconds S [--cache-dir DIR]
 
@@ -29,7 +30,11 @@ valgrind process: {job key: {"counts": [per call, one per repeat]} or
 {"error": why}}. A TimerSuite case counts its statement in Timer's loop; a
 plain asv `time_` method is counted call by call, with asv's setup run before
 every call (as asv runs it between timed calls) and setup_cache's value made
-here, outside valgrind. The listing says of each benchmark why it cannot be
+here, outside valgrind; its calls per counted run and warm-up calls are the
+job's plan where the job carries one ([name, index, calls, warm-up]). `plan`
+makes those plans, natively ({job key: {"plan": [calls, warm-up]}}): a
+time_ method's counts depend on its plan by up to 3%, so the parent plans a
+case once and gives every commit's valgrind process the same plan. The listing says of each benchmark why it cannot be
 counted ("uncountable"), where it cannot: a `track_` returns its own value, a
 `timeraw_` times a fresh interpreter.
 
@@ -68,6 +73,7 @@ from pathlib import Path
 
 COUNT_NUMBER, COUNT_REPEATS = 100, 3
 CALLS_SECONDS, WARMUP_SECONDS = 2e-3, 0.05  # a time_ case's calls per counted run, and its warm-up (native time)
+PLAN_CALLS, PLAN_SECONDS = 5, 0.2  # a plan times up to this many calls, and stops once they took this long
 PROFILE_BATCH_SECONDS = 0.01  # a profiled batch: long enough that the loop's own frames are rare samples
 PROFILE_MARKER = "torchbench_profile_{}"
 PR_SET_PTRACER = 0x59616D61  # <linux/prctl.h>, Yama
@@ -245,12 +251,24 @@ def _discovered(root: str) -> dict:
     return _DISCOVERED[root]
 
 
+def _power_of_two(x: float, low: int, high: int) -> int:
+    """The largest power of two <= x, within [low, high]: a coarse grid, so a plan made again on a
+    slower or faster moment of the machine usually lands on the same value."""
+    return max(low, min(high, 2 ** math.floor(math.log2(max(x, 1.0)))))
+
+
 def _plan_calls(benchmark, index: int, cache) -> tuple[int, int]:
-    """(calls per counted run, warm-up calls) for a `time_` case, from its set-up and one call timed here:
-    about CALLS_SECONDS of calls per run (at most COUNT_NUMBER), WARMUP_SECONDS of warm-up (8 to 128 calls),
-    each call's cost counting the set-up and teardown that run before it where the benchmark has them (asv
-    re-runs them between timed calls), so that a slow benchmark, or a slow set-up, costs seconds under
-    valgrind, not minutes. Raises what its setup or call raises."""
+    """(calls per counted run, warm-up calls) for a `time_` case, from its set-up and its calls timed here
+    (natively): about CALLS_SECONDS of calls per run (at most 64), WARMUP_SECONDS of warm-up (8 to
+    128 calls), powers of two, each call's cost counting the set-up and teardown that run before it where the
+    benchmark has them (asv re-runs them between timed calls), so that a slow benchmark, or a slow set-up,
+    costs seconds under valgrind, not minutes. A call's cost is the fastest of up to PLAN_CALLS calls after
+    one untimed call (a first call pays lazy initialisation: torch's first op on a new shape can be 100x).
+    Raises what its setup or call raises.
+
+    The plan changes a case's counts (a call's average over the run moves by up to 3% with the number of
+    calls: the allocator's and caches' state cycles with it), so one plan serves every commit: `torchbench`
+    plans each case once, keeps the plan, and passes it to every valgrind process (`counts` jobs with a plan)."""
     benchmark.set_param_idx(index)
     benchmark.set_cache(cache)
     start = time.perf_counter()
@@ -259,29 +277,76 @@ def _plan_calls(benchmark, index: int, cache) -> tuple[int, int]:
     set_up = time.perf_counter() - start
     try:
         call = functools.partial(benchmark.func, *benchmark._build_params())
-        start = time.perf_counter()
         call()
-        seconds = time.perf_counter() - start
+        seconds, spent = math.inf, 0.0
+        for _ in range(PLAN_CALLS):
+            start = time.perf_counter()
+            call()
+            took = time.perf_counter() - start
+            seconds, spent = min(seconds, took), spent + took
+            if spent > PLAN_SECONDS:
+                break
     finally:
         start = time.perf_counter()
         benchmark.do_teardown()
         set_up += time.perf_counter() - start
     each = max(seconds + (set_up if benchmark._setups else 0.0), 1e-7)
-    number = max(1, min(COUNT_NUMBER, round(CALLS_SECONDS / each)))
-    return number, max(8, min(128, round(WARMUP_SECONDS / each)))
+    return _power_of_two(CALLS_SECONDS / each, 1, 64), _power_of_two(WARMUP_SECONDS / each, 8, 128)
+
+
+def _by_call(benchmarks: dict, jobs: list[list], tmp: Path, fail) -> dict:
+    """For each countable `time_` job (not a TimerSuite case): (job key, benchmark, index, setup_cache's file,
+    plan). A job's plan is its third and fourth fields where given, else made here. setup_cache's value is made
+    here, natively, and reaches valgrind as a file. fail(key, error) records a job that cannot be planned."""
+    out = []
+    for name, index, *plan in jobs:
+        key, benchmark = f"{name}|{index}", benchmarks.get(name)
+        if benchmark is None:
+            fail(key, f"LookupError: {name}: no such benchmark")
+            continue
+        if _timer_suite(benchmark) is not None or uncountable(benchmark):
+            continue
+        try:
+            cache = _load_cache(benchmark, tmp)
+            cache_file = None if benchmark.setup_cache_key is None else str(_cache_path(benchmark, tmp))
+            if not plan:
+                plan = list(_plan_calls(benchmark, index, cache))
+        except Exception as e:  # it fails outside valgrind too: no need to start it
+            fail(key, f"{type(e).__name__}: {e}")
+            continue
+        out.append((key, benchmark, index, cache_file, (int(plan[0]), int(plan[1]))))
+    return out
+
+
+def plan(suite: Path, jobs: list[list], out: Path) -> None:
+    """{job key: {"plan": [calls per counted run, warm-up calls]} or {"error": why}} for the countable `time_`
+    jobs among `jobs` (others are left out: a TimerSuite case's plan is fixed, COUNT_NUMBER)."""
+    import tempfile
+
+    result: dict = {}
+    with tempfile.TemporaryDirectory(prefix="torchbench_plan_") as tmp:
+        for key, *_, made in _by_call(_discover(suite), jobs, Path(tmp),
+                                      lambda key, error: result.__setitem__(key, {"error": error})):
+            result[key] = {"plan": list(made)}
+    out.write_text(json.dumps(result))
 
 
 def counts(suite: Path, jobs: list[list], out: Path) -> None:
+    """Count `jobs` ([name, index], or [name, index, calls per run, warm-up calls] for a `time_` case planned
+    by the parent) in one valgrind process; writes {job key: {"counts": [...]} (a `time_` case's with its
+    "plan": [calls, warm-up]), {"uncountable": why} or {"error": why}}."""
     import tempfile
 
     from .asv_worker import AsvCall  # under `python -m` this module is __main__: pickle must name the real one
     from .callgrind import CallCase, CallgrindError, collect_callgrind_many
 
     benchmarks = _discover(suite)
-    cases, keys, result = [], [], {}
+    cases, keys, result, plans = [], [], {}, {}
     with tempfile.TemporaryDirectory(prefix="torchbench_counts_") as tmp:
-        for name, index in jobs:
-            key, benchmark = f"{name}|{index}", benchmarks[name]
+        for name, index, *_ in jobs:
+            key, benchmark = f"{name}|{index}", benchmarks.get(name)
+            if benchmark is None:
+                continue  # _by_call names it
             suite_instance = _timer_suite(benchmark)
             why = uncountable(benchmark)
             if why:
@@ -292,18 +357,13 @@ def counts(suite: Path, jobs: list[list], out: Path) -> None:
                 if spec is not None:
                     cases.append(spec.timer())
                     keys.append(key)
-            else:
-                try:  # setup_cache's value is made here, natively, and reaches valgrind as a file
-                    cache = _load_cache(benchmark, Path(tmp))
-                    cache_file = None if benchmark.setup_cache_key is None else str(_cache_path(benchmark, Path(tmp)))
-                    number, warmup = _plan_calls(benchmark, index, cache)
-                except Exception as e:  # it fails outside valgrind too: no need to start it
-                    result[key] = {"error": f"{type(e).__name__}: {e}"}
-                    continue
-                call = AsvCall(str(suite.resolve()), name, index, cache_file)
-                cases.append(CallCase(call, label=key, number=number, each=call.each, teardown=call.teardown,
-                                      warmup=warmup))
-                keys.append(key)
+        for key, benchmark, index, cache_file, (number, warmup) in _by_call(
+                benchmarks, jobs, Path(tmp), lambda key, error: result.__setitem__(key, {"error": error})):
+            call = AsvCall(str(suite.resolve()), benchmark.name, index, cache_file)
+            cases.append(CallCase(call, label=key, number=number, each=call.each, teardown=call.teardown,
+                                  warmup=warmup))
+            keys.append(key)
+            plans[key] = [number, warmup]
         if cases:
             outcomes = collect_callgrind_many(cases, COUNT_NUMBER, COUNT_REPEATS, on_error="return")
             for key, outcome in zip(keys, outcomes):
@@ -311,6 +371,8 @@ def counts(suite: Path, jobs: list[list], out: Path) -> None:
                     result[key] = {"error": str(outcome)}
                 else:  # per run of the statement (per call of a time_ method)
                     result[key] = {"counts": [s.counts(subtract_baseline=True) / s.number_per_run for s in outcome]}
+                    if key in plans:
+                        result[key]["plan"] = plans[key]
     out.write_text(json.dumps(result))
 
 
@@ -408,7 +470,7 @@ def profile(suite: Path, out: Path, seconds: float, cache_dir: Path | None) -> N
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m torchbench_core.asv_worker")
-    parser.add_argument("mode", choices=["list", "run", "counts", "profile"])
+    parser.add_argument("mode", choices=["list", "run", "plan", "counts", "profile"])
     parser.add_argument("suite", type=Path)
     parser.add_argument("--jobs", type=Path)
     parser.add_argument("--out", type=Path)
@@ -429,6 +491,8 @@ def main(argv: list[str] | None = None) -> int:
     jobs = json.loads(args.jobs.read_text())
     if args.mode == "run":
         run(args.suite, jobs, args.out, args.cache_dir)
+    elif args.mode == "plan":
+        plan(args.suite, jobs, args.out)
     else:
         counts(args.suite, jobs, args.out)
     return 0

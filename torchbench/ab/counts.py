@@ -39,8 +39,14 @@ processes a side):
 The rule decided 0 rows in 117 replayed A/A suites (8,073 rows). So the floor,
 not the margin, does most of the work, and the second process is cheap
 insurance (only rows that would decide are counted again) for suites whose
-counts do vary between processes (a time_ method counted call by call does:
-1.3-2.7%, BY_CALL_NOISE_FLOOR below).
+counts do vary between processes.
+
+An asv `time_` method is counted call by call, its calls per counted run
+planned once and shared by every commit (counts_cache.CountPlans): with a
+plan made by each side, 7 of 42 identical rows of a plain suite differed by
+0.4-3.0% between an A/A pair's sides; with one plan, all 42 agreed to the
+instruction (evaluation/plain_suite_counts.py). So its counts decide as a
+TimerSuite case's do.
 
 The suite's false alerts, in one account: among the wall-time rows,
 Benjamini-Hochberg bounds the false discovery rate at q; the count-decided
@@ -77,12 +83,6 @@ SPREAD_FACTOR = 5  # a count change beyond this many times the repeats' spread i
 # package but not the code a suite runs moved the counts of 62 of 69 identical rows by up to 0.53% (the code's
 # layout in memory; evaluation/counts_pool.py's commit C), where valgrind processes of one commit agree exactly
 NOISE_FLOOR = 0.006
-# A time_ method counted call by call: measured on an A/A pair of a plain 42-row suite
-# (evaluation/plain_suite_counts.py, 2026-11-25), the two sides' counts of 4 identical rows differed by
-# 1.3-2.7%, beyond their repeats' spread (two processes of one side agreed to 0.01%: the difference follows
-# the side's process, its plan of calls per run and what ran before). Until that is made repeatable, such
-# counts label and weigh a row only beyond this floor, and never decide it alone.
-BY_CALL_NOISE_FLOOR = 0.03
 PRIOR_WEIGHT = {COMPUTE: 1.0, NO_COUNTS: 1.0, WALL_ONLY: 0.25}
 ADVISORY = "counts advisory"  # in the label of a row whose sides are different builds (weighs as NO_COUNTS)
 
@@ -126,14 +126,12 @@ def count_change(evidence: Evidence, job: Job, count_floor: float) -> CountChang
         return None
     spread = max(_spread(runs["base"]), _spread(runs["head"]))
     delta = mh / mb - 1
-    info = evidence.jobs.get(job)
-    by_call = bool(info and info.by_call)
-    margin = max(SPREAD_FACTOR * spread, BY_CALL_NOISE_FLOOR if by_call else NOISE_FLOOR)
+    margin = max(SPREAD_FACTOR * spread, NOISE_FLOOR)
     moved = abs(delta) > margin
     label = COMPUTE if moved else WALL_ONLY
     if evidence.builds_differ:  # the build moves counts too: a label to read, not evidence to weigh
         return CountChange(mb, mh, delta, margin, f"{label}; {ADVISORY} ({evidence.builds_differ})", False)
-    beyond = moved and abs(delta) >= count_floor and not by_call
+    beyond = moved and abs(delta) >= count_floor
     confirmed = len(runs["base"]) == 2 and len(runs["head"]) == 2
     return CountChange(mb, mh, delta, margin, label, beyond and confirmed, beyond and not confirmed)
 

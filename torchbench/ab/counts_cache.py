@@ -17,6 +17,16 @@ Within a file, a case is its benchmark name, parameter index and parameters;
 a second valgrind process's counts of it (rounds.collect_counts(again=True))
 are kept under the case's name with AGAIN appended.
 A file that cannot be read is reported and counted again; writes are atomic.
+
+An asv `time_` method is counted call by call, and its count per call moves
+by up to 3% with the number of calls per counted run (measured on a plain
+42-row suite: with each side planning its own calls from a native timing, 7
+of 42 identical rows differed by 0.4-3.0% between an A/A pair's sides; with
+one plan for both, all 42 agreed to the instruction). So each such case is
+planned once (calls per run, warm-up calls) and the plan is kept beside the
+counts, OUT/counts/plans/<suite digest>.json (CountPlans), for every commit
+and process after; the plan is part of the case's key, so counts made under
+another plan are never mixed with these.
 """
 
 from __future__ import annotations
@@ -31,7 +41,7 @@ from torchbench_core.storage import atomic_write_text
 
 from .evidence import Job
 
-__all__ = ["AGAIN", "CountsCache"]
+__all__ = ["AGAIN", "CountPlans", "CountsCache"]
 
 AGAIN = "|again"
 
@@ -74,8 +84,10 @@ class CountsCache:
         return self.root / commit / f"{self.key}.json"
 
     @staticmethod
-    def case(job: Job, params: list[str]) -> str:
-        return f"{job[0]}|{job[1]}|{json.dumps(params)}"
+    def case(job: Job, params: list[str], plan: tuple[int, int] | None = None) -> str:
+        """A case's key: its name, index and parameters, and the plan it was counted under where it has one."""
+        key = f"{job[0]}|{job[1]}|{json.dumps(params)}"
+        return key if plan is None else f"{key}|plan {plan[0]}x{plan[1]}"
 
     def load(self, commit: str) -> dict[str, list[float]]:
         """The cached counts of `commit`, by case (empty where there are none or the file is unreadable)."""
@@ -101,3 +113,36 @@ class CountsCache:
         path = self.path(commit)
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(path, json.dumps({"identity": self.identity, "cases": cases}, indent=1))
+
+
+class CountPlans:
+    """The plan of each `time_` case of one suite (calls per counted run, warm-up calls), made once and kept
+    under ROOT/plans/<suite digest>.json, so that every commit's counts of a case come from the same plan."""
+
+    def __init__(self, root: Path, suite: Path):
+        self.path = root / "plans" / f"{_suite_digest(suite)[:16]}.json"
+        self.problems: list[str] = []
+
+    def load(self) -> dict[str, tuple[int, int]]:
+        """The kept plans, by case (empty where there are none or the file is unreadable: planned again)."""
+        if not self.path.exists():
+            return {}
+        try:
+            plans = json.loads(self.path.read_text())["plans"]
+            if not isinstance(plans, dict) or not all(
+                    isinstance(v, list) and len(v) == 2 and all(isinstance(x, int) and x > 0 for x in v)
+                    for v in plans.values()):
+                raise ValueError("'plans' is not a mapping of case to [calls per run, warm-up calls]")
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            self.problems.append(f"{self.path}: unreadable plans of calls per counted run ({e}); planning again")
+            return {}
+        return {case: (v[0], v[1]) for case, v in plans.items()}
+
+    def store(self, made: dict[str, tuple[int, int]]) -> None:
+        """Add `made` to the kept plans (atomically); a case keeps its first plan."""
+        if not made:
+            return
+        plans = {**made, **self.load()}
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(self.path, json.dumps({"plans": {c: list(v) for c, v in sorted(plans.items())}},
+                                                indent=1))

@@ -24,7 +24,7 @@ from ..errors import UserError
 from ..project.commits import Commit
 from . import rounds as rounds_mod
 from .counts import to_confirm
-from .counts_cache import CountsCache
+from .counts_cache import CountPlans, CountsCache
 from .evidence import SIDES, Evidence, Job, JobInfo, Side
 from .options import Policy, Rounds
 
@@ -159,11 +159,12 @@ def _count_both(root: Path, valgrind: Path, suite: Path, sides: dict[str, Side],
     for name, side in sides.items():
         same = next((c for other, c in caches.items() if sides[other].python == side.python), None)
         caches[name] = same.view() if same else CountsCache(root, side.python, suite, valgrind)
+    plans = _plans(root, suite, [sides[name] for name in SIDES], jobs, evidence)
 
     def both_sides(todo: list[Job], again: bool) -> dict[str, dict[str, int]]:
         with ThreadPoolExecutor(max_workers=len(SIDES)) as pool:
             return dict(zip(SIDES, pool.map(lambda name: rounds_mod.collect_counts(
-                suite, sides[name], todo, evidence, caches[name], again=again), SIDES)))
+                suite, sides[name], todo, evidence, caches[name], again=again, plans=plans), SIDES)))
 
     tally = both_sides(jobs, again=False)
     for name in SIDES:
@@ -179,6 +180,26 @@ def _count_both(root: Path, valgrind: Path, suite: Path, sides: dict[str, Side],
         for name in SIDES:
             tally[name]["confirmed"] = again[name]["counted"] + again[name]["cached"]
     evidence.count_tally = tally
+
+
+def _plans(root: Path, suite: Path, sides: list[Side], jobs: list[Job],
+           evidence: Evidence) -> dict[Job, tuple[int, int]]:
+    """The plan of every countable `time_` case among `jobs`: kept ones (CountPlans), the rest made now by the
+    base's code (natively, a few seconds) and kept, so that both sides, and every later commit, count a case
+    under one plan."""
+    store = CountPlans(root, suite)
+    kept = store.load()
+    wanted = {job: CountsCache.case(job, evidence.jobs[job].params) for job in jobs
+              if evidence.jobs[job].by_call and not evidence.jobs[job].uncountable}
+    plans = {job: kept[case] for job, case in wanted.items() if case in kept}
+    todo = [job for job in wanted if job not in plans]
+    if todo:
+        made, problems = rounds_mod.plan_counts(suite, sides, todo)
+        evidence.notes.extend(problems)
+        store.store({wanted[job]: plan for job, plan in made.items()})
+        plans.update(made)
+    evidence.notes.extend(store.problems)
+    return plans
 
 
 def _add_results(paths: list[Path], side: str, evidence: Evidence) -> str:

@@ -41,7 +41,8 @@ from .counts_cache import AGAIN, CountsCache
 from .evidence import Evidence, Job, Side
 from .options import Policy, Rounds
 
-__all__ = ["collect_counts", "interim_decisions", "measure_rounds", "plan_design", "side_env", "wall_check_rounds"]
+__all__ = ["collect_counts", "interim_decisions", "measure_rounds", "plan_counts", "plan_design", "side_env",
+           "wall_check_rounds"]
 
 
 def side_env(side: Side) -> dict[str, str]:
@@ -214,13 +215,16 @@ def measure_rounds(suite: Path, sides: dict[str, Side], jobs: list[Job], evidenc
 
 
 def collect_counts(suite: Path, side: Side, jobs: list[Job], evidence: Evidence,
-                   cache: CountsCache | None = None, again: bool = False) -> dict[str, int]:
+                   cache: CountsCache | None = None, again: bool = False,
+                   plans: dict[Job, tuple[int, int]] | None = None) -> dict[str, int]:
     """Instruction counts of the countable cases among `jobs` (TimerSuite cases and asv time_ methods), from
     the cache where it has them, the rest in one valgrind process for this side (then cached). Each job left
     without counts gets its reason in evidence.uncounted. `again`: a second valgrind process, for the jobs
     whose first counts would decide them (evidence.counts_again; cached apart from the first; a job it
-    fails for keeps its first counts, which then decide nothing). Returns how many were counted, came from
-    the cache, are not countable, and failed."""
+    fails for keeps its first counts, which then decide nothing). `plans`: the calls per counted run and
+    warm-up calls of `time_` cases (plan_counts), the same for every side and commit; the plan is part of the
+    cached case's key. Returns how many were counted, came from the cache, are not countable, and failed."""
+    plans = plans or {}
     uncounted = evidence.uncounted[side.name]
     countable = []
     for job in jobs:
@@ -229,10 +233,11 @@ def collect_counts(suite: Path, side: Side, jobs: list[Job], evidence: Evidence,
             uncounted[job] = f"not countable: {why}"
         else:
             countable.append(job)
-    cases = {job: CountsCache.case(job, evidence.jobs[job].params) + (AGAIN if again else "") for job in countable}
+    cases = {job: CountsCache.case(job, evidence.jobs[job].params, plans.get(job)) + (AGAIN if again else "")
+             for job in countable}
     cached = cache.load(side.commit) if cache else {}
     missing = [job for job in countable if cases[job] not in cached]
-    found = _count(suite, side, missing) if missing else {}
+    found = _count(suite, side, [(*job, *plans.get(job, ())) for job in missing]) if missing else {}
     counted, failures = {}, {}
     for job in missing:
         result = found.get(f"{job[0]}|{job[1]}") or {"error": "the counting worker returned nothing for it"}
@@ -263,19 +268,57 @@ def collect_counts(suite: Path, side: Side, jobs: list[Job], evidence: Evidence,
             "failed": sum(len(names) for names in failures.values())}
 
 
-def _count(suite: Path, side: Side, jobs: list[Job]) -> dict:
-    """One valgrind process for this side counts every case among `jobs`: {"name|index": result}."""
+def plan_counts(suite: Path, sides: list[Side], jobs: list[Job]) -> tuple[dict[Job, tuple[int, int]], list[str]]:
+    """Plans (calls per counted run, warm-up calls) for the `time_` cases among `jobs`, made natively by the
+    first side's code, and by the next side's for the cases the first could not plan (a benchmark that fails
+    there). Returns the plans and one problem per side whose planning process failed; a job without a plan is
+    planned by each valgrind process itself (and may then differ between sides by a few percent)."""
+    plans: dict[Job, tuple[int, int]] = {}
+    problems = []
+    for side in sides:
+        todo = [job for job in jobs if job not in plans]
+        if not todo:
+            break
+        found = _worker(suite, side, "plan", todo, timeout=600)
+        if "error" in found:
+            problems.append(f"planning instruction counts with the {side.name} commit failed: {found['error']}")
+            continue
+        for job in todo:
+            made = found.get(f"{job[0]}|{job[1]}", {}).get("plan")
+            if made:
+                plans[job] = (int(made[0]), int(made[1]))
+    return plans, problems
+
+
+def _count(suite: Path, side: Side, jobs: list[tuple]) -> dict:
+    """One valgrind process for this side counts every case among `jobs` ((name, index) or (name, index,
+    calls per run, warm-up calls)): {"name|index": result}."""
+    found = _worker(suite, side, "counts", jobs, timeout=3600)
+    if "error" in found:
+        return {f"{job[0]}|{job[1]}": {"error": found["error"]} for job in jobs}  # each job keeps the reason
+    return found
+
+
+def _worker(suite: Path, side: Side, mode: str, jobs: list[tuple], timeout: float) -> dict:
+    """The worker's JSON answer in `mode` (plan or counts) for `jobs`, or {"error": why} where it failed."""
+    what = "instruction counts" if mode == "counts" else "planning instruction counts"
     with tempfile.TemporaryDirectory() as tmp:
-        jobs_file, out = Path(tmp) / "jobs.json", Path(tmp) / "counts.json"
+        jobs_file, out = Path(tmp) / "jobs.json", Path(tmp) / f"{mode}.json"
         jobs_file.write_text(json.dumps([list(j) for j in jobs]))
-        proc = subprocess.run([str(side.python), *WORKER, "counts", str(suite), "--jobs", str(jobs_file), "--out",
-                               str(out)], capture_output=True, text=True, env=side_env(side), timeout=3600)
+        try:
+            proc = subprocess.run([str(side.python), *WORKER, mode, str(suite), "--jobs", str(jobs_file), "--out",
+                                   str(out)], capture_output=True, text=True, env=side_env(side), timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return {"error": f"{what} for {side.name} took over {timeout:.0f} s"}
         why = ""
         if proc.returncode != 0 or not out.exists():
-            why = f"instruction counts for {side.name} failed: {last_line(proc.stderr)}"
+            why = f"{what} for {side.name} failed: {last_line(proc.stderr)}"
         else:
             try:
-                return read_json(out.read_text(), f"instruction counts for {side.name}")
+                found = read_json(out.read_text(), f"{what} for {side.name}")
+                if isinstance(found, dict):
+                    return found
+                why = f"{what} for {side.name}: the worker's answer is not a mapping of job to result"
             except UserError as e:
                 why = str(e)
-        return {f"{name}|{index}": {"error": why} for name, index in jobs}  # each job keeps the reason
+        return {"error": why}  # never a job's key (name|index)
