@@ -135,6 +135,84 @@ class TorchOps:
         self.call()
 '''
 TARGET = "PurePython.time_call('work'"  # the three rows of the changed function
+# The same 42 operations as TimerSuite rows (issue 27's twin suite): what a TimerSuite author would write
+TWIN_SUITE = '''"""The plain suite's 42 operations, written as TimerSuite rows (its twin)."""
+
+import random
+
+from torchbench_core.asv_suite import TimerSpec, TimerSuite
+
+DATA = "rng = random.Random(0); data = [rng.randrange(10 * {n}) for _ in range({n})]"
+TORCH = "a, b = torch.ones({side}, {side}), torch.full(({side}, {side}), 2.0)"
+OPS = {"add": "torch.add(a, b)", "mul": "torch.mul(a, b)", "neg": "torch.neg(a)", "sum": "torch.sum(a)",
+       "cat": "torch.cat([a, b])", "matmul": "torch.matmul(a, b)", "clone": "a.clone()"}
+
+
+class Twin(TimerSuite):
+    timers = (
+        [TimerSpec(f"plainlib.{f}({n})", setup="import plainlib", label="PurePython", sub_label=f,
+                   description=str(n)) for f in ("work", "squares", "index", "joined", "evens") for n in (10, 100, 1000)]
+        + [TimerSpec(f"plainlib.{f}(data)", setup="import plainlib, random; " + DATA.format(n=n), label="OnData",
+                     sub_label=f, description=str(n)) for f in ("ordered", "counted") for n in (10, 100, 1000)]
+        + [TimerSpec(stmt, setup=TORCH.format(side=side), label="TorchOps", sub_label=op, description=str(side))
+           for op, stmt in OPS.items() for side in (1, 4, 16)])
+'''
+# a wall-time-only change of one row, work(1000): system calls, whose kernel time counts cannot see (each
+# adds ~550 instructions under callgrind, tracker.md section 9: 0.3% of that row's ~163,000)
+WALL_ONLY = "    if n >= 1000:  # +{effect:.0%} of wall time, not of instructions: {k} system call(s)\n" \
+            "        for _ in range({k}):\n            os.getppid()\n"
+WALL_TARGET = "PurePython.time_call('work', 1000)"
+
+
+def twin_key(title: str) -> tuple[str, str, str] | None:
+    """(class, function or op, size) of a plain row's name or a twin row's title, so the two can be paired."""
+    import re
+
+    m = re.search(r"\.(\w+)\.time_\w+\('(\w+)', (\d+)\)", title) or None
+    if m:
+        return m.group(1), m.group(2), m.group(3)
+    m = re.match(r"(\w+) · (\d+) \((\w+)\)", title)
+    return (m.group(3), m.group(1), m.group(2)) if m else None
+
+
+def wall_only_calls(effect: float) -> int:
+    """System calls (os.getppid) that add `effect` of work(1000)'s time, timed here (the fastest of 7)."""
+    import os
+    import timeit
+
+    work = min(timeit.repeat("sum(range(1000))", number=2000, repeat=7)) / 2000
+    call = min(timeit.repeat(os.getppid, number=20000, repeat=7)) / 20000
+    return max(1, round(effect * work / call))
+
+
+def make_validation_repo(path: Path, effects: list[float], wall_effect: float) -> dict:
+    """The plain suite's repository with every commit the validation compares: {"base", "docs" (A/A),
+    "+2%"... (compute, `work` slowed by an extra range sum of that share of its length), "wall" (work(1000)
+    slowed by system calls: wall time only), "twin" and "twin docs" (the same library, the suite as
+    TimerSuite rows)}, and "wall_calls"."""
+    base, docs, _ = make_repo(path)
+    repo = git.Repo(path)
+    out = {"base": base, "docs": docs}
+
+    def commit(parent: str, files: dict, message: str) -> str:
+        repo.git.checkout("--detach", parent)
+        for rel, text in files.items():
+            (path / rel).write_text(text)
+        repo.index.add(list(files))
+        return repo.index.commit(message).hexsha
+    for effect in effects:
+        extra = f" + sum(range(n // {round(1 / effect)}))  # +{effect:.0%} compute"
+        out[f"+{effect:.0%}"] = commit(base, {"plainlib/__init__.py": LIBRARY.format(extra=extra)},
+                                       f"work: +{effect:.0%} compute")
+    k = wall_only_calls(wall_effect)
+    body = LIBRARY.format(extra="").replace("def work(n):\n", "def work(n):\n" + WALL_ONLY.format(effect=wall_effect, k=k))
+    body = body.replace('"""\n\n\n', '"""\n\nimport os\n\n\n', 1)
+    out["wall"] = commit(base, {"plainlib/__init__.py": body}, f"work(1000): +{wall_effect:.0%} wall time")
+    out["wall_calls"] = k
+    out["twin"] = commit(base, {"benchmarks/bench_plain.py": TWIN_SUITE}, "the suite as TimerSuite rows")
+    out["twin docs"] = commit(out["twin"], {"README": "plainlib\n\nA note.\n"}, "README: a note")
+    repo.git.checkout("--detach", base)
+    return out
 
 
 def make_repo(path: Path) -> tuple[str, str, str]:

@@ -13,6 +13,13 @@ The 6-row version is evaluation/alert_validation.py; this one measures a suite o
   row among 69 (power per target row); a flagged row of the other 65 is a false alert.
 * --own-suite: this project's own suite (benchmarks/), A/A: two consecutive commits of this
   repository that change only tests (--own-base, --own-head).
+* --plain-suite (instead of the example; issue 27): a plain asv suite as asv's docs write one
+  (plain_suite_counts.py: 42 `time_` rows with params, setup and setup_cache, no torchbench_core import):
+  A/A, a lone compute change of one function (its 3 rows; --plain-effects), a lone wall-time-only change
+  of one row (work(1000) slowed by system calls, whose kernel time counts cannot see; --wall-effect), and
+  the twin suite (the same 42 operations as TimerSuite rows) A/A. Printed besides: the plain rows left
+  inconclusive that their twin decided, the two median MDEs, each target's channel and label, and the
+  counts phase's minutes.
 
 For each pair (--repeats times): `torchbench alert` with its default flags (instruction counts, the
 9-minute budget; --budget-minutes, --min-rounds and --no-counts are for quick trials only), then
@@ -27,7 +34,7 @@ found (ours / asv continuous / asv compare), minutes per verdict, and the minimu
 per row (ours, the report's "mde": median and range). --json PATH writes the summary and every run.
 Exit status 0 when every step ran (whatever the figures); 2 when a step failed, named.
 
-    python evaluation/suite_validation.py [--repeats 1] [--own-suite] [--json PATH]
+    python evaluation/suite_validation.py [--repeats 1] [--own-suite] [--plain-suite] [--json PATH]
 
 The alerts of the example's pairs share one --out folder, as a user's successive alerts do: the base's
 instruction counts are taken once and reused (the report's time_spent says so per pair). A full run
@@ -312,11 +319,13 @@ def build_example(tmp: Path, envs: Path, args) -> tuple[Path, dict, list[tuple[s
 
 
 def measure_pair(kind: str, name: str, repo: Path, base: str, head: str, work: Path, envs: Path,
-                 flags: list[str], targeted: bool, ours: Path, asv_compare_too: bool = True) -> dict:
+                 flags: list[str], targeted: bool, ours: Path, asv_compare_too: bool = True,
+                 target=is_target) -> dict:
     """Ours (its --out OURS, shared by the pairs of one repository), asv continuous and asv compare on one
     pair; what each flagged and how long it took. `targeted`: the head slows the target rows (else every row
-    is identical code); ASV_COMPARE_TOO: also `asv run` + `asv compare` (a quick trial may leave it out)."""
-    target = is_target if targeted else (lambda _: False)
+    is identical code), those for which target(row title or asv name) is true; ASV_COMPARE_TOO: also `asv run`
+    + `asv compare` (a quick trial may leave it out)."""
+    target = target if targeted else (lambda _: False)
     with step(f"{kind}: torchbench alert {base[:8]}..{head[:8]} in {ours} (log in {work / 'ours'})"):
         report, minutes = run_alert(repo, base, head, ours, envs, flags, logs=work / "ours")
     rows = report["rows"]
@@ -329,6 +338,7 @@ def measure_pair(kind: str, name: str, repo: Path, base: str, head: str, work: P
         "rows": len(rows), "counts": report.get("counts"), "flagged": flagged, "failed": failed,
         "false": [t for t in flagged if not target(t)],
         "mde": {r["title"]: (r["comparison"] or {}).get("mde") for r in rows},
+        "status": {r["title"]: r["status"] for r in rows},
         "targets": [{"title": r["title"], "status": r["status"], "label": r.get("label"),
                      "decided_by": r.get("decided_by"), "ratio": (r["comparison"] or {}).get("ratio"),
                      "counts_delta": r.get("counts_delta"), "mde": (r["comparison"] or {}).get("mde")}
@@ -437,6 +447,79 @@ def print_targets(records: list[dict], calibration: dict) -> None:
                   f"{1 + expected.get(title, math.nan):6.3f}  {labels}")
 
 
+def plain_suite_records(tmp: Path, envs: Path, args, flags: list[str]) -> tuple[list[dict], dict]:
+    """Issue 27's validation: a plain asv suite of 42 rows (plain_suite_counts.py: time_ methods with setup
+    and params, no torchbench_core import), A/A, lone compute changes of `work` (--plain-effects), a lone
+    wall-time-only change of work(1000) (system calls), and the twin suite (the same 42 operations as
+    TimerSuite rows) A/A; ours beside asv continuous (and asv compare unless --no-asv-compare)."""
+    import plain_suite_counts as plain
+
+    path = tmp / "plainlib"
+    path.mkdir()
+    with step(f"making the plain suite's commits in {path}"):
+        commits = plain.make_validation_repo(path, args.plain_effects, args.wall_effect)
+    print(f"== plain suite: {commits['wall_calls']} system call(s) for +{args.wall_effect:.0%} of work(1000)",
+          flush=True)
+    with step("building the environment (a short alert of the plain suite's A/A pair)"):
+        run_alert(path, commits["base"], commits["docs"], tmp / "plain-warm", envs,
+                  ["--budget-minutes", "0.01", "--min-rounds", "2", "--no-counts", "--no-profile"])
+    computed = lambda title: plain.TARGET in title  # noqa: E731 - the three rows of `work`
+    walled = lambda title: plain.WALL_TARGET in title  # noqa: E731
+    pairs = [("plain A/A", "plain: README only", "base", "docs", False, computed)]
+    pairs += [(f"plain {e}", f"plain: work {e} compute", "base", e, True, computed)
+              for e in commits if e.startswith("+")]
+    pairs += [("plain wall-only", f"plain: work(1000) +{args.wall_effect:.0%} wall time", "base", "wall", True,
+               walled), ("twin A/A", "twin (TimerSuite): README only", "twin", "twin docs", False, computed)]
+    records = []
+    repo = git.Repo(path)
+    for rep in range(args.repeats):
+        for i, (kind, name, base, head, targeted, target) in enumerate(pairs):
+            print(f"== repeat {rep + 1}/{args.repeats}, {name}: {commits[base][:8]}..{commits[head][:8]}", flush=True)
+            repo.git.checkout("--detach", commits[base])  # asv and ours read the suite from the working tree
+            records.append(measure_pair(kind, name, path, commits[base], commits[head], tmp / f"plain-r{rep}-p{i}",
+                                        envs, flags, targeted=targeted, target=target,
+                                        ours=tmp / ("twin-ours" if kind.startswith("twin") else "plain-ours"),
+                                        asv_compare_too=not args.no_asv_compare))
+            print(_progress(records[-1]), flush=True)
+    return records, commits
+
+
+def print_plain(records: list[dict], twin_key) -> dict:
+    """The plain suite against its twin (A/A): rows left inconclusive that the twin decided, and the MDEs;
+    every target's channel and label; the counts phase's minutes."""
+    def by_op(kind: str, field: str) -> dict:
+        return {twin_key(t): v for r in records if r["kind"] == kind for t, v in r["ours"][field].items()}
+    status, twin_status = by_op("plain A/A", "status"), by_op("twin A/A", "status")
+    mde, twin_mde = by_op("plain A/A", "mde"), by_op("twin A/A", "mde")
+    finite = lambda d: [v for v in d.values() if v is not None and math.isfinite(v)]  # noqa: E731
+    undecided = sorted(str(k) for k, v in status.items() if v == "inconclusive"
+                       and twin_status.get(k) not in (None, "inconclusive"))
+    out = {"inconclusive_plain_decided_twin": undecided,
+           "inconclusive": {"plain": sum(v == "inconclusive" for v in status.values()),
+                            "twin": sum(v == "inconclusive" for v in twin_status.values())},
+           "mde_median": {"plain": statistics.median(finite(mde)) if finite(mde) else None,
+                          "twin": statistics.median(finite(twin_mde)) if finite(twin_mde) else None}}
+    print("\n== the plain asv suite beside its twin (the same 42 operations as TimerSuite rows), A/A")
+    print(f"  inconclusive rows: plain {out['inconclusive']['plain']}, twin {out['inconclusive']['twin']}; "
+          f"plain rows inconclusive whose twin decided: {len(undecided)} {undecided[:6]}")
+    m = out["mde_median"]
+    if m["plain"] and m["twin"]:
+        print(f"  median MDE: plain {m['plain']:.1%}, twin {m['twin']:.1%}: {m['plain'] / m['twin']:.2f}x (goal <= 1.2x)")
+    print("\n== target rows (ours): status, decided by, label, counts change, wall-time ratio")
+    for r in records:
+        for t in r["ours"]["targets"]:
+            delta = f"{t['counts_delta']:+.2%}" if t["counts_delta"] is not None else "-"
+            ratio = f"{t['ratio']:.3f}" if t["ratio"] else "-"
+            print(f"  {r['kind']:16} {t['title']:48} {t['status']:12} {t['decided_by'] or '-':18} "
+                  f"{(t['label'] or '-')[:42]:42} {delta:>8} {ratio:>6}")
+    print("\n== the counts phase, minutes (both sides at once, one valgrind process a side)")
+    for r in records:
+        phases = (r["ours"].get("time_spent") or {}).get("phases", {})
+        tally = (r["ours"].get("time_spent") or {}).get("instruction_counts", {})
+        print(f"  {r['kind']:16} {phases.get('instruction counts', 0) / 60:.2f} min  {json.dumps(tally)}")
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=1, help="runs of every pair (default 1)")
@@ -446,6 +529,12 @@ def main() -> None:
     parser.add_argument("--own-suite", action="store_true", help="also an A/A of this project's own suite")
     parser.add_argument("--own-base", default=OWN_BASE, help="its base commit (default f44a082)")
     parser.add_argument("--own-head", default=OWN_HEAD, help="its head commit (default 6787c9d: tests only)")
+    parser.add_argument("--plain-suite", action="store_true",
+                        help="a plain asv suite (time_ methods, 42 rows) and its TimerSuite twin, instead of the example")
+    parser.add_argument("--plain-effects", type=float, nargs="*", default=[0.02, 0.05],
+                        help="--plain-suite: compute changes of one function (default 0.02 0.05)")
+    parser.add_argument("--wall-effect", type=float, default=0.05,
+                        help="--plain-suite: the wall-time-only change of one row (default 0.05)")
     parser.add_argument("--json", type=Path, metavar="PATH", help="also write the summary and every run here")
     trial = parser.add_argument_group("quick trials only (the validation uses the alert's defaults)")
     trial.add_argument("--budget-minutes", type=float, help="the alert's (default: its own, 9)")
@@ -462,6 +551,18 @@ def main() -> None:
     flags = alert_flags(args)
     try:
         envs = tmp / "envs"
+        if args.plain_suite:
+            import plain_suite_counts
+
+            records, commits = plain_suite_records(tmp, envs, args, flags)
+            summary = summarize(records)
+            print_summary(summary)
+            twins = print_plain(records, plain_suite_counts.twin_key)
+            if args.json:
+                args.json.write_text(json.dumps({"settings": vars(args) | {"json": str(args.json)},
+                                                 "alert_flags": flags, "commits": commits, "summary": summary,
+                                                 "twins": twins, "runs": records}, indent=1, default=str))
+            return
         path, calibration, pairs = build_example(tmp, envs, args)
         records = []
         for rep in range(args.repeats):

@@ -111,7 +111,8 @@ def test_the_regressing_commit_exits_1_with_the_right_rows_labelled_compute(exam
     assert spent["instruction_counts"] == {side: {"counted": 6, "cached": 0, "uncountable": 0, "failed": 0,
                                                   "confirmed": 2} for side in ("base", "head")}
     # only the two rows whose counts would decide them were counted again, and the evidence keeps both processes
-    assert "a second valgrind process a side for the 2 row(s) whose counts would decide them: 4 counted" in proc.stdout
+    assert ("a second valgrind process a side (its memory layout shifted) for the 2 row(s) whose counts would "
+            "decide them: 4 counted") in proc.stdout
     evidence = json.loads((tmp_path / "out" / "alert" / f"{shas[1][:8]}..{shas[2][:8]}" / "evidence.json").read_text())
     for side in ("base", "head"):
         again_rows = {evidence["jobs"][key]["name"] for key in evidence["counts_again"][side]}
@@ -219,6 +220,10 @@ def test_a_failing_benchmark_exits_2_with_the_report_and_new_and_slower_rows(alt
     assert len({f.parent.name for f in files}) == 2  # both commits
     keys = [k for f in files for k in json.loads(f.read_text())["cases"] if k.startswith(case)]
     assert f"{case}|plan {number}x{warmup}" in keys and all(f"|plan {number}x{warmup}" in k for k in keys), keys
+    # it would decide, so each side counted it again, in a process with its memory layout shifted
+    by_commit = {f.parent.name: json.loads(f.read_text())["cases"] for f in files}
+    assert f"{case}|plan {number}x{warmup}|again, layout 1" in by_commit[shas[0]], by_commit[shas[0]].keys()
+    assert f"{case}|plan {number}x{warmup}|again, layout 2" in by_commit[shas[1]], by_commit[shas[1]].keys()
     assert rows["bench_alt.Plain.track_digits(200)"]["label"] == \
         "wall time (not countable: track_ returns its own measurement)"
     assert proc.stdout.count("2 counted (one valgrind process), 0 from the cache, 2 not countable, 0 failed") == 2, \

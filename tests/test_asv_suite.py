@@ -209,6 +209,59 @@ def test_the_worker_reports_each_jobs_seconds_and_takes_allocated_run_times(tmp_
     assert 0.04 <= timed["default"] < 0.25 and 0.45 <= timed["allocated"] < 1.0, timed
 
 
+def test_a_plain_time_method_is_timed_for_its_allotted_seconds_with_asv_semantics_kept(tmp_path):
+    """A plain asv `time_` method gets the seconds a TimerSuite case gets (0.2 s a process, or what
+    TORCHBENCH_RUN_TIMES allots), in samples of many calls each after its setup, where asv alone would time
+    one call a sample and at most 10 samples; a `number` and `repeat` the suite sets are kept."""
+    import json
+
+    suite = write_suite(tmp_path, """
+        class Fresh:
+            def setup(self):
+                self.items = [1]
+
+            def time_pop(self):
+                self.items.pop()  # IndexError unless the setup runs before every call
+
+        class Pinned:
+            number, repeat = 3, 4
+
+            def setup(self):
+                self.items = [1]
+
+            def time_pop(self):
+                self.items.pop()
+
+        def time_sum():
+            sum(range(100))
+        """)
+    jobs, times = tmp_path / "jobs.json", tmp_path / "times.json"
+    names = ["bench_ops.Fresh.time_pop", "bench_ops.Pinned.time_pop", "bench_ops.time_sum"]
+    jobs.write_text(json.dumps([[n, 0] for n in names]))
+    times.write_text(json.dumps({f"{n}|0": 1.0 for n in names}))
+    results = {}
+    for name, extra in (("default", {}), ("allotted", {"TORCHBENCH_RUN_TIMES": str(times)})):
+        out = tmp_path / f"{name}.jsonl"
+        env = {"PYTHONPATH": f"{ROOT}:{tmp_path}", "PATH": "/usr/bin:/bin", **extra}
+        proc = subprocess.run([sys.executable, "-m", "torchbench_core.asv_worker", "run", str(suite), "--jobs",
+                               str(jobs), "--out", str(out)], capture_output=True, text=True, env=env, cwd=tmp_path,
+                              timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        for line in out.read_text().splitlines():
+            r = json.loads(line)
+            if "job" in r:
+                assert "samples" in r, r  # no IndexError: each call had its setup
+                results[name, r["job"][0]] = r
+    for job in ("bench_ops.Fresh.time_pop", "bench_ops.time_sum"):
+        default, allotted = results["default", job], results["allotted", job]
+        assert default["number"] > 10 and allotted["number"] > 10, (default, allotted)  # many calls a sample
+        assert 0.2 <= default["elapsed"] < 0.9 and 1.0 <= allotted["elapsed"] < 2.0, (default, allotted)
+        assert len(allotted["samples"]) > 2 * len(default["samples"]) > 10, (default, allotted)
+    for name in ("default", "allotted"):
+        pinned = results[name, "bench_ops.Pinned.time_pop"]
+        assert pinned["number"] == 3 and len(pinned["samples"]) == 4, pinned
+
+
 def test_the_harness_link_is_out_of_reach_of_pip_installing_a_project_that_ships_torchbench_core(tmp_path):
     """torchbench measuring its own history installs commits that ship torchbench_core into the asv
     environment. pip writes (and uninstalls) site-packages/torchbench_core/*: had the harness link been there,

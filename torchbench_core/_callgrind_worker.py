@@ -87,7 +87,25 @@ def _nothing():
     pass
 
 
+LAYOUT_ENV = "TORCHBENCH_COUNTS_LAYOUT"  # a whole number: shift this process's memory layout (see _shift_layout)
+
+
+def _shift_layout(k):
+    """Objects kept alive for the whole process, allocated before torch is imported, so that for k > 0 every
+    later object (torch's interned strings, types, the suite's code) lands at other addresses than with k = 0.
+
+    Counts depend on addresses: CPython's method cache and every dict or set keyed by identity hash by
+    address, and the allocator's pools fill in another order. A commit that changes code nobody runs moves
+    them too (a plain suite's torch rows by up to 1.5%, evaluation/plain_suite_counts.py), which no second
+    process of the same commit sees; a process with a shifted layout does (the same rows moved by up to 1.8%
+    under k = 1). So the confirming process of each side runs shifted (torchbench.ab.counts)."""
+    return [str(i) * 3 for i in range(5003 * k)], bytearray(37 * 5003 * k)
+
+
 def main():
+    import os
+
+    kept = _shift_layout(int(os.environ.get(LAYOUT_ENV) or 0))  # noqa: F841 - alive until the process ends
     manifest = open(sys.argv[1], "a", buffering=1)
 
     def report(**event):

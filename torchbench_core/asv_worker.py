@@ -74,6 +74,8 @@ from pathlib import Path
 COUNT_NUMBER, COUNT_REPEATS = 100, 3
 CALLS_SECONDS, WARMUP_SECONDS = 2e-3, 0.05  # a time_ case's calls per counted run, and its warm-up (native time)
 PLAN_CALLS, PLAN_SECONDS = 5, 0.2  # a plan times up to this many calls, and stops once they took this long
+DEFAULT_RUN_TIME = 0.2  # a time_ method's seconds of samples a process until `torchbench alert` allots its own
+MAX_CALLS_A_SAMPLE = 10_000
 PROFILE_BATCH_SECONDS = 0.01  # a profiled batch: long enough that the loop's own frames are rare samples
 PROFILE_MARKER = "torchbench_profile_{}"
 PR_SET_PTRACER = 0x59616D61  # <linux/prctl.h>, Yama
@@ -146,6 +148,37 @@ def _load_cache(benchmark, cache_dir: Path | None):
     return cache
 
 
+def _user_set(benchmark, name: str) -> bool:
+    """Whether the suite sets asv's timing attribute `name` for this benchmark (asv_runner reads the first of
+    the function, its class and its module that has it)."""
+    return any(getattr(source, name, None) is not None for source in benchmark._attr_sources)
+
+
+def _allot(benchmark, run_time: float) -> None:
+    """asv's own timing of a plain `time_` method, given this process's seconds for it, as a TimerSuite case
+    gets its seconds of blocks: samples are taken until `run_time` has passed (asv's `repeat` as (min, max,
+    max time)), and where the benchmark has a setup (asv then re-runs it before every timed call and, with
+    `number` left to it, times one call a sample), each sample is `number` calls, each after its setup and
+    timed alone (asv_runner's interleaved timer), about asv's `sample_time` of calls with their setups. A
+    `repeat` or `number` the suite sets is its own and kept, as are `warmup_time`, `sample_time`, `timeout`
+    and the setups. Called after asv's setup; a setup reloads those attributes, so they are set last."""
+    number = None
+    if benchmark._setups and not _user_set(benchmark, "number"):
+        timer = benchmark._get_interleaved_timer(*benchmark._build_params())
+        benchmark._redo_setup_next = False  # the setup has just run: the first call uses it
+        each = math.inf
+        for _ in range(3):  # the first calls of a torch op are the slowest
+            start = time.perf_counter()
+            timer.timeit(1)
+            each = min(each, time.perf_counter() - start)
+        number = max(1, min(MAX_CALLS_A_SAMPLE, int(benchmark.sample_time / max(each, 1e-9))))
+        benchmark._redo_setup_next = True  # asv's first timed call gets a fresh set-up too
+    if not _user_set(benchmark, "repeat"):
+        benchmark.repeat = (2, 10**6, run_time)
+    if number is not None:
+        benchmark.number = number
+
+
 def _run_one(benchmark, index: int, cache, run_time: float | None = None) -> dict:
     benchmark.set_param_idx(index)
     suite_instance = _timer_suite(benchmark)
@@ -154,6 +187,8 @@ def _run_one(benchmark, index: int, cache, run_time: float | None = None) -> dic
     benchmark.set_cache(cache)
     if benchmark.do_setup():
         return {"skipped": True}
+    if suite_instance is None and benchmark.type == "time" and not uncountable(benchmark):
+        _allot(benchmark, DEFAULT_RUN_TIME if run_time is None else run_time)
     try:
         result = benchmark.do_run()
     except NotImplementedError:

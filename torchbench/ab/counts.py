@@ -13,7 +13,10 @@ counts, not from many timed processes:
   widest spread of the repeats inside a valgrind process and, because such a
   row is counted again in a second valgrind process a side before it decides
   (`pending` -> pair.py's second pass), the difference between the two
-  processes. A row whose second process fails is decided by its wall time.
+  processes. That second process runs with its memory layout shifted (each
+  side by another amount), so the difference holds what a commit's layout
+  does to the counts, not only what varies between processes. A row whose
+  second process fails is decided by its wall time.
   The wall time is still reported, and where its interval lies wholly on the
   other side of 1 the row is inconclusive: the counts do not explain the time.
 * **everything else** goes to the wall-time test. Its rows are weighted for
@@ -32,9 +35,16 @@ processes a side):
     the same to the instruction in every process;
   * between commits: a commit that changes the package elsewhere (an unused
     function added to the module the suite imports) moved 62 of 69 rows by
-    up to 0.53%; a README edit moved none. No second process can see that:
-    it is the code's layout, fixed per commit. NOISE_FLOOR (0.6%) sits above
-    it for the label, and Policy.count_floor (1%) for a decision;
+    up to 0.53%; a README edit moved none. A second process of the same
+    commit cannot see that: it is the code's layout in memory, fixed per
+    commit. NOISE_FLOOR (0.6%) sits above it for the label, and
+    Policy.count_floor (1%) for a decision. Rows whose calls allocate (a
+    plain suite's torch ops, counted call by call with asv's setup between
+    calls) move more: up to 1.5% between a commit and one that changed an
+    unrelated function, beyond that floor. A process whose layout is shifted
+    (torchbench_core._callgrind_worker._shift_layout) moves the same rows as
+    far (up to 1.8%) and the others not, so the confirming process runs
+    shifted, and its difference from the first widens those rows' margin;
   * repeats inside a process spread by 0.13% (median) to 1.4%.
 The rule decided 0 rows in 117 replayed A/A suites (8,073 rows). So the floor,
 not the margin, does most of the work, and the second process is cheap
@@ -107,8 +117,8 @@ def _processes(evidence: Evidence, side: str, job: Job) -> list[list[float]]:
 
 def _spread(processes: list[list[float]]) -> float:
     """The relative noise of one side's counts: the widest range of repeats inside a process, and, with two
-    processes, the difference of their medians (what varies between processes: address layout, hash seeds,
-    the allocator's state)."""
+    processes, the difference of their medians (the second's memory layout is shifted: what the layout does
+    to the counts, which a code change elsewhere does too)."""
     medians = [float(np.median(v)) for v in processes]
     spread = max((max(v) - min(v)) / max(m, 1e-300) for v, m in zip(processes, medians))
     if len(medians) == 2:

@@ -14,8 +14,9 @@ OUT/counts/<commit>/<key>.json, where the key hashes what else decides a count:
 * valgrind's version.
 
 Within a file, a case is its benchmark name, parameter index and parameters;
-a second valgrind process's counts of it (rounds.collect_counts(again=True))
-are kept under the case's name with AGAIN appended.
+a second valgrind process's counts of it (rounds.collect_counts(again=True),
+its memory layout shifted: AGAIN names by how much) are kept under the case's
+name with AGAIN appended.
 A file that cannot be read is reported and counted again; writes are atomic.
 
 An asv `time_` method is counted call by call, and its count per call moves
@@ -43,7 +44,7 @@ from .evidence import Job
 
 __all__ = ["AGAIN", "CountPlans", "CountsCache"]
 
-AGAIN = "|again"
+AGAIN = "|again, layout {}"  # a second valgrind process's counts, its memory layout shifted by this much
 
 
 def _suite_digest(suite: Path) -> str:

@@ -174,8 +174,9 @@ def _count_both(root: Path, valgrind: Path, suite: Path, sides: dict[str, Side],
     confirm = to_confirm(evidence, jobs, count_floor)
     if confirm:
         again = both_sides(confirm, again=True)
-        print(f"== instruction counts, a second valgrind process a side for the {len(confirm)} row(s) whose "
-              f"counts would decide them: {again['base']['counted'] + again['head']['counted']} counted, "
+        print(f"== instruction counts, a second valgrind process a side (its memory layout shifted) for the "
+              f"{len(confirm)} row(s) whose counts would decide them: "
+              f"{again['base']['counted'] + again['head']['counted']} counted, "
               f"{again['base']['cached'] + again['head']['cached']} from the cache", flush=True)
         for name in SIDES:
             tally[name]["confirmed"] = again[name]["counted"] + again[name]["cached"]

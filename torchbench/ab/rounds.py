@@ -29,6 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
+from torchbench_core._callgrind_worker import LAYOUT_ENV
+
 from .. import stats
 from ..asv_bridge.driver import install_env
 from ..asv_bridge.worker import WORKER, read_json, read_json_lines
@@ -43,6 +45,12 @@ from .options import Policy, Rounds
 
 __all__ = ["collect_counts", "interim_decisions", "measure_rounds", "plan_counts", "plan_design", "side_env",
            "wall_check_rounds"]
+
+
+# The memory-layout shift of each side's confirming valgrind process (collect_counts(again=True)): one apart
+# from the first processes' (0) and from each other, so the two sides' second processes are two draws of the
+# counts' dependence on layout, which the margin then holds (counts.py)
+SHIFTED_LAYOUT = {"base": 1, "head": 2}
 
 
 def side_env(side: Side) -> dict[str, str]:
@@ -233,11 +241,12 @@ def collect_counts(suite: Path, side: Side, jobs: list[Job], evidence: Evidence,
             uncounted[job] = f"not countable: {why}"
         else:
             countable.append(job)
-    cases = {job: CountsCache.case(job, evidence.jobs[job].params, plans.get(job)) + (AGAIN if again else "")
-             for job in countable}
+    layout = SHIFTED_LAYOUT[side.name] if again else 0
+    cases = {job: CountsCache.case(job, evidence.jobs[job].params, plans.get(job)) +
+             (AGAIN.format(layout) if again else "") for job in countable}
     cached = cache.load(side.commit) if cache else {}
     missing = [job for job in countable if cases[job] not in cached]
-    found = _count(suite, side, [(*job, *plans.get(job, ())) for job in missing]) if missing else {}
+    found = _count(suite, side, [(*job, *plans.get(job, ())) for job in missing], layout) if missing else {}
     counted, failures = {}, {}
     for job in missing:
         result = found.get(f"{job[0]}|{job[1]}") or {"error": "the counting worker returned nothing for it"}
@@ -290,16 +299,18 @@ def plan_counts(suite: Path, sides: list[Side], jobs: list[Job]) -> tuple[dict[J
     return plans, problems
 
 
-def _count(suite: Path, side: Side, jobs: list[tuple]) -> dict:
+def _count(suite: Path, side: Side, jobs: list[tuple], layout: int = 0) -> dict:
     """One valgrind process for this side counts every case among `jobs` ((name, index) or (name, index,
-    calls per run, warm-up calls)): {"name|index": result}."""
-    found = _worker(suite, side, "counts", jobs, timeout=3600)
+    calls per run, warm-up calls)), its memory layout shifted by `layout` (torchbench_core._callgrind_worker):
+    {"name|index": result}."""
+    found = _worker(suite, side, "counts", jobs, timeout=3600, env={LAYOUT_ENV: str(layout)} if layout else {})
     if "error" in found:
         return {f"{job[0]}|{job[1]}": {"error": found["error"]} for job in jobs}  # each job keeps the reason
     return found
 
 
-def _worker(suite: Path, side: Side, mode: str, jobs: list[tuple], timeout: float) -> dict:
+def _worker(suite: Path, side: Side, mode: str, jobs: list[tuple], timeout: float,
+            env: dict[str, str] | None = None) -> dict:
     """The worker's JSON answer in `mode` (plan or counts) for `jobs`, or {"error": why} where it failed."""
     what = "instruction counts" if mode == "counts" else "planning instruction counts"
     with tempfile.TemporaryDirectory() as tmp:
@@ -307,7 +318,8 @@ def _worker(suite: Path, side: Side, mode: str, jobs: list[tuple], timeout: floa
         jobs_file.write_text(json.dumps([list(j) for j in jobs]))
         try:
             proc = subprocess.run([str(side.python), *WORKER, mode, str(suite), "--jobs", str(jobs_file), "--out",
-                                   str(out)], capture_output=True, text=True, env=side_env(side), timeout=timeout)
+                                   str(out)], capture_output=True, text=True, env=side_env(side) | (env or {}),
+                                  timeout=timeout)
         except subprocess.TimeoutExpired:
             return {"error": f"{what} for {side.name} took over {timeout:.0f} s"}
         why = ""
