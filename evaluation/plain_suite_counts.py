@@ -157,11 +157,27 @@ class Twin(TimerSuite):
         + [TimerSpec(stmt, setup=TORCH.format(side=side), label="TorchOps", sub_label=op, description=str(side))
            for op, stmt in OPS.items() for side in (1, 4, 16)])
 '''
-# a wall-time-only change of one row, work(1000): system calls, whose kernel time counts cannot see (each
-# adds ~550 instructions under callgrind, tracker.md section 9: 0.3% of that row's ~163,000)
-WALL_ONLY = "    if n >= 1000:  # +{effect:.0%} of wall time, not of instructions: {k} system call(s)\n" \
-            "        for _ in range({k}):\n            os.getppid()\n"
-WALL_TARGET = "PurePython.time_call('work', 1000)"
+# a wall-time-only change of one row, index(1000): page faults, whose kernel time counts cannot see (a
+# write to a fresh page of a reserved, untouched mapping: a few hundred instructions of Python under callgrind,
+# 0.03% of that row's ~1.26 million, and 2-4 microseconds of the kernel zeroing a page, ~5% of its ~80)
+FRESH_PAGES = """
+import mmap
+
+_FRESH = mmap.mmap(-1, 1 << 28)  # reserved, never touched: each first write to a page is a page fault
+_FRESH.madvise(mmap.MADV_NOHUGEPAGE)  # 4 KiB pages, one fault each (a huge page would serve 512 writes)
+_at = [0]
+
+
+def _fault(pages):
+    for _ in range(pages):
+        if _at[0] >= len(_FRESH):
+            _FRESH.madvise(mmap.MADV_DONTNEED)  # give the pages back: the next writes fault again
+            _at[0] = 0
+        _FRESH[_at[0]] = 1
+        _at[0] += mmap.PAGESIZE
+"""
+WALL_ONLY = "    if n >= 1000:  # +{effect:.0%} of wall time, not of instructions: {k} page fault(s)\n        _fault({k})\n"
+WALL_TARGET = "PurePython.time_call('index', 1000)"
 
 
 def twin_key(title: str) -> tuple[str, str, str] | None:
@@ -175,21 +191,22 @@ def twin_key(title: str) -> tuple[str, str, str] | None:
     return (m.group(3), m.group(1), m.group(2)) if m else None
 
 
-def wall_only_calls(effect: float) -> int:
-    """System calls (os.getppid) that add `effect` of work(1000)'s time, timed here (the fastest of 7)."""
-    import os
+def wall_only_pages(effect: float) -> int:
+    """Page faults (FRESH_PAGES' _fault) that add `effect` of index(1000)'s time, timed here (the fastest of 7)."""
     import timeit
 
-    work = min(timeit.repeat("sum(range(1000))", number=2000, repeat=7)) / 2000
-    call = min(timeit.repeat(os.getppid, number=20000, repeat=7)) / 20000
-    return max(1, round(effect * work / call))
+    space: dict = {}
+    exec(FRESH_PAGES + LIBRARY.format(extra=""), space)
+    index = min(timeit.repeat(lambda: space["index"](1000), number=200, repeat=7)) / 200
+    page = min(timeit.repeat(lambda: space["_fault"](4), number=1000, repeat=7)) / 1000 / 4
+    return max(1, round(effect * index / page))
 
 
 def make_validation_repo(path: Path, effects: list[float], wall_effect: float) -> dict:
     """The plain suite's repository with every commit the validation compares: {"base", "docs" (A/A),
-    "+2%"... (compute, `work` slowed by an extra range sum of that share of its length), "wall" (work(1000)
-    slowed by system calls: wall time only), "twin" and "twin docs" (the same library, the suite as
-    TimerSuite rows)}, and "wall_calls"."""
+    "+2%"... (compute, `work` slowed by an extra range sum of that share of its length), "wall" (index(1000)
+    slowed by page faults: wall time only), "twin" and "twin docs" (the same library, the suite as
+    TimerSuite rows)}, and "wall_pages"."""
     base, docs, _ = make_repo(path)
     repo = git.Repo(path)
     out = {"base": base, "docs": docs}
@@ -204,11 +221,11 @@ def make_validation_repo(path: Path, effects: list[float], wall_effect: float) -
         extra = f" + sum(range(n // {round(1 / effect)}))  # +{effect:.0%} compute"
         out[f"+{effect:.0%}"] = commit(base, {"plainlib/__init__.py": LIBRARY.format(extra=extra)},
                                        f"work: +{effect:.0%} compute")
-    k = wall_only_calls(wall_effect)
-    body = LIBRARY.format(extra="").replace("def work(n):\n", "def work(n):\n" + WALL_ONLY.format(effect=wall_effect, k=k))
-    body = body.replace('"""\n\n\n', '"""\n\nimport os\n\n\n', 1)
-    out["wall"] = commit(base, {"plainlib/__init__.py": body}, f"work(1000): +{wall_effect:.0%} wall time")
-    out["wall_calls"] = k
+    k = wall_only_pages(wall_effect)
+    body = LIBRARY.format(extra="").replace("def index(n):\n", "def index(n):\n" + WALL_ONLY.format(effect=wall_effect, k=k))
+    body = body.replace('"""\n\n\n', '"""\n' + FRESH_PAGES + "\n\n", 1)
+    out["wall"] = commit(base, {"plainlib/__init__.py": body}, f"index(1000): +{wall_effect:.0%} wall time")
+    out["wall_pages"] = k
     out["twin"] = commit(base, {"benchmarks/bench_plain.py": TWIN_SUITE}, "the suite as TimerSuite rows")
     out["twin docs"] = commit(out["twin"], {"README": "plainlib\n\nA note.\n"}, "README: a note")
     repo.git.checkout("--detach", base)

@@ -16,7 +16,7 @@ The 6-row version is evaluation/alert_validation.py; this one measures a suite o
 * --plain-suite (instead of the example; issue 27): a plain asv suite as asv's docs write one
   (plain_suite_counts.py: 42 `time_` rows with params, setup and setup_cache, no torchbench_core import):
   A/A, a lone compute change of one function (its 3 rows; --plain-effects), a lone wall-time-only change
-  of one row (work(1000) slowed by system calls, whose kernel time counts cannot see; --wall-effect), and
+  of one row (index(1000) slowed by page faults, whose kernel time counts cannot see; --wall-effect), and
   the twin suite (the same 42 operations as TimerSuite rows) A/A. Printed besides: the plain rows left
   inconclusive that their twin decided, the two median MDEs, each target's channel and label, and the
   counts phase's minutes.
@@ -450,7 +450,7 @@ def print_targets(records: list[dict], calibration: dict) -> None:
 def plain_suite_records(tmp: Path, envs: Path, args, flags: list[str]) -> tuple[list[dict], dict]:
     """Issue 27's validation: a plain asv suite of 42 rows (plain_suite_counts.py: time_ methods with setup
     and params, no torchbench_core import), A/A, lone compute changes of `work` (--plain-effects), a lone
-    wall-time-only change of work(1000) (system calls), and the twin suite (the same 42 operations as
+    wall-time-only change of index(1000) (page faults), and the twin suite (the same 42 operations as
     TimerSuite rows) A/A; ours beside asv continuous (and asv compare unless --no-asv-compare)."""
     import plain_suite_counts as plain
 
@@ -458,7 +458,7 @@ def plain_suite_records(tmp: Path, envs: Path, args, flags: list[str]) -> tuple[
     path.mkdir()
     with step(f"making the plain suite's commits in {path}"):
         commits = plain.make_validation_repo(path, args.plain_effects, args.wall_effect)
-    print(f"== plain suite: {commits['wall_calls']} system call(s) for +{args.wall_effect:.0%} of work(1000)",
+    print(f"== plain suite: {commits['wall_pages']} page fault(s) for +{args.wall_effect:.0%} of index(1000)",
           flush=True)
     with step("building the environment (a short alert of the plain suite's A/A pair)"):
         run_alert(path, commits["base"], commits["docs"], tmp / "plain-warm", envs,
@@ -468,7 +468,7 @@ def plain_suite_records(tmp: Path, envs: Path, args, flags: list[str]) -> tuple[
     pairs = [("plain A/A", "plain: README only", "base", "docs", False, computed)]
     pairs += [(f"plain {e}", f"plain: work {e} compute", "base", e, True, computed)
               for e in commits if e.startswith("+")]
-    pairs += [("plain wall-only", f"plain: work(1000) +{args.wall_effect:.0%} wall time", "base", "wall", True,
+    pairs += [("plain wall-only", f"plain: index(1000) +{args.wall_effect:.0%} wall time", "base", "wall", True,
                walled), ("twin A/A", "twin (TimerSuite): README only", "twin", "twin docs", False, computed)]
     records = []
     repo = git.Repo(path)
