@@ -320,7 +320,7 @@ def build_example(tmp: Path, envs: Path, args) -> tuple[Path, dict, list[tuple[s
 
 def measure_pair(kind: str, name: str, repo: Path, base: str, head: str, work: Path, envs: Path,
                  flags: list[str], targeted: bool, ours: Path, asv_compare_too: bool = True,
-                 target=is_target) -> dict:
+                 target=is_target, asv_continuous_too: bool = True) -> dict:
     """Ours (its --out OURS, shared by the pairs of one repository), asv continuous and asv compare on one
     pair; what each flagged and how long it took. `targeted`: the head slows the target rows (else every row
     is identical code), those for which target(row title or asv name) is true; ASV_COMPARE_TOO: also `asv run`
@@ -344,9 +344,10 @@ def measure_pair(kind: str, name: str, repo: Path, base: str, head: str, work: P
                      "counts_delta": r.get("counts_delta"), "mde": (r["comparison"] or {}).get("mde")}
                     for r in rows if target(r["title"])]}}
     conf = ours / "asv.conf.json"
-    with step(f"{kind}: asv continuous {base[:8]} {head[:8]} in {work / 'asv-continuous'}"):
-        marks, minutes, note = run_asv_continuous(asv_conf(conf, work / "asv-continuous"), base, head)
-    record["asv_continuous"] = _asv_record(marks, minutes, target) | {"note": note}
+    if asv_continuous_too:
+        with step(f"{kind}: asv continuous {base[:8]} {head[:8]} in {work / 'asv-continuous'}"):
+            marks, minutes, note = run_asv_continuous(asv_conf(conf, work / "asv-continuous"), base, head)
+        record["asv_continuous"] = _asv_record(marks, minutes, target) | {"note": note}
     if asv_compare_too:
         with step(f"{kind}: asv run + asv compare {base[:8]} {head[:8]} in {work / 'asv-compare'}"):
             marks, minutes = asv_compare(asv_conf(conf, work / "asv-compare"), base, head)
@@ -479,7 +480,8 @@ def plain_suite_records(tmp: Path, envs: Path, args, flags: list[str]) -> tuple[
             records.append(measure_pair(kind, name, path, commits[base], commits[head], tmp / f"plain-r{rep}-p{i}",
                                         envs, flags, targeted=targeted, target=target,
                                         ours=tmp / ("twin-ours" if kind.startswith("twin") else "plain-ours"),
-                                        asv_compare_too=not args.no_asv_compare))
+                                        asv_compare_too=not (args.no_asv_compare or args.no_asv),
+                                        asv_continuous_too=not args.no_asv))
             print(_progress(records[-1]), flush=True)
     return records, commits
 
@@ -503,8 +505,9 @@ def print_plain(records: list[dict], twin_key) -> dict:
     print(f"  inconclusive rows: plain {out['inconclusive']['plain']}, twin {out['inconclusive']['twin']}; "
           f"plain rows inconclusive whose twin decided: {len(undecided)} {undecided[:6]}")
     m = out["mde_median"]
-    if m["plain"] and m["twin"]:
-        print(f"  median MDE: plain {m['plain']:.1%}, twin {m['twin']:.1%}: {m['plain'] / m['twin']:.2f}x (goal <= 1.2x)")
+    ratio = f"{m['plain'] / m['twin']:.2f}x" if m["plain"] and m["twin"] else "-"
+    shown = {k: "-" if v is None else f"{v:.1%}" for k, v in m.items()}  # none finite: too few processes
+    print(f"  median MDE: plain {shown['plain']}, twin {shown['twin']}: {ratio} (goal <= 1.2x)")
     print("\n== target rows (ours): status, decided by, label, counts change, wall-time ratio")
     for r in records:
         for t in r["ours"]["targets"]:
@@ -544,6 +547,7 @@ def main() -> None:
     trial.add_argument("--calibration-processes", type=int, default=7, help="fresh processes (default 7)")
     trial.add_argument("--no-asv-compare", action="store_true",
                        help="leave out the asv run + asv compare anchor (asv continuous stays)")
+    trial.add_argument("--no-asv", action="store_true", help="--plain-suite: leave out asv's commands too")
     trial.add_argument("--keep", action="store_true", help="keep the work folder (its path is printed)")
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="suite-validation-"))

@@ -74,6 +74,34 @@ def test_suite_validation_prints_ours_beside_asv_for_every_pair_kind():
 
 
 @pytest.mark.slow
+@pytest.mark.validation  # 13 minutes (five alerts with instruction counts): `pytest -m validation` runs it
+def test_suite_validation_measures_a_plain_asv_suite_beside_its_timer_suite_twin():
+    """--plain-suite at small settings (counts on: they are what it is about; asv's commands left out here,
+    the example's test runs them): the plain suite's pairs and its twin's A/A, each target's channel and
+    label, and the twin comparison."""
+    proc = subprocess.run([sys.executable, "evaluation/suite_validation.py", "--plain-suite", "--plain-effects", "0.05",
+                           "--budget-minutes", "0.05", "--min-rounds", "2", "--no-asv"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=1200)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    out = proc.stdout
+    table = out.split("== false alerts per row")[1]
+    assert re.search(r"\n  plain A/A +1 +\d+/42 / - / - ", table), table
+    assert re.search(r"\n  twin A/A +1 +\d+/42 / - / - ", table), table
+    # no other row flagged; the two small sizes found by their counts (+20-32%), work(1000)'s +2% is left
+    # to the wall time (a time_ method's counts decide beyond 5%), which this short budget cannot decide
+    assert re.search(r"\n  plain \+5% +1 +0/39 / - / - +[23]/3 / - / - ", table), table
+    assert re.search(r"\n  plain wall-only +1 +\d+/41 / - / - +\d/1 ", table), table
+    targets = out.split("== target rows (ours)")[1]
+    assert len(re.findall(r"plain \+5% +bench_plain\.PurePython\.time_call\('work', (?:10|100)\) +regressed +instruction "
+                          r"counts +compute", targets)) == 2, targets
+    # the page faults are wall time only: counts flat (the label says so), the wall-time test decides
+    (wall,) = [line for line in targets.splitlines() if "plain wall-only" in line and "('index', 1000)" in line]
+    assert "wall time only (memory, cache, or noise)" in wall and "instruction counts" not in wall, wall
+    assert abs(float(re.search(r" ([+-]\d+\.\d+)% ", wall).group(1))) < 0.5, wall
+    assert "== the plain asv suite beside its twin" in out and "median MDE: plain" in out, out[-3000:]
+
+
+@pytest.mark.slow
 def test_stats_validation_states_each_rate_beside_its_measured_value_and_the_stated_ones_hold():
     """evaluation/stats_validation.py at small settings on the recorded 48-round pool (deterministic: seeded
     draws of real values). The rates the alert states hold here: no A/A suite flagged, 'unchanged' said of a

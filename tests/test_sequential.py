@@ -184,6 +184,23 @@ def test_counts_that_differ_between_valgrind_processes_do_not_decide():
     assert change.label == WALL_ONLY
 
 
+def test_a_time_methods_counts_label_beyond_3_and_decide_beyond_5_percent():
+    """A time_ method counted call by call moves with the memory layout by up to 4%: a 2.8% move is not
+    compute, a 4% one is compute but decides nothing, a 6% one decides (after its second process)."""
+    evidence = Evidence()
+    job = ("b.time_x", 0)
+    evidence.jobs[job] = JobInfo("b.time_x", by_call=True)
+    for moved, label, pending in ((1.028, WALL_ONLY, False), (1.04, COMPUTE, False), (1.06, COMPUTE, True)):
+        evidence.counts["base"][job], evidence.counts["head"][job] = [100.0] * 3, [100.0 * moved] * 3
+        change = count_change(evidence, job, 0.01)
+        assert (change.label, change.pending, change.decides) == (label, pending, False), moved
+    evidence.counts_again["base"][job], evidence.counts_again["head"][job] = [100.0] * 3, [106.0] * 3
+    assert count_change(evidence, job, 0.01).decides
+    evidence.jobs[job] = JobInfo("b.time_x")  # a TimerSuite case: 1% decides
+    evidence.counts["head"][job] = evidence.counts_again["head"][job] = [102.0] * 3
+    assert count_change(evidence, job, 0.01).decides
+
+
 def test_counts_advisory_between_builds_are_never_counted_again():
     evidence = Evidence(builds_differ="torch 2.13.0 vs 2.14.1")
     job = ("b", 0)

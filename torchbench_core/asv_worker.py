@@ -369,7 +369,8 @@ def plan(suite: Path, jobs: list[list], out: Path) -> None:
 def counts(suite: Path, jobs: list[list], out: Path) -> None:
     """Count `jobs` ([name, index], or [name, index, calls per run, warm-up calls] for a `time_` case planned
     by the parent) in one valgrind process; writes {job key: {"counts": [...]} (a `time_` case's with its
-    "plan": [calls, warm-up]), {"uncountable": why} or {"error": why}}."""
+    "plan": [calls, warm-up]), {"uncountable": why}, {"skipped": true} (a TimerSuite combination without a
+    TimerSpec, which asv skips too) or {"error": why}}."""
     import tempfile
 
     from .asv_worker import AsvCall  # under `python -m` this module is __main__: pickle must name the real one
@@ -389,7 +390,9 @@ def counts(suite: Path, jobs: list[list], out: Path) -> None:
             elif suite_instance is not None:
                 benchmark.set_param_idx(index)
                 spec = suite_instance._specs.get(tuple(benchmark._current_params))
-                if spec is not None:
+                if spec is None:  # a combination without a TimerSpec: asv skips it, and so does this
+                    result[key] = {"skipped": True}
+                else:
                     cases.append(spec.timer())
                     keys.append(key)
         for key, benchmark, index, cache_file, (number, warmup) in _by_call(

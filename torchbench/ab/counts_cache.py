@@ -21,8 +21,8 @@ A file that cannot be read is reported and counted again; writes are atomic.
 
 An asv `time_` method is counted call by call, and its count per call moves
 by up to 3% with the number of calls per counted run (measured on a plain
-42-row suite: with each side planning its own calls from a native timing, 7
-of 42 identical rows differed by 0.4-3.0% between an A/A pair's sides; with
+42-row suite: with each side planning its own calls from a native timing, 8
+of 42 identical rows differed by 0.6-3.0% between an A/A pair's sides; with
 one plan for both, all 42 agreed to the instruction). So each such case is
 planned once (calls per run, warm-up calls) and the plan is kept beside the
 counts, OUT/counts/plans/<suite digest>.json (CountPlans), for every commit

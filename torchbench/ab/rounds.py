@@ -250,6 +250,8 @@ def collect_counts(suite: Path, side: Side, jobs: list[Job], evidence: Evidence,
     counted, failures = {}, {}
     for job in missing:
         result = found.get(f"{job[0]}|{job[1]}") or {"error": "the counting worker returned nothing for it"}
+        if result.get("skipped"):  # a combination the suite does not define: no row, nothing to count
+            continue
         if "counts" in result:
             counted[cases[job]] = result["counts"]
             continue
