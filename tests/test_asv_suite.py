@@ -179,6 +179,17 @@ def test_a_counts_suite_counts_every_case_in_one_valgrind_process_under_asv_runn
     assert len(list(tmp_path.glob("*.pickle"))) == 1  # one setup_cache, one valgrind process, for both
 
 
+def worker_run(suite: Path, jobs: Path, out: Path, extra: dict) -> list[dict]:
+    """The worker's `run` of JOBS in the suite (environment: EXTRA besides the harness): each job's result."""
+    import json
+
+    env = {"PYTHONPATH": f"{ROOT}:{suite.parent}", "PATH": "/usr/bin:/bin", **extra}
+    proc = subprocess.run([sys.executable, "-m", "torchbench_core.asv_worker", "run", str(suite), "--jobs", str(jobs),
+                           "--out", str(out)], capture_output=True, text=True, env=env, cwd=suite.parent, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return [r for r in map(json.loads, out.read_text().splitlines()) if "job" in r]
+
+
 def test_the_worker_reports_each_jobs_seconds_and_takes_allocated_run_times(tmp_path):
     """`torchbench alert` sets a case's seconds of blocks a process through TORCHBENCH_RUN_TIMES (an
     environment variable, so an older commit's worker ignores it); every result says how long its job took."""
@@ -197,13 +208,7 @@ def test_the_worker_reports_each_jobs_seconds_and_takes_allocated_run_times(tmp_
     times.write_text(json.dumps({"bench_ops.Ops.track_time|0": 0.5}))
     timed = {}
     for name, extra in (("default", {}), ("allocated", {"TORCHBENCH_RUN_TIMES": str(times)})):
-        out = tmp_path / f"{name}.jsonl"
-        env = {"PYTHONPATH": f"{ROOT}:{tmp_path}", "PATH": "/usr/bin:/bin", **extra}
-        proc = subprocess.run([sys.executable, "-m", "torchbench_core.asv_worker", "run", str(suite), "--jobs",
-                               str(jobs), "--out", str(out)], capture_output=True, text=True, env=env, cwd=tmp_path,
-                              timeout=300)
-        assert proc.returncode == 0, proc.stderr
-        (result,) = [json.loads(line) for line in out.read_text().splitlines() if '"job"' in line]
+        (result,) = worker_run(suite, jobs, tmp_path / f"{name}.jsonl", extra)
         timed[name] = sum(result["samples"]) * result["number"]
         assert result["elapsed"] >= timed[name] > 0
     assert 0.04 <= timed["default"] < 0.25 and 0.45 <= timed["allocated"] < 1.0, timed
@@ -241,17 +246,9 @@ def test_a_plain_time_method_is_timed_for_its_allotted_seconds_with_asv_semantic
     times.write_text(json.dumps({f"{n}|0": 1.0 for n in names}))
     results = {}
     for name, extra in (("default", {}), ("allotted", {"TORCHBENCH_RUN_TIMES": str(times)})):
-        out = tmp_path / f"{name}.jsonl"
-        env = {"PYTHONPATH": f"{ROOT}:{tmp_path}", "PATH": "/usr/bin:/bin", **extra}
-        proc = subprocess.run([sys.executable, "-m", "torchbench_core.asv_worker", "run", str(suite), "--jobs",
-                               str(jobs), "--out", str(out)], capture_output=True, text=True, env=env, cwd=tmp_path,
-                              timeout=300)
-        assert proc.returncode == 0, proc.stderr
-        for line in out.read_text().splitlines():
-            r = json.loads(line)
-            if "job" in r:
-                assert "samples" in r, r  # no IndexError: each call had its setup
-                results[name, r["job"][0]] = r
+        for r in worker_run(suite, jobs, tmp_path / f"{name}.jsonl", extra):
+            assert "samples" in r, r  # no IndexError: each call had its setup
+            results[name, r["job"][0]] = r
     for job in ("bench_ops.Fresh.time_pop", "bench_ops.time_sum"):
         default, allotted = results["default", job], results["allotted", job]
         assert default["number"] > 10 and allotted["number"] > 10, (default, allotted)  # many calls a sample
