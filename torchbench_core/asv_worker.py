@@ -100,6 +100,12 @@ def _timer_suite(benchmark):
     return next((s for s in benchmark._attr_sources if isinstance(s, TimerSuite)), None)
 
 
+def _plain_time(benchmark) -> bool:
+    """A plain asv `time_` method (not a TimerSuite case, not `timeraw_`): counted call by call, and timed by
+    asv's own timing given its seconds a process."""
+    return _timer_suite(benchmark) is None and not uncountable(benchmark)
+
+
 def uncountable(benchmark) -> str:
     """Why a benchmark's instruction counts cannot be collected ("" where they can)."""
     if _timer_suite(benchmark) is not None:
@@ -187,7 +193,7 @@ def _run_one(benchmark, index: int, cache, run_time: float | None = None) -> dic
     benchmark.set_cache(cache)
     if benchmark.do_setup():
         return {"skipped": True}
-    if suite_instance is None and benchmark.type == "time" and not uncountable(benchmark):
+    if _plain_time(benchmark):
         _allot(benchmark, DEFAULT_RUN_TIME if run_time is None else run_time)
     try:
         result = benchmark.do_run()
@@ -329,7 +335,7 @@ def _plan_calls(benchmark, index: int, cache) -> tuple[int, int]:
     return _power_of_two(CALLS_SECONDS / each, 1, 64), _power_of_two(WARMUP_SECONDS / each, 8, 128)
 
 
-def _by_call(benchmarks: dict, jobs: list[list], tmp: Path, fail) -> dict:
+def _by_call(benchmarks: dict, jobs: list[list], tmp: Path, fail) -> list[tuple]:
     """For each countable `time_` job (not a TimerSuite case): (job key, benchmark, index, setup_cache's file,
     plan). A job's plan is its third and fourth fields where given, else made here. setup_cache's value is made
     here, natively, and reaches valgrind as a file. fail(key, error) records a job that cannot be planned."""
@@ -339,7 +345,7 @@ def _by_call(benchmarks: dict, jobs: list[list], tmp: Path, fail) -> dict:
         if benchmark is None:
             fail(key, f"LookupError: {name}: no such benchmark")
             continue
-        if _timer_suite(benchmark) is not None or uncountable(benchmark):
+        if not _plain_time(benchmark):
             continue
         try:
             cache = _load_cache(benchmark, tmp)
