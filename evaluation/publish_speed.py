@@ -13,7 +13,9 @@ environment. Measured in one run, interleaved, medians of --repeats:
   new commit ours after one more commit's results (every label) are added
   one label  ours after one more commit's results of one label only
 
-Wall time and peak RSS (/usr/bin/time) of each.
+Wall time, peak RSS of the largest process (/usr/bin/time) and peak PSS of the whole
+process tree (sampled every 20 ms: asv's step-detection pool and our forked
+children count together) of each.
 
     python evaluation/publish_speed.py [--commits 2000] [--benchmarks 200] [--repeats 3]
 """
@@ -28,6 +30,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -113,16 +116,53 @@ render_site(conf, {sha: i for i, sha in enumerate(shas)})
 """
 
 
-def measured(cmd: list[str]) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MiB) of one command."""
+def _tree(pid: int) -> list[int]:
+    """pid and its descendants (Linux: /proc/PID/task/TID/children)."""
+    found, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        found.append(p)
+        for children in Path(f"/proc/{p}/task").glob("*/children"):
+            try:
+                todo += [int(c) for c in children.read_text().split()]
+            except OSError:
+                continue
+    return found
+
+
+def _pss_mib(pids: list[int]) -> float:
+    """The processes' proportional set sizes summed: each shared page (a forked child's inherited memory)
+    counted once, split between its sharers, so the sum is what the tree occupies together."""
+    total = 0
+    for p in pids:
+        try:
+            with open(f"/proc/{p}/smaps_rollup") as f:
+                total += next(int(line.split()[1]) for line in f if line.startswith("Pss:"))
+        except (OSError, StopIteration):
+            continue
+    return total / 1024
+
+
+def measured(cmd: list[str]) -> tuple[float, float, float]:
+    """Wall seconds, peak RSS of its largest process (MiB, /usr/bin/time) and peak PSS of its whole process
+    tree (MiB, sampled every 20 ms: asv's step-detection pool and our forked children together)."""
     with tempfile.NamedTemporaryFile("r", suffix=".txt") as f:
         start = time.perf_counter()
-        proc = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", f.name, *cmd], capture_output=True, text=True,
-                              cwd=ROOT)
+        proc = subprocess.Popen(["/usr/bin/time", "-f", "%M", "-o", f.name, *cmd], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, cwd=ROOT)
+        peak = 0.0
+        pipes = threading.Thread(target=lambda: outputs.append(proc.communicate()), daemon=True)
+        outputs: list[tuple[str, str]] = []
+        pipes.start()
+        while proc.poll() is None:
+            peak = max(peak, _pss_mib(_tree(proc.pid)))
+            time.sleep(0.02)
+        pipes.join()
         wall = time.perf_counter() - start
         if proc.returncode != 0:
-            sys.exit(f"{cmd} failed ({proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}")
-        return wall, int(f.read().split()[-1]) / 1024
+            out, err = outputs[0] if outputs else ("", "")
+            sys.exit(f"{cmd} failed ({proc.returncode}):\n{out[-2000:]}\n{err[-3000:]}")
+        return wall, int(f.read().split()[-1]) / 1024, peak
 
 
 def main() -> None:
@@ -162,7 +202,7 @@ def main() -> None:
 
         one_label = dict(list(benches.items())[:1])
         cases = ["anchor", "ours", "both", "unchanged", "new commit", "new commit, one label"]
-        times: dict[str, list[tuple[float, float]]] = {k: [] for k in cases}
+        times: dict[str, list[tuple[float, float, float]]] = {k: [] for k in cases}
         for r in range(args.repeats):
             commit(None)
             times["anchor"].append(measured(commands["anchor"]))
@@ -177,20 +217,22 @@ def main() -> None:
             measured(commands["ours"])  # back to the cache of the history without it
             commit(one_label)
             times["new commit, one label"].append(measured(commands["ours"]))
-            print(f"   repeat {r + 1}: " + ", ".join(f"{k} {v[-1][0]:.1f} s / {v[-1][1]:.0f} MiB"
+            print(f"   repeat {r + 1}: " + ", ".join(f"{k} {v[-1][0]:.1f} s / {v[-1][1]:.0f} / {v[-1][2]:.0f} MiB"
                                                     for k, v in times.items()), flush=True)
-        med = {k: (statistics.median(t for t, _ in v), statistics.median(m for _, m in v)) for k, v in times.items()}
-        a_t, a_m = med["anchor"]
-        print(f"\n{args.commits} commits x {len(benches) * len(CASES)} rows, medians of {args.repeats}:\n")
-        print("| publish | wall time | / asv publish | peak RSS | / asv publish |")
-        print("|---|---|---|---|---|")
+        med = {k: tuple(statistics.median(x[i] for x in v) for i in range(3)) for k, v in times.items()}
+        a_t, a_m, a_p = med["anchor"]
+        print(f"\n{args.commits} commits x {len(benches) * len(CASES)} rows, medians of {args.repeats} "
+              f"(peak RSS: the largest process, /usr/bin/time; peak PSS: the whole process tree, sampled):\n")
+        print("| publish | wall time | / asv publish | peak RSS | / asv publish | peak PSS | / asv publish |")
+        print("|---|---|---|---|---|---|---|")
         labels = {"anchor": "asv publish (asv's pages)", "ours": "torchbench pages alone, no cache",
                   "both": "asv publish + torchbench plugin, no cache",
                   "unchanged": "ours again, nothing new", "new commit": "ours, one new commit (every label)",
                   "new commit, one label": "ours, one new commit of one label"}
         for name, label in labels.items():
-            t, m = med[name]
-            print(f"| {label} | {t:.1f} s | {t / a_t:.2f} | {m:.0f} MiB | {m / a_m:.2f} |")
+            t, m, pss = med[name]
+            print(f"| {label} | {t:.1f} s | {t / a_t:.2f} | {m:.0f} MiB | {m / a_m:.2f} | {pss:.0f} MiB | "
+                  f"{pss / a_p:.2f} |")
     finally:
         shutil.rmtree(base, ignore_errors=True)
 

@@ -57,6 +57,23 @@ def test_a_second_publish_of_the_same_results_reads_and_renders_nothing_and_writ
     assert second == first
 
 
+def test_labels_rendered_on_every_core_are_the_pages_rendered_one_after_another(history, capsys, monkeypatch):
+    """The labels' pages and the change-point search run in forked workers (publish/forked.py); the site
+    is byte for byte the one rendered in this process alone, and the summary counts every label."""
+    import shutil
+
+    from torchbench.publish import forked
+
+    if not forked.FORK:
+        pytest.skip("forking is used on Linux only")
+    parallel = publish(history, 4)
+    assert summary(capsys).endswith("labels: 3 rendered, 0 unchanged")
+    shutil.rmtree(history["tmp"] / "out" / page_cache.FOLDER)
+    monkeypatch.setattr(forked, "FORK", False)
+    assert publish(history, 4) == parallel
+    assert summary(capsys).endswith("labels: 3 rendered, 0 unchanged")
+
+
 def test_a_new_commit_of_one_label_re_renders_that_label_alone(history, capsys):
     first = publish(history, 4)
     capsys.readouterr()

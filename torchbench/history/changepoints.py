@@ -301,6 +301,27 @@ def histories(rows: Iterable[Row], order: dict[str, int]) -> list[History]:
                        for r in rows if r.status == "ok" and r.commit in order)
 
 
-def find_steps(found: Iterable[History], **options) -> list[Found]:
-    """The steps in every history (options: detect's floor, alpha, penalty, windows)."""
-    return [Found(h, s) for h in found for s in detect(h.values, h.intervals, **options)]
+def _in_order(job: Callable[[int], object], n: int) -> list:
+    return [job(i) for i in range(n)]
+
+
+def find_steps(found: Iterable[History], *, windows: Windows | None = None,
+               each: Callable[[Callable[[int], object], int], list] = _in_order, **options) -> list[Found]:
+    """The steps in every history (options: detect's floor, alpha, penalty). `windows`: the search's memo,
+    which gets every window looked at in its `used`. `each(job, n)` gives [job(0), ..., job(n - 1)]: in
+    order here by default; publish/forked.map_forked runs them on every core, so a job's memo is its own
+    and comes back with its steps."""
+    histories = list(found)
+    windows = windows if windows is not None else Windows()
+    if sum(len(h.values) >= 2 * MIN_SEGMENT for h in histories) > 1:
+        import ruptures  # noqa: F401 - once, here: forked workers would each import it (~70 MiB apiece)
+
+    def job(i: int) -> tuple[list[Step], dict]:
+        mine = Windows(windows.known)
+        return detect(histories[i].values, histories[i].intervals, windows=mine, **options), mine.used
+
+    out = []
+    for h, (steps, used) in zip(histories, each(job, len(histories))):
+        windows.used.update(used)
+        out += [Found(h, s) for s in steps]
+    return out

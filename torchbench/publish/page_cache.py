@@ -133,7 +133,6 @@ class SiteCache:
             return False
         for f, dest in targets.items():
             shutil.copyfile(folder / f, dest)
-        self.copied += 1
         return True
 
     def keep_page(self, name: str, digest: str, targets: dict[str, Path]) -> None:
@@ -143,7 +142,12 @@ class SiteCache:
         for f, dest in targets.items():
             shutil.copyfile(dest, folder / f)
         _store(folder / "digest.pickle", renderer(), digest)
-        self.rendered += 1
+
+    def count_pages(self, rendered: int, copied: int) -> None:
+        """Labels rendered and copied, for the summary: counted by the caller, as `page` and `keep_page`
+        may run in forked workers (forked.map_forked) whose counts would stay there."""
+        self.rendered += rendered
+        self.copied += copied
 
     def summary(self) -> str:
         shared = f", {self.shared} as asv's publish read them" if self.shared else ""

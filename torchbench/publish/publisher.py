@@ -49,7 +49,7 @@ from ..asv_bridge import results
 from ..history import changepoints
 from ..history.step_record import CONFIRMED, shown_status
 from ..profiling import flamegraph
-from . import assets, charts, page_cache, pages, steps_page
+from . import assets, charts, forked, page_cache, pages, steps_page
 
 __all__ = ["TorchbenchPages", "render_pages", "render_site", "row_anchor"]
 
@@ -491,30 +491,47 @@ class _Shared(NamedTuple):
 
 
 _shared: dict[Path, _Shared] = {}  # results folder -> its primed cache, in this process
+_rendered: dict[Path, list[str]] = {}  # results folder -> the warnings of the pages written during asv's publish
+
+
+def _revisions(repo, commits: set[str]) -> dict[str, int]:
+    """asv's revision numbers of these commits, as its publish computes them after its first pass
+    (Publish.run: the commits with results and the tags, numbered by repo.get_revisions)."""
+    return repo.get_revisions(commits | set(repo.get_tags().values()))
 
 
 def _sharing(original):
-    """asv 0.6.6's Publish.iter_results, taking our records from each Results it parses.
+    """asv 0.6.6's Publish.iter_results, taking our records from each Results it parses, and writing our
+    pages when its first pass is over.
 
     asv's publish parses every result file (twice: its parameters, then its graphs) and hands its
     publishers only the graphs, which hold medians; our pages need the samples. asv has no seam for
     this, so this one staticmethod is wrapped (as asv_bridge/plugin.py wraps what it must): each file's
-    records go into the site cache as asv parses it, and render_site takes them from there instead of
-    parsing every file a third time."""
+    records go into the site cache as asv parses it. When the first pass ends, the pages are rendered
+    from there, before asv builds its graphs: a publish of 2000 commits x 200 rows holds ~110 MiB of
+    asv's graph points from then on, and our pages need ~100 MiB more while they are made, so made
+    after asv's graphs the two would add up (evaluation/publish_speed.py measured 1.7x the peak memory
+    of asv's publish alone). The publisher's `publish` then only adds the nav link and assets."""
     def iter_results(conf, repo, range_spec=None):
-        results_dir = Path(conf.results_dir)
-        shared = _shared.get(results_dir.resolve())
-        if shared is None:
+        results_dir = Path(conf.results_dir).resolve()
+        first = results_dir not in _rendered
+        shared = _shared.get(results_dir)
+        if shared is None and first:
             warnings: list[str] = []
-            shared = _shared[results_dir.resolve()] = _Shared(
-                page_cache.SiteCache(results_dir.resolve().parent), results.Definitions.read(results_dir, warnings),
-                warnings)
+            shared = _shared[results_dir] = _Shared(page_cache.SiteCache(results_dir.parent),
+                                                    results.Definitions.read(results_dir, warnings), warnings)
+        commits = set()
         for loaded in original(conf, repo, range_spec):
-            try:
-                shared.cache.prime(results.loaded_file(results_dir, loaded, shared.definitions, shared.warnings))
-            except OSError:  # gone since asv read it: our own reading names it
-                pass
+            commits.add(loaded.commit_hash)
+            if first:
+                try:
+                    shared.cache.prime(results.loaded_file(results_dir, loaded, shared.definitions,
+                                                           shared.warnings))
+                except OSError:  # gone since asv read it: our own reading names it
+                    pass
             yield loaded
+        if first:
+            _rendered[results_dir] = forked.in_a_child(render_site, conf, _revisions(repo, commits))
 
     iter_results._torchbench = True
     return iter_results
@@ -575,13 +592,16 @@ def render_pages(found, site: Path, *, out_dir: Path, revisions: dict[str, int],
     (site / "series").mkdir(exist_ok=True)
     up = {k: f"../{v}" for k, v in profiles.items()}
     up_diffs = {k: f"../{v}" for k, v in diffs.items()}
-    for page, series in zip(compare_pages, series_pages):
+
+    def label(i: int) -> bool:
+        """Label i's two pages, copied from the cache (False) or rendered (True)."""
+        page, series = compare_pages[i], series_pages[i]
         targets = {"compare.html": site / "compare" / f"{page.slug}.html",
                    "series.html": site / "series" / f"{page.slug}.html"}
         page_steps = by_page.get(page.slug, [])
         digest = _digest(page, up, up_diffs, project, page_steps) if cache else ""
         if cache and cache.page(page.slug, digest, targets):
-            continue
+            return False
         text = env.get_template("compare.html.j2").render(**_compare_context(page, up, page_steps), root="../")
         targets["compare.html"].write_text(text)
         text = env.get_template("series.html.j2").render(**_series_context(series, up, up_diffs, page_steps),
@@ -589,6 +609,11 @@ def render_pages(found, site: Path, *, out_dir: Path, revisions: dict[str, int],
         targets["series.html"].write_text(text)
         if cache:
             cache.keep_page(page.slug, digest, targets)
+        return True
+
+    rendered = forked.map_forked(label, len(compare_pages))
+    if cache:
+        cache.count_pages(rendered=sum(rendered), copied=len(rendered) - sum(rendered))
     index = env.get_template("index.html.j2").render(
         labels=_landing_context(compare_pages, series_pages, steps), warnings=warnings, root="",
         profiles=len(profiles), project=project, percent=steps_page.percent, spark_commits=SPARK_COMMITS)
@@ -667,7 +692,9 @@ class TorchbenchPages(OutputPublisher):
 
     @classmethod
     def publish(cls, conf, repo, benchmarks, graphs, revisions):
-        warnings = render_site(conf, revisions)
+        warnings = _rendered.pop(Path(conf.results_dir).resolve(), None)
+        if warnings is None:  # not written during asv's first pass (see _sharing)
+            warnings = render_site(conf, revisions)
         for warning in warnings:
             print(f"torchbench: warning: {warning}", file=sys.stderr)
         html_dir = Path(conf.html_dir)

@@ -30,7 +30,7 @@ from torchbench_core.storage import atomic_write_text
 
 from ..errors import UserError
 from ..history import changepoints
-from . import pages
+from . import forked, pages
 from ..history.step_record import CONFIRMED, REFUTED, UNCONFIRMED, read_record, record_key
 
 __all__ = ["SCHEMA", "FEED", "anchor", "histories_of", "collect", "write"]
@@ -79,7 +79,7 @@ def collect(series_pages: list[pages.SeriesPage], revisions: dict[str, int], out
         record = {}
     histories, series_of = histories_of(series_pages, revisions)
     steps = {}
-    for f in changepoints.find_steps(histories, windows=windows):
+    for f in changepoints.find_steps(histories, windows=windows, each=forked.map_forked):
         entry = f.to_dict()
         steps[record_key(entry)] = {**entry, "status": UNCONFIRMED, "confirmation": None, "culprit": None}
     for key, entry in record.items():
