@@ -2,7 +2,6 @@
 that gives its memory back, and per-label work on every core), with the outcome of running it here."""
 
 import os
-import signal
 
 import numpy as np
 import pytest
@@ -18,33 +17,61 @@ def _rss_mib() -> float:
         return next(int(line.split()[1]) for line in f if line.startswith("VmRSS")) / 1024
 
 
-def test_the_child_returns_its_result_and_its_memory_is_not_kept_here():
+_taken: list = []  # what the helper's child has taken (its copy)
+
+
+def _take(item) -> None:
+    if item == "exit":
+        os._exit(7)
+    if item == "bad":
+        raise ValueError("bad cell in file x")
+    _taken.append(item)
+
+
+def _finish(scale: int) -> tuple[int, list]:
+    held = np.ones(50_000_000)  # 400 MB, touched: lives and dies in the child
+    return os.getpid(), [x * scale for x in _taken] + [int(held.sum())]
+
+
+def test_a_helper_takes_items_while_this_process_goes_on_and_gives_its_memory_back():
     before = _rss_mib()
-
-    def allocate() -> tuple[int, float]:
-        held = np.ones(50_000_000)  # 400 MB, touched
-        return os.getpid(), float(held.sum())
-
-    pid, total = forked.in_a_child(allocate)
-    assert pid != os.getpid() and total == 50_000_000
-    assert _rss_mib() - before < 50  # the 400 MB lived and died in the child
-
-
-def test_a_childs_exception_is_raised_here_with_its_traceback():
-    def fails() -> None:
-        raise ValueError("bad cell in label x")
-
-    with pytest.raises(ValueError, match="bad cell in label x") as raised:
-        forked.in_a_child(fails)
-    assert any("in the forked process running fails" in n and "ValueError" in n
-               for n in raised.value.__notes__)
+    with forked.Helper(_take, _finish, "testing") as helper:
+        for i in range(100):
+            helper.put(i)
+        pid, got = helper.finish(3)
+    assert pid != os.getpid()
+    assert got == [3 * i for i in range(100)] + [50_000_000]
+    assert _taken == []  # taken there, not here
+    assert _rss_mib() - before < 50
 
 
-def test_a_child_that_dies_without_a_result_says_how_it_ended():
-    with pytest.raises(RuntimeError, match=r"ended without a result \(exit status 7\)"):
-        forked.in_a_child(lambda: os._exit(7))
-    with pytest.raises(RuntimeError, match=rf"killed by signal {int(signal.SIGKILL)}"):
-        forked.in_a_child(lambda: os.kill(os.getpid(), signal.SIGKILL))
+def test_a_helpers_exception_is_raised_by_finish_with_its_traceback():
+    with forked.Helper(_take, _finish, "testing") as helper:
+        helper.put(1)
+        helper.put("bad")
+        helper.put(2)  # not taken after the first exception; nothing hangs
+        with pytest.raises(ValueError, match="bad cell in file x") as raised:
+            helper.finish(1)
+    assert any("in the forked process testing" in n and "ValueError" in n for n in raised.value.__notes__)
+
+    def fails(scale):
+        raise KeyError("no such label")
+
+    with pytest.raises(KeyError, match="no such label"):
+        forked.Helper(_take, fails, "testing").finish(1)
+
+
+def test_a_helper_that_dies_says_how_it_ended_and_one_never_finished_ends_with_this_process_s_with():
+    with forked.Helper(_take, _finish, "testing") as helper:
+        helper.put("exit")
+        for i in range(10):  # into a dead pipe: no error here
+            helper.put(i)
+        with pytest.raises(RuntimeError, match=r"the process testing ended without a result \(exit status 7\)"):
+            helper.finish(1)
+    with forked.Helper(_take, _finish, "testing") as helper:
+        helper.put(1)
+        child = helper._process
+    assert not child.is_alive() and child.exitcode == 0
 
 
 def test_map_forked_keeps_the_order_uses_several_processes_and_raises_a_workers_exception():

@@ -5,9 +5,11 @@ A publish with our plugin runs inside `asv publish`, one process that keeps ever
 ends. Two things follow (measured by evaluation/publish_speed.py, 2000 commits x 200 rows):
 - memory: our pages need ~130 MiB while they are made (ruptures' import of scipy alone keeps ~70 MiB,
   and the arenas of a million small objects stay fragmented after they are freed), and asv's graphs
-  take ~110 MiB on top of whatever we leave; a child process (`in_a_child`) hands it all back;
-- time: asv's publish is one process (but for its step detection); the change-point search and the
-  pages of each label are independent, so `map_forked` runs them on every core.
+  take ~110 MiB on top of whatever we leave; a child process (`Helper`) hands it all back when it ends;
+- time: asv's publish is one process (but for its step detection). A `Helper` forked when asv starts
+  reading takes each file's cells as asv parses it and turns them into the pages' records on the other
+  core; the change-point search and the pages of each label are independent, so `map_forked` runs them
+  on every core.
 
 Forking, not spawning: the workers inherit what the pages were built from (no pickling of a history's
 cells) and start in milliseconds. Only where fork is safe (Linux); elsewhere everything runs in this
@@ -22,7 +24,7 @@ import sys
 import traceback
 from typing import Callable, TypeVar
 
-__all__ = ["FORK", "WORKERS", "in_a_child", "map_forked"]
+__all__ = ["FORK", "WORKERS", "Helper", "map_forked"]
 
 T = TypeVar("T")
 
@@ -30,46 +32,103 @@ FORK = sys.platform.startswith("linux")
 WORKERS = max(1, min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
 
 
-def in_a_child(work: Callable[..., T], *args) -> T:
-    """work(*args) in a forked process that this one waits for (in this process where fork is unsafe).
-    Its exception is raised here, with the child's traceback as a note; a child that dies without a
-    result (killed, out of memory) is a RuntimeError saying how it ended."""
-    if not FORK:
-        return work(*args)
-    context = multiprocessing.get_context("fork")
-    receive, send = context.Pipe(duplex=False)
+def _died(process, what: str) -> RuntimeError:
+    code = process.exitcode
+    how = f"killed by signal {-code}" if code is not None and code < 0 else f"exit status {code}"
+    return RuntimeError(f"torchbench: the process {what} ended without a result ({how})")
 
-    def child() -> None:
-        try:
-            outcome = (True, work(*args))
-        except BaseException as e:  # noqa: BLE001 - handed to the parent, which raises it
-            outcome = (False, (e, traceback.format_exc()))
-        try:
-            send.send(outcome)
-        except Exception as e:  # noqa: BLE001 - what does not pickle still goes, as text
-            where = outcome[1][1] if not outcome[0] else ""
-            send.send((False, (RuntimeError(f"{type(e).__name__}: {e}"), where)))
 
-    process = context.Process(target=child, name=f"torchbench: {getattr(work, '__name__', 'work')}")
-    process.start()
-    send.close()
-    try:
-        ok, value = receive.recv()
-    except EOFError:
-        ok, value = None, None
-    finally:
-        process.join()
-        receive.close()
-    if ok is None:
-        code = process.exitcode
-        how = f"killed by signal {-code}" if code is not None and code < 0 else f"exit status {code}"
-        raise RuntimeError(f"torchbench: the process running {getattr(work, '__name__', 'the work')} ended "
-                           f"without a result ({how})")
-    if ok:
-        return value
-    error, where = value
-    error.add_note(f"in the forked process running {getattr(work, '__name__', 'the work')}:\n{where}")
-    raise error
+class Helper:
+    """A forked process that is handed items as they come (`put`: take(item) runs there, while this
+    process goes on) and then one last call whose result comes back (`finish`: finish(*args) there).
+    Its exception, in take or finish, is raised by `finish`, with its traceback as a note; take's first
+    exception stops it taking more. Where fork is unsafe, take and finish run here as they are called.
+    `close` (also on leaving a `with`) ends a helper that was not finished."""
+
+    def __init__(self, take: Callable[[object], None], finish: Callable[..., T], name: str):
+        self.name, self._take, self._finish = name, take, finish
+        self._process = None
+        self._error: tuple[BaseException, str] | None = None
+        if not FORK:
+            return
+        context = multiprocessing.get_context("fork")
+        self._here, there = context.Pipe(duplex=True)
+        self._process = context.Process(target=self._serve, args=(there,), name=f"torchbench: {name}")
+        self._process.start()
+        there.close()
+
+    def _serve(self, connection) -> None:  # in the child
+        self._here.close()  # this process's copy of the parent's end: else closing that end is no EOF here
+        error = None
+        while True:
+            try:
+                kind, value = connection.recv()
+            except EOFError:  # closed without finishing
+                return
+            if kind == "item":
+                if error is None:
+                    try:
+                        self._take(value)
+                    except BaseException as e:  # noqa: BLE001 - told at finish
+                        error = (e, traceback.format_exc())
+                continue
+            if error is not None:
+                outcome = (False, error)
+            else:
+                try:
+                    outcome = (True, self._finish(*value))
+                except BaseException as e:  # noqa: BLE001 - handed to the parent, which raises it
+                    outcome = (False, (e, traceback.format_exc()))
+            try:
+                connection.send(outcome)
+            except Exception as e:  # noqa: BLE001 - what does not pickle still goes, as text
+                connection.send((False, (RuntimeError(f"{type(e).__name__}: {e}"),
+                                         outcome[1][1] if not outcome[0] else "")))
+            return
+
+    def put(self, item) -> None:
+        if self._process is None:
+            if self._error is None:
+                try:
+                    self._take(item)
+                except Exception as e:  # noqa: BLE001 - raised at finish, as from a child
+                    self._error = (e, traceback.format_exc())
+            return
+        try:
+            self._here.send(("item", item))
+        except (BrokenPipeError, ConnectionResetError):  # it died: finish says how
+            pass
+
+    def finish(self, *args) -> T:
+        if self._process is None:
+            if self._error is not None:
+                raise self._error[0]
+            return self._finish(*args)
+        try:
+            self._here.send(("finish", args))
+            ok, value = self._here.recv()
+        except (EOFError, BrokenPipeError, ConnectionResetError):
+            ok, value = None, None
+        finally:
+            self.close()
+        if ok is None:
+            raise _died(self._process, self.name)
+        if ok:
+            return value
+        error, where = value
+        error.add_note(f"in the forked process {self.name}:\n{where}")
+        raise error
+
+    def close(self) -> None:
+        if self._process is not None and not self._here.closed:
+            self._here.close()
+            self._process.join()
+
+    def __enter__(self) -> "Helper":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 _job: Callable | None = None  # what the workers of map_forked call: set before they are forked

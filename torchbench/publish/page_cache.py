@@ -23,7 +23,7 @@ import hashlib
 import pickle
 import shutil
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 from torchbench_core.storage import atomic_write_bytes
 
@@ -31,7 +31,7 @@ from .. import resources
 from ..asv_bridge import results
 from . import pages
 
-__all__ = ["SiteCache", "renderer"]
+__all__ = ["SiteCache", "keep_records", "renderer"]
 
 FOLDER = Path("cache") / "site"
 
@@ -61,6 +61,13 @@ def _store(path: Path, key, value) -> None:
     atomic_write_bytes(path, pickle.dumps((key, value), protocol=pickle.HIGHEST_PROTOCOL), fsync=False)
 
 
+def keep_records(entry: Path, key: tuple, measured: results.Measured) -> list[pages.FileCells]:
+    """A result file's records (pages.file_cells of its measured cells), stored in the cache under `key`."""
+    found = [pages.file_cells(measured)] if measured.benchmark else []
+    _store(entry, key, found)
+    return found
+
+
 class SiteCache:
     def __init__(self, out_dir: Path):
         self.root = out_dir / FOLDER
@@ -85,16 +92,24 @@ class SiteCache:
             if stale not in seen:
                 stale.unlink(missing_ok=True)
 
-    def prime(self, file: results.ResultFile) -> None:
+    def prime(self, file: results.ResultFile, keep: Callable[[Path, tuple, results.Measured], None] | None = None
+              ) -> None:
         """Keep the records of a file read elsewhere (asv's publish has parsed it: loaded_file), so that
-        `records` takes them from the cache instead of parsing the file again."""
+        `records` takes them from the cache instead of parsing the file again. `keep(entry, key, measured)`
+        makes and stores them (`keep_records`, here by default; inside asv's publish a forked helper does
+        it on the other core while asv reads on)."""
         entry = self._entry(file)
         if entry in self.primed:  # asv parses every file twice
             return
-        _, was_read = self._records(file, entry)
         self.primed.add(entry)
-        self.shared += was_read
-        self.reused += not was_read
+        key = (renderer(), file.stamp)
+        if _load(entry, key) is not None:
+            self.reused += 1
+            return
+        self.shared += 1
+        measured = file.measure()
+        if measured is not None:  # else named in a warning by the reader; nothing to keep
+            (keep or keep_records)(entry, key, measured)
 
     def _entry(self, file: results.ResultFile) -> Path:
         return self.root / "records" / file.path.parent.name / f"{file.path.name}.pickle"
@@ -108,9 +123,7 @@ class SiteCache:
         measured = file.measure()
         if measured is None:  # named in a warning by the reader; nothing to keep
             return [], True
-        found = [pages.file_cells(measured)] if measured.benchmark else []
-        _store(entry, key, found)
-        return found, True
+        return keep_records(entry, key, measured), True
 
     # -- change-point windows --------------------------------------------------------------------------
     def windows(self) -> dict:

@@ -506,35 +506,46 @@ def _sharing(original):
 
     asv's publish parses every result file (twice: its parameters, then its graphs) and hands its
     publishers only the graphs, which hold medians; our pages need the samples. asv has no seam for
-    this, so this one staticmethod is wrapped (as asv_bridge/plugin.py wraps what it must): each file's
-    records go into the site cache as asv parses it. When the first pass ends, the pages are rendered
-    from there, before asv builds its graphs: a publish of 2000 commits x 200 rows holds ~110 MiB of
-    asv's graph points from then on, and our pages need ~100 MiB more while they are made, so made
-    after asv's graphs the two would add up (evaluation/publish_speed.py measured 1.7x the peak memory
-    of asv's publish alone). The publisher's `publish` then only adds the nav link and assets."""
+    this, so this one staticmethod is wrapped (as asv_bridge/plugin.py wraps what it must). On the first
+    pass, each file's measured cells are taken from asv's parse here and handed to a forked helper
+    (forked.Helper), which makes and stores their records on the other core while asv reads on. When
+    the pass ends, the same helper writes the pages and ends: what it used (importing ruptures alone
+    keeps ~70 MiB) goes back before asv builds its graphs, which hold ~110 MiB of points from then on
+    at 2000 commits x 200 rows. The publisher's `publish` then only adds the nav link and the assets.
+    Measured by evaluation/publish_speed.py (docs/results.md#the-site)."""
     def iter_results(conf, repo, range_spec=None):
         results_dir = Path(conf.results_dir).resolve()
-        first = results_dir not in _rendered
-        shared = _shared.get(results_dir)
-        if shared is None and first:
-            warnings: list[str] = []
-            shared = _shared[results_dir] = _Shared(page_cache.SiteCache(results_dir.parent),
-                                                    results.Definitions.read(results_dir, warnings), warnings)
+        if results_dir in _rendered:  # asv's second pass: the pages are written
+            yield from original(conf, repo, range_spec)
+            return
+        warnings: list[str] = []
+        shared = _Shared(page_cache.SiteCache(results_dir.parent), results.Definitions.read(results_dir, warnings),
+                         warnings)
         commits = set()
-        for loaded in original(conf, repo, range_spec):
-            commits.add(loaded.commit_hash)
-            if first:
+        with forked.Helper(_keep_records, _render_shared, "writing torchbench's pages") as helper:
+            for loaded in original(conf, repo, range_spec):
+                commits.add(loaded.commit_hash)
                 try:
-                    shared.cache.prime(results.loaded_file(results_dir, loaded, shared.definitions,
-                                                           shared.warnings))
+                    with _without_cycle_collection():
+                        shared.cache.prime(results.loaded_file(results_dir, loaded, shared.definitions, warnings),
+                                           keep=lambda *made: helper.put(made))
                 except OSError:  # gone since asv read it: our own reading names it
                     pass
-            yield loaded
-        if first:
-            _rendered[results_dir] = forked.in_a_child(render_site, conf, _revisions(repo, commits))
+                yield loaded
+            _rendered[results_dir] = helper.finish(conf, _revisions(repo, commits), shared)
 
     iter_results._torchbench = True
     return iter_results
+
+
+def _keep_records(made: tuple) -> None:
+    page_cache.keep_records(*made)
+
+
+def _render_shared(conf, revisions: dict[str, int], shared: _Shared) -> list[str]:
+    """render_site with what asv's first pass gave (the cache's counts, what reading said)."""
+    _shared[Path(conf.results_dir).resolve()] = shared
+    return render_site(conf, revisions)
 
 
 def setup() -> None:
