@@ -40,13 +40,15 @@ def _died(process, what: str) -> RuntimeError:
 
 class Helper:
     """A forked process that is handed items as they come (`put`: take(item) runs there, while this
-    process goes on) and then one last call whose result comes back (`finish`: finish(*args) there).
+    process goes on) and then one last call whose result comes back (`finish`: finish(*args) there);
+    `prepare()` runs there first, while the first items wait (imports the last call needs).
     Its exception, in take or finish, is raised by `finish`, with its traceback as a note; take's first
     exception stops it taking more. Where fork is unsafe, take and finish run here as they are called.
     `close` (also on leaving a `with`) ends a helper that was not finished."""
 
-    def __init__(self, take: Callable[[object], None], finish: Callable[..., T], name: str):
-        self.name, self._take, self._finish = name, take, finish
+    def __init__(self, take: Callable[[object], None], finish: Callable[..., T], name: str,
+                 prepare: Callable[[], None] | None = None):
+        self.name, self._take, self._finish, self._prepare = name, take, finish, prepare
         self._process = None
         self._error: tuple[BaseException, str] | None = None
         if not FORK:
@@ -60,6 +62,11 @@ class Helper:
     def _serve(self, connection) -> None:  # in the child
         self._here.close()  # this process's copy of the parent's end: else closing that end is no EOF here
         error = None
+        if self._prepare is not None:  # while the first items wait in the pipe
+            try:
+                self._prepare()
+            except BaseException as e:  # noqa: BLE001 - told at finish
+                error = (e, traceback.format_exc())
         while True:
             try:
                 kind, value = connection.recv()

@@ -522,7 +522,8 @@ def _sharing(original):
         shared = _Shared(page_cache.SiteCache(results_dir.parent), results.Definitions.read(results_dir, warnings),
                          warnings)
         commits = set()
-        with forked.Helper(_keep_records, _render_shared, "writing torchbench's pages") as helper:
+        with forked.Helper(_keep_records, _render_shared, "writing torchbench's pages",
+                           prepare=changepoints.prepare) as helper:
             for loaded in original(conf, repo, range_spec):
                 commits.add(loaded.commit_hash)
                 try:
