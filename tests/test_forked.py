@@ -2,6 +2,7 @@
 that gives its memory back, and per-label work on every core), with the outcome of running it here."""
 
 import os
+import time
 
 import numpy as np
 import pytest
@@ -78,6 +79,7 @@ def test_map_forked_keeps_the_order_uses_several_processes_and_raises_a_workers_
     big = np.arange(1_000_000)  # inherited by the workers, never pickled
 
     def job(i: int) -> tuple[int, int]:
+        time.sleep(0.02)  # long enough that neither worker takes every chunk
         return int(big[i * 1000]), os.getpid()
 
     got = forked.map_forked(job, 40, workers=2)
