@@ -48,7 +48,7 @@ import numpy as np
 
 __all__ = ["Comparison", "compare", "permutation_p", "resamples_for", "classify", "fdr", "process_summary",
            "processes_to_detect", "smallest_attainable_p", "shift_interval", "slower_half", "Interval", "interval",
-           "interval_columns", "level", "LEVEL_QUANTILE", "within",
+           "interval_columns", "interval_columns_packed", "level", "LEVEL_QUANTILE", "within",
            "PAGE_FLOOR", "PAGE_CONFIDENCE", "PAGE_Q", "page_changes", "spread_columns", "Changes", "REGRESSED", "IMPROVED", "UNCHANGED", "INCONCLUSIVE"]
 
 REGRESSED, IMPROVED, UNCHANGED, INCONCLUSIVE = "regressed", "improved", "unchanged", "inconclusive"
@@ -406,17 +406,27 @@ def interval(samples: Sequence[float], confidence: float = PAGE_CONFIDENCE) -> I
 
 
 def interval_columns(samples: Sequence[Sequence[float]], confidence: float = PAGE_CONFIDENCE) -> np.ndarray:
-    """`interval` of each sample list as one (len(samples), 5) array of Interval's fields, computed per sample
-    count as one array: a published history asks for one per cell (400,000 for 2000 commits x 200 rows), and
-    numpy's per-call overhead was most of a first publish (evaluation/publish_speed.py)."""
-    out = np.empty((len(samples), 5))
-    by_n: dict[int, list[int]] = {}
-    for i, s in enumerate(samples):
-        by_n.setdefault(len(s), []).append(i)
-    for n, where in by_n.items():
+    """`interval` of each sample list as one (len(samples), 5) array of Interval's fields (see
+    interval_columns_packed)."""
+    sizes = [len(s) for s in samples]
+    flat = np.fromiter(itertools.chain.from_iterable(samples), dtype=float, count=sum(sizes))
+    return interval_columns_packed(flat, np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]), confidence)
+
+
+def interval_columns_packed(flat: np.ndarray, offsets: np.ndarray, confidence: float = PAGE_CONFIDENCE
+                            ) -> np.ndarray:
+    """`interval` of each cell's samples (cell i's are flat[offsets[i]:offsets[i + 1]]) as one
+    (cells, 5) array of Interval's fields, computed per sample count as one array: a published history
+    asks for one per cell (400,000 for 2000 commits x 200 rows), and numpy's per-call overhead was most
+    of a first publish (evaluation/publish_speed.py)."""
+    offsets = np.asarray(offsets, dtype=np.int64)
+    sizes = np.diff(offsets)
+    out = np.empty((len(sizes), 5))
+    for n in np.unique(sizes).tolist():
         if n == 0:
             raise ValueError("an interval needs at least one sample")
-        x = np.sort(np.array([samples[i] for i in where], dtype=float), axis=1)
+        where = np.flatnonzero(sizes == n)
+        x = np.sort(flat[offsets[where][:, None] + np.arange(n)], axis=1)
         low, high = _median_ci_ranks(n, confidence) if n >= 2 else (None, None)
         out[where, 0] = (x[:, (n - 1) // 2] + x[:, n // 2]) / 2
         out[where, 1] = x[:, low] if low is not None else math.nan

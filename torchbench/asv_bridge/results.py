@@ -23,13 +23,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, NamedTuple, Sequence
 
+import numpy as np
+
 from torchbench_core import Measurement, TaskSpec
 from torchbench_core.asv_suite import TASK_SPEC_PARAMS
 
 from .plugin import OUTCOME_SCHEMA, outcome_path
 
 __all__ = ["Definitions", "Outcome", "ResultFile", "ResultSet", "Row", "iter_files", "iter_rows", "load", "load_paths",
-           "loaded_file", "Measured", "measured_of", "param_value", "placement"]
+           "loaded_file", "Measured", "measured_of", "PackedSamples", "param_value", "placement"]
 
 
 @functools.lru_cache(maxsize=65536)  # a history repeats the same few parameter values in every file
@@ -186,6 +188,13 @@ def _rows(results, machine: str, benchmarks: dict[str, dict], outcome: Outcome |
     return rows
 
 
+class PackedSamples(NamedTuple):
+    """Every cell's samples one after another: cell i's are flat[offsets[i]:offsets[i + 1]]."""
+
+    flat: np.ndarray
+    offsets: np.ndarray
+
+
 class Measured(NamedTuple):
     """The measured cells of one result file (status ok), as plain lists, a file at a time: what the pages
     read (publish/pages.py: file_cells), without a Row object per cell."""
@@ -198,10 +207,19 @@ class Measured(NamedTuple):
     index: list[int]
     params: list[tuple[tuple[str, object], ...]]
     unit: list[str | None]
-    samples: list[Sequence[float]]  # per call; (value,) where asv kept no samples
+    samples: list[Sequence[float]] | PackedSamples  # per call; (value,) where asv kept no samples
     number: list[int]
     processes: list[int]
     levels: list[Sequence[float]]  # each process's level ((): not kept)
+
+    def packed(self) -> "Measured":
+        """The same cells with their samples as one array and its offsets (PackedSamples): a few arrays to
+        pickle, not a float object per sample (what publish/ hands a forked helper per file)."""
+        if isinstance(self.samples, PackedSamples):
+            return self
+        sizes = [len(s) for s in self.samples]
+        flat = np.fromiter(itertools.chain.from_iterable(self.samples), dtype=float, count=sum(sizes))
+        return self._replace(samples=PackedSamples(flat, np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)])))
 
     def add(self, benchmark: str, index: int, params: tuple, unit: str | None, samples: Sequence[float] | None,
             value: float, number: int | None, processes: int | None, levels: Sequence[float] | None) -> None:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import itertools
 import math
 import re
 from array import array
@@ -582,15 +581,13 @@ class FileCells(NamedTuple):
 
 
 def file_cells(m: Measured) -> FileCells:
-    """A file's measured cells (results.Measured) as the pages keep them."""
+    """A file's measured cells (results.Measured, its samples packed or not) as the pages keep them."""
     kinds = tuple(CellKind(label, threads, name, description, unit == COUNT_UNIT, benchmark)
                   for benchmark, (label, name, description, threads), unit in
                   zip(m.benchmark, map(placement, m.benchmark, m.params), m.unit))
-    sizes = [len(s) for s in m.samples]
-    return FileCells(m.machine, m.commit, m.env_name, m.date or 0, kinds, stats.interval_columns(m.samples),
-                     np.fromiter(itertools.chain.from_iterable(m.samples), dtype=float, count=sum(sizes)),
-                     np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]).astype(np.int64),
-                     np.array(m.number, dtype=np.int64), np.array(m.index, dtype=np.int32),
+    flat, offsets = m.packed().samples
+    return FileCells(m.machine, m.commit, m.env_name, m.date or 0, kinds, stats.interval_columns_packed(flat, offsets),
+                     flat, offsets, np.array(m.number, dtype=np.int64), np.array(m.index, dtype=np.int32),
                      np.array(m.processes, dtype=np.int32), stats.spread_columns(m.levels))
 
 

@@ -524,12 +524,15 @@ def _sharing(original):
         commits = set()
         with forked.Helper(_keep_records, _render_shared, "writing torchbench's pages",
                            prepare=changepoints.prepare) as helper:
+            def hand_over(entry: Path, key: tuple, measured: results.Measured) -> None:
+                helper.put((entry, key, measured.packed()))  # packed: a few arrays to pickle, not 8,000 floats
+
             for loaded in original(conf, repo, range_spec):
                 commits.add(loaded.commit_hash)
                 try:
                     with _without_cycle_collection():
                         shared.cache.prime(results.loaded_file(results_dir, loaded, shared.definitions, warnings),
-                                           keep=lambda *made: helper.put(made))
+                                           keep=hand_over)
                 except OSError:  # gone since asv read it: our own reading names it
                     pass
                 yield loaded
