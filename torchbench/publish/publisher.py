@@ -710,6 +710,8 @@ class TorchbenchPages(OutputPublisher):
         warnings = _rendered.pop(Path(conf.results_dir).resolve(), None)
         if warnings is None:  # not written during asv's first pass (see _sharing)
             warnings = render_site(conf, revisions)
+        else:  # asv's Regressions publisher has written its feed over ours since
+            steps_page.rewrite_feed(Path(conf.html_dir), Path(conf.html_dir) / SITE)
         for warning in warnings:
             print(f"torchbench: warning: {warning}", file=sys.stderr)
         html_dir = Path(conf.html_dir)

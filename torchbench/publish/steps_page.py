@@ -33,7 +33,7 @@ from ..history import changepoints
 from . import forked, pages
 from ..history.step_record import CONFIRMED, REFUTED, UNCONFIRMED, read_record, record_key
 
-__all__ = ["SCHEMA", "FEED", "anchor", "histories_of", "collect", "write"]
+__all__ = ["SCHEMA", "FEED", "anchor", "histories_of", "collect", "rewrite_feed", "write"]
 
 SCHEMA = "torchbench.regressions/1"
 FEED = "regressions.xml"  # asv's name, in html_dir
@@ -109,6 +109,14 @@ def write(steps: list[dict], *, html_dir: Path, site: Path, env, project: str, s
     doc = {"schema": SCHEMA, "project": project, "steps": steps}
     atomic_write_text(site / "regressions.json", json.dumps(doc, indent=1, allow_nan=False) + "\n")
     _write_feed(steps, html_dir / FEED, project)
+
+
+def rewrite_feed(html_dir: Path, site: Path) -> None:
+    """asv's feed (HTML_DIR's regressions.xml) again from our regressions.json in SITE: inside `asv publish`
+    our pages are written during asv's first pass (publisher._sharing), and asv's own Regressions
+    publisher writes its feed over ours after that."""
+    doc = json.loads((site / "regressions.json").read_text())
+    _write_feed(doc["steps"], html_dir / FEED, doc["project"])
 
 
 def _write_feed(steps: list[dict], dest: Path, project: str) -> None:
