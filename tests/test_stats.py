@@ -238,18 +238,18 @@ def test_welchs_p_is_scipys_and_the_false_discovery_control_is_statsmodels():
 
 
 def test_intervals_of_many_sample_lists_are_each_lists_interval():
-    """stats.interval_columns (a published history's 400,000 cells at once) gives what interval gives one
-    list, as a row of Interval's fields."""
+    """stats.interval_columns (a published history's 400,000 cells at once, packed by stats.pack_samples)
+    gives what interval gives one list, as a row of Interval's fields."""
     rng = np.random.default_rng(7)
     lists = [tuple(rng.lognormal(0, 0.3, n)) for n in rng.integers(1, 40, 500)]
-    columns = stats.interval_columns(lists)
+    columns = stats.interval_columns(*stats.pack_samples(lists))
     assert columns.shape == (len(lists), 5)
     for one, (median, low, high, n, level) in zip((stats.interval(s) for s in lists), columns.tolist()):
         assert (one.median, one.n, one.level) == (median, n, level)
         assert (math.isnan(one.low) and math.isnan(low)) or one.low == low
         assert (math.isnan(one.high) and math.isnan(high)) or one.high == high
     with pytest.raises(ValueError):
-        stats.interval_columns([()])
+        stats.interval_columns(*stats.pack_samples([()]))
 
 
 def test_the_plugin_keeps_each_process_level_as_stats_defines_it():

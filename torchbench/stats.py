@@ -48,7 +48,7 @@ import numpy as np
 
 __all__ = ["Comparison", "compare", "permutation_p", "resamples_for", "classify", "fdr", "process_summary",
            "processes_to_detect", "smallest_attainable_p", "shift_interval", "slower_half", "Interval", "interval",
-           "interval_columns", "interval_columns_packed", "level", "LEVEL_QUANTILE", "within",
+           "interval_columns", "level", "pack_samples", "LEVEL_QUANTILE", "within",
            "PAGE_FLOOR", "PAGE_CONFIDENCE", "PAGE_Q", "page_changes", "spread_columns", "Changes", "REGRESSED", "IMPROVED", "UNCHANGED", "INCONCLUSIVE"]
 
 REGRESSED, IMPROVED, UNCHANGED, INCONCLUSIVE = "regressed", "improved", "unchanged", "inconclusive"
@@ -405,16 +405,15 @@ def interval(samples: Sequence[float], confidence: float = PAGE_CONFIDENCE) -> I
                     len(x), level(x))
 
 
-def interval_columns(samples: Sequence[Sequence[float]], confidence: float = PAGE_CONFIDENCE) -> np.ndarray:
-    """`interval` of each sample list as one (len(samples), 5) array of Interval's fields (see
-    interval_columns_packed)."""
+def pack_samples(samples: Sequence[Sequence[float]]) -> tuple[np.ndarray, np.ndarray]:
+    """Sample lists as one array and its offsets (list i is flat[offsets[i]:offsets[i + 1]]): a few arrays,
+    not a float object per sample, for interval_columns and for pickling."""
     sizes = [len(s) for s in samples]
     flat = np.fromiter(itertools.chain.from_iterable(samples), dtype=float, count=sum(sizes))
-    return interval_columns_packed(flat, np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]), confidence)
+    return flat, np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)])
 
 
-def interval_columns_packed(flat: np.ndarray, offsets: np.ndarray, confidence: float = PAGE_CONFIDENCE
-                            ) -> np.ndarray:
+def interval_columns(flat: np.ndarray, offsets: np.ndarray, confidence: float = PAGE_CONFIDENCE) -> np.ndarray:
     """`interval` of each cell's samples (cell i's are flat[offsets[i]:offsets[i + 1]]) as one
     (cells, 5) array of Interval's fields, computed per sample count as one array: a published history
     asks for one per cell (400,000 for 2000 commits x 200 rows), and numpy's per-call overhead was most

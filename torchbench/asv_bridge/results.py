@@ -28,6 +28,7 @@ import numpy as np
 from torchbench_core import Measurement, TaskSpec
 from torchbench_core.asv_suite import TASK_SPEC_PARAMS
 
+from .. import stats
 from .plugin import OUTCOME_SCHEMA, outcome_path
 
 __all__ = ["Definitions", "Outcome", "ResultFile", "ResultSet", "Row", "iter_files", "iter_rows", "load", "load_paths",
@@ -217,9 +218,7 @@ class Measured(NamedTuple):
         pickle, not a float object per sample (what publish/ hands a forked helper per file)."""
         if isinstance(self.samples, PackedSamples):
             return self
-        sizes = [len(s) for s in self.samples]
-        flat = np.fromiter(itertools.chain.from_iterable(self.samples), dtype=float, count=sum(sizes))
-        return self._replace(samples=PackedSamples(flat, np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)])))
+        return self._replace(samples=PackedSamples(*stats.pack_samples(self.samples)))
 
     def add(self, benchmark: str, index: int, params: tuple, unit: str | None, samples: Sequence[float] | None,
             value: float, number: int | None, processes: int | None, levels: Sequence[float] | None) -> None:

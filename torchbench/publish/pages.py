@@ -586,7 +586,7 @@ def file_cells(m: Measured) -> FileCells:
                   for benchmark, (label, name, description, threads), unit in
                   zip(m.benchmark, map(placement, m.benchmark, m.params), m.unit))
     flat, offsets = m.packed().samples
-    return FileCells(m.machine, m.commit, m.env_name, m.date or 0, kinds, stats.interval_columns_packed(flat, offsets),
+    return FileCells(m.machine, m.commit, m.env_name, m.date or 0, kinds, stats.interval_columns(flat, offsets),
                      flat, offsets, np.array(m.number, dtype=np.int64), np.array(m.index, dtype=np.int32),
                      np.array(m.processes, dtype=np.int32), stats.spread_columns(m.levels))
 

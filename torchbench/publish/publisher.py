@@ -479,7 +479,7 @@ class Rendered(NamedTuple):
 def render_site(conf, revisions: dict[str, int]) -> list[str]:
     """Write our pages into conf.html_dir (asv's site); returns the warnings shown on the index page."""
     with _without_cycle_collection():
-        return _render_site(conf, revisions)
+        return _render_site(conf, revisions, None)
 
 
 class _Shared(NamedTuple):
@@ -490,7 +490,6 @@ class _Shared(NamedTuple):
     warnings: list[str]
 
 
-_shared: dict[Path, _Shared] = {}  # results folder -> its primed cache, in this process
 _rendered: dict[Path, list[str]] = {}  # results folder -> the warnings of the pages written during asv's publish
 
 
@@ -548,8 +547,8 @@ def _keep_records(made: tuple) -> None:
 
 def _render_shared(conf, revisions: dict[str, int], shared: _Shared) -> list[str]:
     """render_site with what asv's first pass gave (the cache's counts, what reading said)."""
-    _shared[Path(conf.results_dir).resolve()] = shared
-    return render_site(conf, revisions)
+    with _without_cycle_collection():
+        return _render_site(conf, revisions, shared)
 
 
 def setup() -> None:
@@ -560,11 +559,10 @@ def setup() -> None:
         Publish.iter_results = staticmethod(_sharing(Publish.iter_results))
 
 
-def _render_site(conf, revisions: dict[str, int]) -> list[str]:
+def _render_site(conf, revisions: dict[str, int], shared: _Shared | None) -> list[str]:
     html_dir = Path(conf.html_dir)
     out_dir = Path(conf.results_dir).resolve().parent
     project = getattr(conf, "project", "")
-    shared = _shared.pop(Path(conf.results_dir).resolve(), None)
     cache = shared.cache if shared else page_cache.SiteCache(out_dir)
     warnings: list[str] = list(shared.warnings) if shared else []
     windows = changepoints.Windows(cache.windows())
