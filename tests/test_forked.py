@@ -75,6 +75,25 @@ def test_a_helper_that_dies_says_how_it_ended_and_one_never_finished_ends_with_t
     assert not child.is_alive() and child.exitcode == 0
 
 
+def _slow_finish(seconds: float) -> int:
+    time.sleep(seconds)
+    return os.getpid()
+
+
+def test_a_started_finish_runs_while_this_process_goes_on_and_an_untaken_one_is_ended_by_close():
+    with forked.Helper(_take, _slow_finish, "testing") as helper:
+        began = time.monotonic()
+        helper.start_finish(0.5)
+        returned = time.monotonic() - began
+        assert helper.result() != os.getpid()
+    assert returned < 0.25  # it did not wait for the half second there (asv's second pass reads meanwhile)
+    helper = forked.Helper(_take, _slow_finish, "testing")
+    helper.start_finish(60)
+    began = time.monotonic()
+    helper.close()  # a publish that failed after handing over: the pages are not waited for
+    assert time.monotonic() - began < 10 and not helper._process.is_alive()
+
+
 def test_map_forked_keeps_the_order_uses_several_processes_and_raises_a_workers_exception():
     big = np.arange(1_000_000)  # inherited by the workers, never pickled
 

@@ -4,6 +4,7 @@ Results API into a real git history, published by render_site as `asv publish` r
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -152,3 +153,24 @@ def test_a_malformed_result_file_under_asv_publish_is_named_once_and_the_rest_pu
     named = [line for line in index.splitlines() if broken.name in line]
     assert len(named) == 1 and named[0].count("skipped, not a readable asv results file") == 1, named
     assert "labels: 3 rendered" in proc.stderr
+
+
+def test_a_publish_that_failed_between_asvs_passes_leaves_nothing_to_the_next(history, tmp_path, monkeypatch):
+    """The helper writing our pages is handed its last call when asv's first pass ends and taken at the
+    second's end. A publish that stops in between (its first pass read, then an error) must not leave that
+    helper to the next publish in the same process, which would take the next first pass for a second."""
+    from asv.commands.publish import Publish
+    from asv.repo import get_repo
+
+    expected = publish(history, 4)
+    for name in ("iter_results", "run"):  # undone after the test: setup wraps them in place
+        monkeypatch.setattr(Publish, name, Publish.__dict__[name])
+    publisher.setup()
+    conf = history["conf"]
+    for _ in Publish.iter_results(conf, get_repo(conf)):  # a first pass, then asv "fails"
+        pass
+    stale = publisher._writing[Path(conf.results_dir).resolve()]
+    Publish.run(conf, pull=False)
+    assert not stale._process.is_alive() and not publisher._writing and not publisher._rendered
+    got = {p.relative_to(history["html"]).as_posix(): p.read_bytes() for p in history["html"].rglob("*.html")}
+    assert got == expected

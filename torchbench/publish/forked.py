@@ -40,9 +40,10 @@ def _died(process, what: str) -> RuntimeError:
 
 class Helper:
     """A forked process that is handed items as they come (`put`: take(item) runs there, while this
-    process goes on) and then one last call whose result comes back (`finish`: finish(*args) there);
+    process goes on) and then one last call whose result comes back (`finish`: finish(*args) there; or
+    `start_finish`, which returns at once, and `result`, which waits);
     `prepare()` runs there first, while the first items wait (imports the last call needs).
-    Its exception, in take or finish, is raised by `finish`, with its traceback as a note; take's first
+    Its exception, in take or finish, is raised by `finish` (`result`), with its traceback as a note; take's first
     exception stops it taking more. Where fork is unsafe, take and finish run here as they are called.
     `close` (also on leaving a `with`) ends a helper that was not finished."""
 
@@ -51,6 +52,8 @@ class Helper:
         self.name, self._take, self._finish, self._prepare = name, take, finish, prepare
         self._process = None
         self._error: tuple[BaseException, str] | None = None
+        self._outcome: tuple[bool, object] | None = None  # finish's, where it ran here
+        self._started = False  # the last call handed over, its result not yet taken
         if not FORK:
             return
         context = multiprocessing.get_context("fork")
@@ -88,6 +91,8 @@ class Helper:
                     outcome = (False, (e, traceback.format_exc()))
             try:
                 connection.send(outcome)
+            except (BrokenPipeError, ConnectionResetError):  # nobody is waiting for it any more
+                pass
             except Exception as e:  # noqa: BLE001 - what does not pickle still goes, as text
                 connection.send((False, (RuntimeError(f"{type(e).__name__}: {e}"),
                                          outcome[1][1] if not outcome[0] else "")))
@@ -107,16 +112,38 @@ class Helper:
             pass
 
     def finish(self, *args) -> T:
+        """The last call's result: `start_finish(*args)`, then `result()`."""
+        self.start_finish(*args)
+        return self.result()
+
+    def start_finish(self, *args) -> None:
+        """Hand over the last call, finish(*args), and go on while it runs there; `result()` waits for it.
+        Where fork is unsafe it runs here, now."""
+        if self._process is None:
+            if self._error is None:
+                try:
+                    self._outcome = (True, self._finish(*args))
+                except Exception as e:  # noqa: BLE001 - raised by result, as from a child
+                    self._error = (e, traceback.format_exc())
+            return
+        self._started = True
+        try:
+            self._here.send(("finish", args))
+        except (BrokenPipeError, ConnectionResetError):  # it died: result says how
+            pass
+
+    def result(self) -> T:
+        """What the last call returned (after start_finish); its exception, or how the process died, raised."""
         if self._process is None:
             if self._error is not None:
                 raise self._error[0]
-            return self._finish(*args)
+            return self._outcome[1]
         try:
-            self._here.send(("finish", args))
             ok, value = self._here.recv()
-        except (EOFError, BrokenPipeError, ConnectionResetError):
+        except (EOFError, BrokenPipeError, ConnectionResetError, OSError):
             ok, value = None, None
         finally:
+            self._started = False  # taken (or it died): close only reaps it
             self.close()
         if ok is None:
             raise _died(self._process, self.name)
@@ -127,7 +154,12 @@ class Helper:
         raise error
 
     def close(self) -> None:
+        """End the process: one whose last call was started and whose result nobody will take is
+        terminated (its pages are of no use to a publish that failed), one still taking items is told
+        there is no more (it ends at once)."""
         if self._process is not None and not self._here.closed:
+            if self._started:
+                self._process.terminate()
             self._here.close()
             self._process.join()
 

@@ -490,6 +490,7 @@ class _Shared(NamedTuple):
     warnings: list[str]
 
 
+_writing: dict[Path, forked.Helper] = {}  # results folder -> the helper writing its pages, during asv's second pass
 _rendered: dict[Path, list[str]] = {}  # results folder -> the warnings of the pages written during asv's publish
 
 
@@ -508,21 +509,29 @@ def _sharing(original):
     this, so this one staticmethod is wrapped (as asv_bridge/plugin.py wraps what it must). On the first
     pass, each file's measured cells are taken from asv's parse here and handed to a forked helper
     (forked.Helper), which makes and stores their records on the other core while asv reads on. When
-    the pass ends, the same helper writes the pages and ends: what it used (importing ruptures alone
-    keeps ~70 MiB) goes back before asv builds its graphs, which hold ~110 MiB of points from then on
-    at 2000 commits x 200 rows. The publisher's `publish` then only adds the nav link and the assets.
-    Measured by evaluation/publish_speed.py (docs/results.md#the-site)."""
+    the pass ends, the same helper writes the pages while asv's second pass reads the files again (on
+    one core), and the second pass waits for it at its end: what the helper used (importing ruptures alone
+    keeps ~70 MiB) goes back before asv detects its steps and builds its graphs, which hold ~110 MiB of
+    points from then on at 2000 commits x 200 rows. The publisher's `publish` then only adds the nav
+    link and the assets. Measured by evaluation/publish_speed.py (docs/results.md#the-site)."""
     def iter_results(conf, repo, range_spec=None):
         results_dir = Path(conf.results_dir).resolve()
-        if results_dir in _rendered:  # asv's second pass: the pages are written
+        if results_dir in _rendered:  # asv's second pass, our pages written already (no fork here)
             yield from original(conf, repo, range_spec)
+            return
+        writing = _writing.pop(results_dir, None)
+        if writing is not None:  # asv's second pass, while the helper writes our pages
+            with writing:
+                yield from original(conf, repo, range_spec)
+                _rendered[results_dir] = writing.result()
             return
         warnings: list[str] = []
         shared = _Shared(page_cache.SiteCache(results_dir.parent), results.Definitions.read(results_dir, warnings),
                          warnings)
         commits = set()
-        with forked.Helper(_keep_records, _render_shared, "writing torchbench's pages",
-                           prepare=changepoints.prepare) as helper:
+        helper = forked.Helper(_keep_records, _render_shared, "writing torchbench's pages",
+                               prepare=changepoints.prepare)
+        try:
             def hand_over(entry: Path, key: tuple, measured: results.Measured) -> None:
                 helper.put((entry, key, measured.packed()))  # packed: a few arrays to pickle, not 8,000 floats
 
@@ -535,7 +544,14 @@ def _sharing(original):
                 except OSError:  # gone since asv read it: our own reading names it
                     pass
                 yield loaded
-            _rendered[results_dir] = helper.finish(conf, _revisions(repo, commits), shared)
+            helper.start_finish(conf, _revisions(repo, commits), shared)
+        except BaseException:
+            helper.close()
+            raise
+        if not forked.FORK:  # written already, here
+            _rendered[results_dir] = helper.result()
+        else:
+            _writing[results_dir] = helper
 
     iter_results._torchbench = True
     return iter_results
@@ -551,12 +567,33 @@ def _render_shared(conf, revisions: dict[str, int], shared: _Shared) -> list[str
         return _render_site(conf, revisions, shared)
 
 
+def _forget(results_dir: Path) -> None:
+    """Drop what an earlier publish of this folder in this process left (one that failed between asv's
+    passes): its helper is ended, its warnings are not this publish's."""
+    _rendered.pop(results_dir, None)
+    stale = _writing.pop(results_dir, None)
+    if stale is not None:
+        stale.close()
+
+
+def _starting(original):
+    """asv's Publish.run, which first forgets what an earlier, failed publish of the same folder left."""
+    def run(cls, conf, *args, **kwargs):
+        _forget(Path(conf.results_dir).resolve())
+        return original(cls, conf, *args, **kwargs)
+
+    run._torchbench = True
+    return run
+
+
 def setup() -> None:
     """asv's plugin hook, called once when a configuration loads this module: see _sharing."""
     from asv.commands.publish import Publish
 
     if not getattr(Publish.iter_results, "_torchbench", False):
         Publish.iter_results = staticmethod(_sharing(Publish.iter_results))
+    if not getattr(Publish.run, "_torchbench", False):
+        Publish.run = classmethod(_starting(Publish.__dict__["run"].__func__))
 
 
 def _render_site(conf, revisions: dict[str, int], shared: _Shared | None) -> list[str]:
@@ -705,8 +742,12 @@ class TorchbenchPages(OutputPublisher):
 
     @classmethod
     def publish(cls, conf, repo, benchmarks, graphs, revisions):
-        warnings = _rendered.pop(Path(conf.results_dir).resolve(), None)
-        if warnings is None:  # not written during asv's first pass (see _sharing)
+        results_dir = Path(conf.results_dir).resolve()
+        writing = _writing.pop(results_dir, None)
+        if writing is not None:  # asv's second pass did not go through our wrapper: take the pages here
+            _rendered[results_dir] = writing.result()
+        warnings = _rendered.pop(results_dir, None)
+        if warnings is None:  # not written during asv's publish (see _sharing)
             warnings = render_site(conf, revisions)
         else:  # asv's Regressions publisher has written its feed over ours since
             steps_page.rewrite_feed(Path(conf.html_dir), Path(conf.html_dir) / SITE)
