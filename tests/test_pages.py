@@ -158,6 +158,24 @@ def test_counts_of_a_timed_case_sit_beside_its_time_and_a_counts_label_has_its_o
     assert all(c.interval.median == 9000.0 for c in counted.cells.values())
 
 
+def test_a_path_is_written_as_python_writes_its_coordinates_tenths_signs_and_all():
+    """charts._path writes the digits with numpy; the text must be what f"{x},{y}" gives for every point."""
+    rng = np.random.default_rng(5)
+
+    def python(xs, ys):
+        return "M" + " L".join(f"{x},{y}" for x, y in zip(xs.tolist(), ys.tolist()))
+
+    for trial in range(500):
+        n = int(rng.integers(1, 40))
+        xs = np.round(rng.uniform(-99999, 99999, n) * rng.choice([1, 1e-3, 1e-5]), 1)
+        ys = np.round(rng.uniform(-1000, 1000, n), 1)
+        ys[0] = [-0.0, 0.0, 99999.9, -0.1, 10.0][trial % 5]
+        assert charts._path(xs, ys) == python(xs, ys)
+    for odd in ([math.nan, 1.0], [1e6, 2.0], [math.inf, 0.5]):  # not finite, too wide: written by Python
+        xs = np.array(odd)
+        assert charts._path(xs, xs[::-1]) == python(xs, xs[::-1])
+
+
 def test_a_chart_draws_a_second_statistic_and_step_rules_inside_its_range():
     marks = [charts.Mark(i, v, v - 1, v + 1, None, f"p{i}", mid=v + 5) for i, v in enumerate([10.0, 20.0, 30.0])]
     steps = [charts.StepMark(1, "confirmed", "../regressions.html#s", "confirmed step"),

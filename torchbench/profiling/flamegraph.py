@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import markupsafe
+import orjson
 
 from torchbench_core.storage import atomic_write_text
 
@@ -239,8 +240,11 @@ def render_svg(stacks: dict[str, int], *, title: str, subtitle: str = "", width:
 
 def script_json(value) -> markupsafe.Markup:
     """JSON that can sit inside <script>: no '<', '>' or '&' (so no '</script>' or '<!--' in a frame
-    name can end the element); JSON.parse reads the \\u escapes back as the characters."""
-    text = json.dumps(value, separators=(",", ":"), allow_nan=False)  # NaN is not JSON: JSON.parse would fail
+    name can end the element); JSON.parse reads the \\u escapes back as the characters.
+    Written by orjson: a site of 2000 commits x 200 rows inlines ~2 million floats in its pages, and the
+    json module's float formatting took ~2 s of the publish (profiled), orjson's 25x less. JSON has no NaN:
+    a NaN or infinity is written as null (json.dumps would have refused it)."""
+    text = orjson.dumps(value, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS).decode()
     text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     return markupsafe.Markup(text)
 
