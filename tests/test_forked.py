@@ -75,23 +75,24 @@ def test_a_helper_that_dies_says_how_it_ended_and_one_never_finished_ends_with_t
     assert not child.is_alive() and child.exitcode == 0
 
 
-def _slow_finish(seconds: float) -> int:
-    time.sleep(seconds)
-    return os.getpid()
+def test_a_helpers_backlog_counts_what_it_has_not_taken_yet_and_prepare_waits_for_a_free_moment():
+    taken, prepared = [0], []  # the child's copies
 
+    def take(item) -> None:
+        time.sleep(0.05)
+        taken[0] += 1
 
-def test_a_started_finish_runs_while_this_process_goes_on_and_an_untaken_one_is_ended_by_close():
-    with forked.Helper(_take, _slow_finish, "testing") as helper:
-        began = time.monotonic()
-        helper.start_finish(0.5)
-        returned = time.monotonic() - began
-        assert helper.result() != os.getpid()
-    assert returned < 0.25  # it did not wait for the half second there (asv's second pass reads meanwhile)
-    helper = forked.Helper(_take, _slow_finish, "testing")
-    helper.start_finish(60)
-    began = time.monotonic()
-    helper.close()  # a publish that failed after handing over: the pages are not waited for
-    assert time.monotonic() - began < 10 and not helper._process.is_alive()
+    def prepare() -> None:
+        prepared.append(taken[0])  # what had been taken when it ran
+
+    with forked.Helper(take, lambda: (taken[0], prepared), "testing", prepare=prepare) as helper:
+        for i in range(10):
+            helper.put(i)
+        assert helper.backlog >= 5  # 10 put at once, each taken in 50 ms
+        time.sleep(1.0)
+        assert helper.backlog == 0
+        done, when = helper.finish()
+    assert done == 10 and len(when) == 1 and when[0] >= 1  # not before the first item, which was waiting
 
 
 def test_map_forked_keeps_the_order_uses_several_processes_and_raises_a_workers_exception():

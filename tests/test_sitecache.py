@@ -2,6 +2,7 @@
 Results API into a real git history, published by render_site as `asv publish` runs it."""
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -156,9 +157,9 @@ def test_a_malformed_result_file_under_asv_publish_is_named_once_and_the_rest_pu
 
 
 def test_a_publish_that_failed_between_asvs_passes_leaves_nothing_to_the_next(history, tmp_path, monkeypatch):
-    """The helper writing our pages is handed its last call when asv's first pass ends and taken at the
-    second's end. A publish that stops in between (its first pass read, then an error) must not leave that
-    helper to the next publish in the same process, which would take the next first pass for a second."""
+    """Our pages are written when asv's first pass ends, and asv's second pass is told apart by that. A
+    publish that stops in between (its first pass read, then an error) must not leave its mark to the next
+    publish in the same process, which would take its own first pass for a second and write no pages."""
     from asv.commands.publish import Publish
     from asv.repo import get_repo
 
@@ -169,8 +170,52 @@ def test_a_publish_that_failed_between_asvs_passes_leaves_nothing_to_the_next(hi
     conf = history["conf"]
     for _ in Publish.iter_results(conf, get_repo(conf)):  # a first pass, then asv "fails"
         pass
-    stale = publisher._writing[Path(conf.results_dir).resolve()]
-    Publish.run(conf, pull=False)
-    assert not stale._process.is_alive() and not publisher._writing and not publisher._rendered
+    assert Path(conf.results_dir).resolve() in publisher._rendered
+    Publish.run(conf, pull=False)  # asv empties html_dir first
+    assert not publisher._rendered
     got = {p.relative_to(history["html"]).as_posix(): p.read_bytes() for p in history["html"].rglob("*.html")}
     assert got == expected
+
+
+@pytest.mark.parametrize("ahead", [-1, 10_000], ids=["asv's process reads every file", "the helper reads every file"])
+def test_inside_asv_publish_either_core_may_read_a_file_and_the_pages_are_the_same(history, monkeypatch, capfd, ahead):
+    """Inside asv's publish a file's cells are taken by the helper, or by asv's process when the helper is
+    behind (publisher.AHEAD): the pages, the warnings and the counts must not depend on which."""
+    from asv.commands.publish import Publish
+
+    broken = history["tmp"] / "out" / "results" / "bench" / "0123456789ab-existing-py.json"
+    expected = publish(history, 4)
+    shutil.rmtree(history["tmp"] / "out" / page_cache.FOLDER)
+    broken.write_text('{"version": 2, "commit_hash": ')  # named on the landing page whichever reads it
+    for name in ("iter_results", "run"):
+        monkeypatch.setattr(Publish, name, Publish.__dict__[name])
+    monkeypatch.setattr(publisher, "AHEAD", ahead)
+    publisher.setup()
+    capfd.readouterr()
+    Publish.run(history["conf"], pull=False)
+    err = capfd.readouterr().err
+    # the broken file: asv skipped it, so ours read it (and named it)
+    assert "result files: 1 read, 4 as asv's publish read them, 0 from the cache; labels: 3 rendered" in err
+    got = {p.relative_to(history["html"]).as_posix(): p.read_bytes() for p in history["html"].rglob("*.html")}
+    assert got.keys() == expected.keys()
+    assert {k: v for k, v in got.items() if k != "index.html"} == {k: v for k, v in expected.items()
+                                                                 if k != "index.html"}
+    named = [line for line in (history["html"] / "index.html").read_text().splitlines() if broken.name in line]
+    assert len(named) == 1 and named[0].count("skipped, not a readable asv results file") == 1, named
+
+
+def test_commit_subjects_are_read_in_one_log_as_gitpython_gives_them_and_an_unknown_sha_is_left_out(tmp_path):
+    import git
+
+    repo = git.Repo.init(tmp_path / "r")
+    messages = ["one line", "a subject\nwrapped onto a second line\n\nand a body", "\n\nleading blank lines",
+                "ünïcode <b>&</b>\n"]
+    shas = set()
+    for i, message in enumerate(messages):
+        (tmp_path / "r" / "f").write_text(str(i))
+        repo.index.add(["f"])
+        shas.add(repo.index.commit(message).hexsha)
+    expected = {sha: repo.commit(sha).summary for sha in shas}
+    assert publisher._subjects(str(tmp_path / "r"), shas) == expected
+    assert publisher._subjects(str(tmp_path / "r"), shas | {"f" * 40}) == expected
+    assert publisher._subjects(str(tmp_path / "nowhere"), shas) == {}

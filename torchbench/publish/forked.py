@@ -40,10 +40,10 @@ def _died(process, what: str) -> RuntimeError:
 
 class Helper:
     """A forked process that is handed items as they come (`put`: take(item) runs there, while this
-    process goes on) and then one last call whose result comes back (`finish`: finish(*args) there; or
-    `start_finish`, which returns at once, and `result`, which waits);
-    `prepare()` runs there first, while the first items wait (imports the last call needs).
-    Its exception, in take or finish, is raised by `finish` (`result`), with its traceback as a note; take's first
+    process goes on) and then one last call whose result comes back (`finish`: finish(*args) there);
+    `prepare()` runs there at the first moment no item waits (imports the last call needs), at the
+    latest before the last call.
+    Its exception, in take or finish, is raised by `finish`, with its traceback as a note; take's first
     exception stops it taking more. Where fork is unsafe, take and finish run here as they are called.
     `close` (also on leaving a `with`) ends a helper that was not finished."""
 
@@ -52,11 +52,12 @@ class Helper:
         self.name, self._take, self._finish, self._prepare = name, take, finish, prepare
         self._process = None
         self._error: tuple[BaseException, str] | None = None
-        self._outcome: tuple[bool, object] | None = None  # finish's, where it ran here
-        self._started = False  # the last call handed over, its result not yet taken
+        self._started = False  # the last call handed over, its result not yet back
+        self._put = 0  # items handed over
         if not FORK:
             return
         context = multiprocessing.get_context("fork")
+        self._taken = context.Value("q", 0, lock=False)  # items taken there (one writer: the child)
         self._here, there = context.Pipe(duplex=True)
         self._process = context.Process(target=self._serve, args=(there,), name=f"torchbench: {name}")
         self._process.start()
@@ -65,12 +66,14 @@ class Helper:
     def _serve(self, connection) -> None:  # in the child
         self._here.close()  # this process's copy of the parent's end: else closing that end is no EOF here
         error = None
-        if self._prepare is not None:  # while the first items wait in the pipe
-            try:
-                self._prepare()
-            except BaseException as e:  # noqa: BLE001 - told at finish
-                error = (e, traceback.format_exc())
+        prepare = self._prepare
         while True:
+            if prepare is not None and not connection.poll():  # the first moment nothing waits
+                try:
+                    prepare()
+                except BaseException as e:  # noqa: BLE001 - told at finish
+                    error = error or (e, traceback.format_exc())
+                prepare = None
             try:
                 kind, value = connection.recv()
             except EOFError:  # closed without finishing
@@ -81,7 +84,13 @@ class Helper:
                         self._take(value)
                     except BaseException as e:  # noqa: BLE001 - told at finish
                         error = (e, traceback.format_exc())
+                self._taken.value += 1
                 continue
+            if prepare is not None:  # never idle: now, before the last call that needs it
+                try:
+                    prepare()
+                except BaseException as e:  # noqa: BLE001 - told below
+                    error = error or (e, traceback.format_exc())
             if error is not None:
                 outcome = (False, error)
             else:
@@ -98,6 +107,11 @@ class Helper:
                                          outcome[1][1] if not outcome[0] else "")))
             return
 
+    @property
+    def backlog(self) -> int:
+        """Items put and not yet taken there (0 where take runs here): how far the helper is behind."""
+        return 0 if self._process is None else self._put - self._taken.value
+
     def put(self, item) -> None:
         if self._process is None:
             if self._error is None:
@@ -106,45 +120,27 @@ class Helper:
                 except Exception as e:  # noqa: BLE001 - raised at finish, as from a child
                     self._error = (e, traceback.format_exc())
             return
+        self._put += 1
         try:
             self._here.send(("item", item))
         except (BrokenPipeError, ConnectionResetError):  # it died: finish says how
             pass
 
     def finish(self, *args) -> T:
-        """The last call's result: `start_finish(*args)`, then `result()`."""
-        self.start_finish(*args)
-        return self.result()
-
-    def start_finish(self, *args) -> None:
-        """Hand over the last call, finish(*args), and go on while it runs there; `result()` waits for it.
-        Where fork is unsafe it runs here, now."""
-        if self._process is None:
-            if self._error is None:
-                try:
-                    self._outcome = (True, self._finish(*args))
-                except Exception as e:  # noqa: BLE001 - raised by result, as from a child
-                    self._error = (e, traceback.format_exc())
-            return
-        self._started = True
-        try:
-            self._here.send(("finish", args))
-        except (BrokenPipeError, ConnectionResetError):  # it died: result says how
-            pass
-
-    def result(self) -> T:
-        """What the last call returned (after start_finish); its exception, or how the process died, raised."""
+        """What finish(*args) returns there, once every item put is taken; its exception, or how the
+        process died, raised here. Where fork is unsafe it runs here, now."""
         if self._process is None:
             if self._error is not None:
                 raise self._error[0]
-            return self._outcome[1]
+            return self._finish(*args)
+        self._started = True
         try:
+            self._here.send(("finish", args))
             ok, value = self._here.recv()
         except (EOFError, BrokenPipeError, ConnectionResetError, OSError):
             ok, value = None, None
-        finally:
-            self._started = False  # taken (or it died): close only reaps it
-            self.close()
+        self._started = False  # answered (or it died): close only reaps it
+        self.close()
         if ok is None:
             raise _died(self._process, self.name)
         if ok:
@@ -154,9 +150,8 @@ class Helper:
         raise error
 
     def close(self) -> None:
-        """End the process: one whose last call was started and whose result nobody will take is
-        terminated (its pages are of no use to a publish that failed), one still taking items is told
-        there is no more (it ends at once)."""
+        """End the process: one whose last call is running while this process stops waiting (an
+        interrupt) is terminated, one still taking items is told there is no more (it ends at once)."""
         if self._process is not None and not self._here.closed:
             if self._started:
                 self._process.terminate()

@@ -23,7 +23,7 @@ import hashlib
 import pickle
 import shutil
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Iterator
 
 from torchbench_core.storage import atomic_write_bytes
 
@@ -92,12 +92,10 @@ class SiteCache:
             if stale not in seen:
                 stale.unlink(missing_ok=True)
 
-    def prime(self, file: results.ResultFile, keep: Callable[[Path, tuple, results.Measured], None] | None = None
-              ) -> None:
+    def prime(self, file: results.ResultFile) -> None:
         """Keep the records of a file read elsewhere (asv's publish has parsed it: loaded_file), so that
-        `records` takes them from the cache instead of parsing the file again. `keep(entry, key, measured)`
-        makes and stores them (`keep_records`, here by default; inside asv's publish a forked helper does
-        it on the other core while asv reads on)."""
+        `records` takes them from the cache instead of parsing the file again (inside asv's publish, a
+        forked helper does this on the other core while asv reads on: publisher._sharing)."""
         entry = self._entry(file)
         if entry in self.primed:  # asv parses every file twice
             return
@@ -109,7 +107,7 @@ class SiteCache:
         self.shared += 1
         measured = file.measure()
         if measured is not None:  # else named in a warning by the reader; nothing to keep
-            (keep or keep_records)(entry, key, measured)
+            keep_records(entry, key, measured)
 
     def _entry(self, file: results.ResultFile) -> Path:
         return self.root / "records" / file.path.parent.name / f"{file.path.name}.pickle"

@@ -66,13 +66,25 @@ def _environment():
 
 
 def _subjects(repo_path: str | None, shas: set[str]) -> dict[str, str]:
-    """Commit subjects for the pages (gitpython); none where the repository cannot be read."""
+    """Commit subjects for the pages (gitpython): one `git log` for all of them (a history of 2000 commits
+    read one commit at a time took 0.34 s, one log 0.06 s); one at a time where the log refuses a sha
+    (one not in the repository); none where the repository cannot be read."""
     if not repo_path:
         return {}
     try:
         import git
 
         repo = git.Repo(repo_path)
+        try:  # the first line of each message, as Commit.summary gives it (%s would join a paragraph's lines)
+            text = repo.git.log("--no-walk=unsorted", "--format=%H%x01%B%x02", *sorted(shas)) if shas else ""
+            out = {}
+            for record in text.split("\x02"):
+                sha, found, message = record.partition("\x01")
+                if found:
+                    out[sha.strip()] = message.split("\n", 1)[0]
+            return out
+        except git.GitCommandError:
+            pass
         out = {}
         for sha in shas:
             try:
@@ -490,7 +502,6 @@ class _Shared(NamedTuple):
     warnings: list[str]
 
 
-_writing: dict[Path, forked.Helper] = {}  # results folder -> the helper writing its pages, during asv's second pass
 _rendered: dict[Path, list[str]] = {}  # results folder -> the warnings of the pages written during asv's publish
 
 
@@ -500,6 +511,9 @@ def _revisions(repo, commits: set[str]) -> dict[str, int]:
     return repo.get_revisions(commits | set(repo.get_tags().values()))
 
 
+AHEAD = 2  # files asv's process may hand the helper unread; past that it reads them itself (see _sharing)
+
+
 def _sharing(original):
     """asv 0.6.6's Publish.iter_results, taking our records from each Results it parses, and writing our
     pages when its first pass is over.
@@ -507,79 +521,70 @@ def _sharing(original):
     asv's publish parses every result file (twice: its parameters, then its graphs) and hands its
     publishers only the graphs, which hold medians; our pages need the samples. asv has no seam for
     this, so this one staticmethod is wrapped (as asv_bridge/plugin.py wraps what it must). On the first
-    pass, each file's measured cells are taken from asv's parse here and handed to a forked helper
-    (forked.Helper), which makes and stores their records on the other core while asv reads on. When
-    the pass ends, the same helper writes the pages while asv's second pass reads the files again (on
-    one core), and the second pass waits for it at its end: what the helper used (importing ruptures alone
-    keeps ~70 MiB) goes back before asv detects its steps and builds its graphs, which hold ~110 MiB of
-    points from then on at 2000 commits x 200 rows. The publisher's `publish` then only adds the nav
-    link and the assets. Measured by evaluation/publish_speed.py (docs/results.md#the-site)."""
+    pass, each Results asv has parsed is handed to a forked helper (forked.Helper), which takes its
+    measured cells and makes and stores their records on the other core while asv reads on; when the
+    helper falls behind (AHEAD files), asv's process takes the cells itself and hands those over, so
+    that neither core waits for the other. When the pass ends, the same helper writes the pages and
+    ends: what it used (importing ruptures alone keeps ~70 MiB) goes back before asv's second pass,
+    whose graphs hold ~110 MiB of points at 2000 commits x 200 rows. The publisher's `publish` then only
+    adds the nav link and the assets. Measured by evaluation/publish_speed.py (docs/results.md#the-site)."""
     def iter_results(conf, repo, range_spec=None):
         results_dir = Path(conf.results_dir).resolve()
-        if results_dir in _rendered:  # asv's second pass, our pages written already (no fork here)
+        if results_dir in _rendered:  # asv's second pass: our pages are written
             yield from original(conf, repo, range_spec)
-            return
-        writing = _writing.pop(results_dir, None)
-        if writing is not None:  # asv's second pass, while the helper writes our pages
-            with writing:
-                yield from original(conf, repo, range_spec)
-                _rendered[results_dir] = writing.result()
             return
         warnings: list[str] = []
         shared = _Shared(page_cache.SiteCache(results_dir.parent), results.Definitions.read(results_dir, warnings),
                          warnings)
         commits = set()
-        helper = forked.Helper(_keep_records, _render_shared, "writing torchbench's pages",
-                               prepare=changepoints.prepare)
-        try:
-            def hand_over(entry: Path, key: tuple, measured: results.Measured) -> None:
-                helper.put((entry, key, measured.packed()))  # packed: a few arrays to pickle, not 8,000 floats
 
+        def take(item) -> None:  # in the helper: a file's records, from asv's parse (no file read again)
+            kind, *made = item
+            with _without_cycle_collection():
+                if kind == "parsed":  # asv's Results: read here
+                    try:
+                        shared.cache.prime(results.loaded_file(results_dir, made[0], shared.definitions, warnings))
+                    except OSError:  # gone since asv read it: our own reading names it
+                        pass
+                else:  # read in asv's process, which was ahead: its cells, and what reading them said
+                    path, stamp, measured, said = made
+                    warnings.extend(said)
+                    shared.cache.prime(results.ResultFile(path, stamp, None, lambda: measured))
+
+        def hand_over(loaded) -> None:  # in asv's process
+            if helper.backlog <= AHEAD:
+                helper.put(("parsed", loaded))  # pickled whole, ~0.2 ms: the rest is done on the other core
+                return
+            said: list[str] = []  # the helper is behind: read it here, as it would have
+            try:
+                file = results.loaded_file(results_dir, loaded, shared.definitions, said)
+                with _without_cycle_collection():
+                    measured = file.measure()
+            except OSError:
+                return
+            helper.put(("measured", file.path, file.stamp, measured and measured.packed(), said))
+
+        def finish(conf, revisions: dict[str, int]) -> list[str]:  # in the helper, with what it took
+            with _without_cycle_collection():
+                return _render_site(conf, revisions, shared)
+
+        with forked.Helper(take, finish, "writing torchbench's pages", prepare=changepoints.prepare) as helper:
             for loaded in original(conf, repo, range_spec):
                 commits.add(loaded.commit_hash)
-                try:
-                    with _without_cycle_collection():
-                        shared.cache.prime(results.loaded_file(results_dir, loaded, shared.definitions, warnings),
-                                           keep=hand_over)
-                except OSError:  # gone since asv read it: our own reading names it
-                    pass
+                hand_over(loaded)
                 yield loaded
-            helper.start_finish(conf, _revisions(repo, commits), shared)
-        except BaseException:
-            helper.close()
-            raise
-        if not forked.FORK:  # written already, here
-            _rendered[results_dir] = helper.result()
-        else:
-            _writing[results_dir] = helper
+            _rendered[results_dir] = helper.finish(conf, _revisions(repo, commits))
 
     iter_results._torchbench = True
     return iter_results
 
 
-def _keep_records(made: tuple) -> None:
-    page_cache.keep_records(*made)
-
-
-def _render_shared(conf, revisions: dict[str, int], shared: _Shared) -> list[str]:
-    """render_site with what asv's first pass gave (the cache's counts, what reading said)."""
-    with _without_cycle_collection():
-        return _render_site(conf, revisions, shared)
-
-
-def _forget(results_dir: Path) -> None:
-    """Drop what an earlier publish of this folder in this process left (one that failed between asv's
-    passes): its helper is ended, its warnings are not this publish's."""
-    _rendered.pop(results_dir, None)
-    stale = _writing.pop(results_dir, None)
-    if stale is not None:
-        stale.close()
-
-
 def _starting(original):
-    """asv's Publish.run, which first forgets what an earlier, failed publish of the same folder left."""
+    """asv's Publish.run, which first forgets what an earlier publish of the same folder in this process
+    left (one that failed between asv's two passes): else this publish's first pass would be taken for
+    its second, and our pages, which asv has just deleted with the rest of html_dir, not written."""
     def run(cls, conf, *args, **kwargs):
-        _forget(Path(conf.results_dir).resolve())
+        _rendered.pop(Path(conf.results_dir).resolve(), None)
         return original(cls, conf, *args, **kwargs)
 
     run._torchbench = True
@@ -742,11 +747,7 @@ class TorchbenchPages(OutputPublisher):
 
     @classmethod
     def publish(cls, conf, repo, benchmarks, graphs, revisions):
-        results_dir = Path(conf.results_dir).resolve()
-        writing = _writing.pop(results_dir, None)
-        if writing is not None:  # asv's second pass did not go through our wrapper: take the pages here
-            _rendered[results_dir] = writing.result()
-        warnings = _rendered.pop(results_dir, None)
+        warnings = _rendered.pop(Path(conf.results_dir).resolve(), None)
         if warnings is None:  # not written during asv's publish (see _sharing)
             warnings = render_site(conf, revisions)
         else:  # asv's Regressions publisher has written its feed over ours since
