@@ -191,3 +191,15 @@ def test_a_commits_level_moves_only_when_nearly_all_its_processes_were_slow():
     assert stats.level(np.concatenate([slow, slow, slow, fast * 1.05])) == 1.05
     assert stats.level(np.concatenate([slow] * 4)) == 2.0
     assert stats.interval(np.concatenate([fast, slow])).level == 1.0
+
+
+def test_the_kernel_searchs_bandwidth_is_ruptures_own_median_heuristic_to_the_last_bit():
+    """changepoints hands KernelCPD the bandwidth (sparing the Gram matrix ruptures builds to find it): it must
+    be the very float ruptures computes, so that the steps found are those ruptures alone would find."""
+    import ruptures
+
+    rng = np.random.default_rng(11)
+    for n in (24, 97, 400):
+        for y in (rng.normal(0, 1, n), np.r_[np.ones(n // 2), np.ones(n - n // 2) * 1.3], np.ones(n)):
+            signal = y.reshape(-1, 1).astype(np.double)
+            assert changepoints._bandwidth(signal) == ruptures.KernelCPD(kernel="rbf").fit(signal).cost.gamma

@@ -106,6 +106,16 @@ class Windows:
         return self.used[key]
 
 
+def _bandwidth(signal: np.ndarray) -> float:
+    """ruptures' CostRbf gamma by its median heuristic, computed as it computes it (the same float): given
+    to KernelCPD, whose compiled search needs nothing else, it spares the Gaussian Gram matrix (an exp of
+    every pair) that CostRbf builds only to find this median (a third of the search's time, profiled)."""
+    from scipy.spatial.distance import pdist
+
+    median = np.median(pdist(signal, metric="sqeuclidean"))
+    return 1 / median if median != 0 else 1.0
+
+
 def _candidates(y: np.ndarray, noise: float, penalty: float, windows: Windows | None = None) -> list[int]:
     import ruptures
 
@@ -117,8 +127,9 @@ def _candidates(y: np.ndarray, noise: float, penalty: float, windows: Windows | 
         return [b for b in found if b < len(y)]
 
     def search(part: np.ndarray) -> list[int]:
-        found = ruptures.KernelCPD(kernel="rbf", min_size=MIN_SEGMENT).fit(part.reshape(-1, 1)).predict(
-            pen=KERNEL_PENALTY * math.log(len(part)))
+        signal = part.reshape(-1, 1).astype(np.double)
+        found = ruptures.KernelCPD(kernel="rbf", min_size=MIN_SEGMENT, params={"gamma": _bandwidth(signal)}).fit(
+            signal).predict(pen=KERNEL_PENALTY * math.log(len(part)))
         return [int(b) for b in found if b < len(part)]
 
     # windows overlapping by two evidence windows, so that every step lies well inside one of them
