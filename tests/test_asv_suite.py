@@ -259,6 +259,45 @@ def test_a_plain_time_method_is_timed_for_its_allotted_seconds_with_asv_semantic
         assert pinned["number"] == 3 and len(pinned["samples"]) == 4, pinned
 
 
+def test_a_benchmark_past_the_timeout_its_suite_sets_fails_alone_and_the_process_goes_on(tmp_path):
+    """asv's `timeout`: asv kills a benchmark's process past it and records a failure. The worker runs many
+    benchmarks a process: the one past its timeout (set-up included) fails with a message saying so, its
+    teardown runs, and the next job is measured; a benchmark within its timeout is untouched."""
+    import json
+
+    suite = write_suite(tmp_path, """
+        import time
+
+        class Slow:
+            timeout = 0.5
+
+            def setup(self):  # asv re-runs it, and the teardown, around every timed call
+                with open("calls", "a") as f:
+                    f.write("setup\\n")
+                time.sleep(0.3)
+
+            def time_sleep(self):
+                time.sleep(0.1)  # each call within the timeout, the set-ups and the samples past it
+
+            def teardown(self):
+                with open("calls", "a") as f:
+                    f.write("teardown\\n")
+
+        class Quick:
+            timeout = 30
+
+            def time_sum(self):
+                sum(range(100))
+        """)
+    jobs = tmp_path / "jobs.json"
+    jobs.write_text(json.dumps([["bench_ops.Slow.time_sleep", 0], ["bench_ops.Quick.time_sum", 0]]))
+    slow, quick = worker_run(suite, jobs, tmp_path / "out.jsonl", {})
+    assert "timed out after 0.5 s (its asv timeout), set-up included" in slow["error"], slow
+    assert 0.5 <= slow["elapsed"] < 5, slow
+    assert (tmp_path / "calls").read_text().splitlines()[-1] == "teardown"  # the last set-up was torn down
+    assert quick["job"] == ["bench_ops.Quick.time_sum", 0] and quick["samples"], quick
+
+
 def test_the_harness_link_is_out_of_reach_of_pip_installing_a_project_that_ships_torchbench_core(tmp_path):
     """torchbench measuring its own history installs commits that ship torchbench_core into the asv
     environment. pip writes (and uninstalls) site-packages/torchbench_core/*: had the harness link been there,

@@ -185,22 +185,54 @@ def _allot(benchmark, run_time: float) -> None:
         benchmark.number = number
 
 
+class BenchmarkTimeout(TimeoutError):
+    """A benchmark ran past the `timeout` its suite sets (asv's attribute), set-up included."""
+
+
+@contextlib.contextmanager
+def _timeout(benchmark):
+    """asv's `timeout` where the suite sets one: asv kills the benchmark's process past it and records a
+    failure; here, where one process runs many benchmarks, the benchmark is stopped (SIGALRM raises between
+    Python bytecodes) and only its job fails, the process going on. A benchmark stuck inside one C call
+    is not stopped so: the process's own limit (torchbench/ab/rounds.py) ends it. Without a timeout set,
+    the process's limit alone applies, as before."""
+    import signal
+
+    seconds = benchmark.timeout
+    if seconds is None or seconds <= 0:
+        yield
+        return
+
+    def expired(signum, frame):
+        raise BenchmarkTimeout(f"{benchmark.name} timed out after {seconds:g} s (its asv timeout), set-up included")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def _run_one(benchmark, index: int, cache, run_time: float | None = None) -> dict:
     benchmark.set_param_idx(index)
     suite_instance = _timer_suite(benchmark)
     if run_time is not None and suite_instance is not None:
         suite_instance.min_run_time = run_time  # this process's share of time for the case (torchbench alert)
     benchmark.set_cache(cache)
-    if benchmark.do_setup():
-        return {"skipped": True}
-    if _plain_time(benchmark):
-        _allot(benchmark, DEFAULT_RUN_TIME if run_time is None else run_time)
-    try:
-        result = benchmark.do_run()
-    except NotImplementedError:
-        return {"skipped": True}
-    finally:
-        benchmark.do_teardown()
+    with _timeout(benchmark):  # as asv_runner's run: teardown after a skip too, not after a failed setup
+        skip = benchmark.do_setup()
+        try:
+            if skip:
+                return {"skipped": True}
+            if _plain_time(benchmark):
+                _allot(benchmark, DEFAULT_RUN_TIME if run_time is None else run_time)
+            result = benchmark.do_run()
+        except NotImplementedError:
+            return {"skipped": True}
+        finally:
+            benchmark.do_teardown()
     if isinstance(result, dict) and "samples" in result:
         return {"samples": [float(s) for s in result["samples"]], "number": int(result.get("number") or 1)}
     if result is None or (isinstance(result, float) and math.isnan(result)):
