@@ -117,16 +117,17 @@ render_site(conf, {sha: i for i, sha in enumerate(shas)})
 
 
 def _tree(pid: int) -> list[int]:
-    """pid and its descendants (Linux: /proc/PID/task/TID/children)."""
+    """pid and its descendants (Linux: /proc/PID/task/TID/children). A process that ends while it is read
+    (a forked worker finishing) is left out, not an error."""
     found, todo = [], [pid]
     while todo:
         p = todo.pop()
         found.append(p)
-        for children in Path(f"/proc/{p}/task").glob("*/children"):
-            try:
+        try:
+            for children in Path(f"/proc/{p}/task").glob("*/children"):
                 todo += [int(c) for c in children.read_text().split()]
-            except OSError:
-                continue
+        except OSError:
+            continue
     return found
 
 
