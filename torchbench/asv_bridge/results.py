@@ -237,23 +237,12 @@ def _measured(results, machine: str, benchmarks: dict[str, dict], outcome: Outco
     """`_rows`' cells whose status is ok, as columns (the same values, in the same order)."""
     outcome = outcome or Outcome(None, {})
     out = Measured(machine, results.commit_hash, results.env_name, results.date, [], [], [], [], [], [], [], [])
-    # Measured.add's work, inlined: a publish makes ~400,000 cells this way, in asv's wait (see publish/)
-    benchmark, index_, params, unit_, samples, number, processes, levels = out[4:]
     for key, info, cells in _benchmarks_of(results, benchmarks):
-        unit, processed, found = info.get("unit"), outcome.processes.get(key) or 0, outcome.levels.get(key)
         for index, (combo, value, stat, sample) in enumerate(cells):
             if value is None or (isinstance(value, float) and math.isnan(value)):  # failed, skipped
                 continue
-            n = stat.get("number") if stat else None
-            level = tuple(found[index]) if found is not None and index < len(found) else None
-            benchmark.append(key)
-            index_.append(index)
-            params.append(combo)
-            unit_.append(unit)
-            samples.append(sample or (value,))
-            number.append(int(n) if n else 1)
-            processes.append(processed)
-            levels.append(level or ())
+            out.add(key, index, combo, info.get("unit"), sample, value, stat.get("number") if stat else None,
+                    outcome.processes.get(key), outcome.levels_of(key, index))
     return out
 
 

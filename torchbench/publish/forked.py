@@ -67,13 +67,18 @@ class Helper:
         self._here.close()  # this process's copy of the parent's end: else closing that end is no EOF here
         error = None
         prepare = self._prepare
+
+        def prepared():  # runs prepare once; its exception is told at finish
+            nonlocal error, prepare
+            try:
+                prepare()
+            except BaseException as e:  # noqa: BLE001 - told at finish
+                error = error or (e, traceback.format_exc())
+            prepare = None
+
         while True:
             if prepare is not None and not connection.poll():  # the first moment nothing waits
-                try:
-                    prepare()
-                except BaseException as e:  # noqa: BLE001 - told at finish
-                    error = error or (e, traceback.format_exc())
-                prepare = None
+                prepared()
             try:
                 kind, value = connection.recv()
             except EOFError:  # closed without finishing
@@ -87,10 +92,7 @@ class Helper:
                 self._taken.value += 1
                 continue
             if prepare is not None:  # never idle: now, before the last call that needs it
-                try:
-                    prepare()
-                except BaseException as e:  # noqa: BLE001 - told below
-                    error = error or (e, traceback.format_exc())
+                prepared()
             if error is not None:
                 outcome = (False, error)
             else:
@@ -137,7 +139,7 @@ class Helper:
         try:
             self._here.send(("finish", args))
             ok, value = self._here.recv()
-        except (EOFError, BrokenPipeError, ConnectionResetError, OSError):
+        except (EOFError, OSError):  # the pipe's end gone (BrokenPipeError, ConnectionResetError): it died
             ok, value = None, None
         self._started = False  # answered (or it died): close only reaps it
         self.close()
