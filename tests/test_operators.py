@@ -41,7 +41,7 @@ def test_a_log_in_pytorchs_own_format_loads_with_at_least_95_percent_of_its_samp
             resolve_operator(name)(*args, **kwargs)  # every built sample runs in eager
             built += 1
     assert built / (built + len(skipped)) >= 0.95, skipped
-    assert skipped == ["a sparse tensor (ST([64, 64], f16, torch.sparse_coo, True, 8)): only dense inputs are built"]
+    assert skipped == ["a sparse input, only dense ones are built: ST([64, 64], f16, torch.sparse_coo, True, 8)"]
 
 
 def test_each_line_reads_back_as_written():
@@ -225,6 +225,8 @@ def test_a_tiny_benchmark_end_to_end_writes_the_csv_a_compare_table_and_a_profil
     assert "[---" in proc.stdout and "eager" in proc.stdout and "inductor" in proc.stdout  # the Compare table
     assert "operators skipped, computes nothing (a view or constructor): 1" in proc.stdout
     assert "samples: 3 built, 0 skipped, 0 failed" in proc.stdout
+    sparse = _cli("bench", "--inp-file", str(PYTORCH_FORMAT), "--op", "aten.add_.Tensor", "--accuracy-only", cwd=tmp_path)
+    assert sparse.returncode == 0 and "samples skipped, a sparse input, only dense ones are built: 1" in sparse.stdout
     traces = list((tmp_path / "log").glob("operator_aten.add.Tensor/*.pt.trace.json.gz"))
     assert len(traces) == 1
 
@@ -239,3 +241,27 @@ def test_bad_input_exits_2_with_the_reason(tmp_path):
     assert proc.returncode == 2 and "no recorded suite 'nope'" in proc.stderr
     with pytest.raises(KeyError, match="unknown inductor configuration"):
         benchmark(OperatorLog.read(PYTORCH_FORMAT), BenchOptions(inductor_configs=("fast",)))
+
+
+def test_the_tracked_suite_skips_what_cannot_be_timed_and_serves_an_operators_rows_from_one_measurement(monkeypatch):
+    sys.path.insert(0, str(ROOT))
+    try:
+        from benchmarks import operators as suite
+    finally:
+        sys.path.remove(str(ROOT))
+    assert len(suite.OPERATORS) == len(suite_log("huggingface")) >= 40
+    chosen = ["aten.relu.default", "aten._unsafe_view.default"]
+    monkeypatch.setattr(suite, "OPERATORS", chosen)
+    reasons = suite.setup_cache()
+    assert reasons == {"aten.relu.default": None, "aten._unsafe_view.default": "computes nothing (a view or constructor)"}
+    with pytest.raises(NotImplementedError, match="computes nothing"):  # asv records it as skipped
+        suite.OperatorEager().setup(reasons, suite.LABEL, "aten._unsafe_view.default", "eager", 1)
+    eager, ratio = suite.OperatorEager(), suite.CompiledOverEager()
+    eager.setup(reasons, suite.LABEL, "aten.relu.default", "eager", 1)
+    seconds = eager.track_eager_time(reasons, suite.LABEL, "aten.relu.default", "eager", 1)
+    fractions = [ratio.track_compiled_over_eager(reasons, suite.LABEL, "aten.relu.default", q, 1)
+                 for q in ("p20", "p50", "p80")]
+    result = suite._measured("aten.relu.default")  # the one measurement all four rows read
+    assert seconds == result.eager_geomean() > 0
+    assert fractions == [1 / s for s in result.speedup_quantiles()[0]]
+    assert fractions[0] >= fractions[1] >= fractions[2] > 0  # a higher speedup percentile: a lower fraction

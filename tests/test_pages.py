@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from torchbench import stats
-from torchbench.publish import charts, pages
+from torchbench.publish import charts, pages, publisher
 from torchbench.asv_bridge.results import Row
 
 LABEL = "__torch_function__ overhead"
@@ -156,6 +156,31 @@ def test_counts_of_a_timed_case_sit_beside_its_time_and_a_counts_label_has_its_o
     data = timed.data()
     assert sorted(v for env in data["instructions"].values() for v in env.values()) == [4000.0, 4001.0]
     assert all(c.interval.median == 9000.0 for c in counted.cells.values())
+
+
+def test_values_in_a_unit_of_their_own_are_shown_as_they_are_on_a_page_of_their_own():
+    """A track_ method with its own unit (operators' "compiled/eager") beside timed rows of the same label: its
+    values are not seconds, so they get their own page, unscaled, the unit named in the table, tooltips and
+    script; the timed rows keep theirs."""
+    shas, rows = history(2)
+    ratio = lambda sha, v: Row(  # noqa: E731
+        machine="m1", commit=sha, env_name="virtualenv-py3.11", benchmark="bench.Ratio.track_ratio", index=0,
+        params=(("label", LABEL), ("sub_label", "Tensor"), ("description", "p50"), ("num_threads", 1)), value=v,
+        samples=None, number=None, stats=None, unit="compiled/eager", date=0)
+    rows += [ratio(sha, v) for sha, v in zip(shas, (0.93, 0.95))]
+    timed, own = sorted(pages.build(rows, {sha: i for i, sha in enumerate(shas)}, {})[0],
+                        key=lambda p: p.unit_kind != "time")
+    assert (timed.label, timed.unit_kind) == (LABEL, "time") and len(timed.cells) == 4
+    assert (own.label, own.unit_kind) == (f"{LABEL} (compiled/eager)", "compiled/eager")
+    assert own.slug != timed.slug
+    view = own.table([e.id for e in own.envs])
+    assert view.footer == "Values are in compiled/eager (level)."
+    assert sorted(c.interval.median for c in own.cells.values()) == [0.93, 0.95]
+    data = own.data()
+    assert (data["unit"], data["scale"], data["fixed"]) == ("compiled/eager", 1.0,
+                                                           ["compiled/eager", "Values are in compiled/eager (level)."])
+    assert timed.data()["fixed"] is None and timed.data()["unit"] != "compiled/eager"
+    assert publisher._ci_text(next(iter(own.cells.values())).interval, own.unit_kind).startswith("level; median 0.9")
 
 
 def test_a_path_is_written_as_python_writes_its_coordinates_tenths_signs_and_all():

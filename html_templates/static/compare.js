@@ -150,7 +150,7 @@
   function g(x, digits) { return String(Number(x.toPrecision(digits))).replace(/e([+-])(\d)$/, "e$10$2"); }
   function ciText(cell) {
     var median, ci = "";
-    if (data.counts) {
+    if (data.fixed) {  // values as they are: instructions, a ratio, bytes
       median = "median " + g(cell[0], 6);
       if (cell[1] !== null && cell[2] !== null) {
         ci = ", " + Math.round(data.confidence * 100) + "% CI " + g(cell[1], 6) + " to " + g(cell[2], 6);
@@ -183,7 +183,7 @@
     var base = baselines(chosen, state.base && state.base in envById ? state.base : "");
     var unit = ["", 1, ""];
     if (!state.relative) {
-      if (data.counts) { unit = ["instructions", 1, ""]; } else {
+      if (data.fixed) { unit = [data.fixed[0], 1, ""]; } else {
         var least = Infinity;
         chosen.forEach(function (id) {
           var cells = data.cells[id] || {};
@@ -284,7 +284,7 @@
     old.parentNode.replaceChild(table, old);
     document.getElementById("footer").textContent = state.relative
       ? "Values are ratios of levels to the baseline env's (lower is faster)."
-      : data.counts ? "Values are instructions per run (level)."
+      : data.fixed ? data.fixed[1]
       : "Times are in " + unit[2] + "s (" + unit[0] + ").";
   }
 

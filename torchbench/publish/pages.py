@@ -14,6 +14,7 @@ statistics come from stats.py, as for the alerts.
 
 from __future__ import annotations
 
+import collections
 import functools
 import hashlib
 import math
@@ -39,6 +40,18 @@ __all__ = ["CellData", "CellKind", "Cells", "ComparePage", "EnvInfo", "FileCells
 DEFAULT_COMMITS = 5  # the Compare pages open on the last five commits
 _TORCH_IN_NAME = re.compile(r"(?:^|-)torch([0-9][^-]*)")  # asv names an environment by its requirements
 COUNT_UNIT = "instructions"
+TIME_UNIT = "time"
+
+
+def fixed_unit_footer(unit: str) -> str:
+    """The footer of a table whose values are shown as they are (publisher and compare.js write the same)."""
+    return f"Values are {unit} per run (level)." if unit == COUNT_UNIT else f"Values are in {unit} (level)."
+
+
+def unit_kind(unit: str | None) -> str:
+    """How a page shows a benchmark's values: TIME_UNIT (seconds, scaled to ns/us/ms/s), or its own unit as
+    the values are (instructions; a track_ method's "bytes" or "compiled/eager")."""
+    return TIME_UNIT if unit in (None, "", "seconds") else unit
 OVERHEAD_BASELINE = "Tensor"  # the sub_label the overhead of the other cases is measured against
 
 
@@ -235,14 +248,14 @@ class _CellsBuilder:
             for i, (lo, hi) in enumerate(zip(f.offsets[:-1].tolist(), f.offsets[1:].tolist())):
                 self.kept[at + i] = f.samples[lo:hi]
 
-    def build(self, envs: list["EnvInfo"], env_of: dict[str, int]) -> dict[tuple[str, bool], Cells]:
-        """Each (label, counts) group's Cells. The columns are put in group order once, so that a group's are
+    def build(self, envs: list["EnvInfo"], env_of: dict[str, int]) -> dict[tuple[str, str], Cells]:
+        """Each (label, unit kind) group's Cells. The columns are put in group order once, so that a group's are
         views of them rather than copies (a site of 400,000 cells would otherwise hold them twice)."""
         kinds = list(self.keys)
         if not len(self.kind):
             return {}
-        group_of: dict[tuple[str, bool], int] = {}  # (label, counts) -> group id, in the order kinds first came
-        kind_group = np.array([group_of.setdefault((k.label, k.counts), len(group_of)) for k in kinds],
+        group_of: dict[tuple[str, str], int] = {}  # (label, unit kind) -> group id, in the order kinds first came
+        kind_group = np.array([group_of.setdefault((k.label, k.unit), len(group_of)) for k in kinds],
                               dtype=np.int64)
         cell_group = kind_group[np.frombuffer(self.kind, dtype=np.int64)]
         order = np.argsort(cell_group, kind="stable")
@@ -344,7 +357,7 @@ def steps_between(found: Iterable[tuple], base_position: int, head_position: int
 class ComparePage:
     label: str
     slug: str
-    unit_kind: str  # "time" or COUNT_UNIT
+    unit_kind: str  # TIME_UNIT, COUNT_UNIT or a benchmark's own unit (unit_kind)
     envs: list[EnvInfo]  # every env with data for this label, in history order
     cells: Cells
     columns: list[str | None]
@@ -353,12 +366,12 @@ class ComparePage:
     def table(self, env_ids: list[str]) -> TableView:
         """The Compare table of these envs (rows in history order), as torchbench_core lays it out."""
         compare = Compare(c.measurement(self.label, key) for key, c in self.cells.items(env_ids))
-        if self.unit_kind == COUNT_UNIT:
-            compare.as_counts(COUNT_UNIT)
+        if self.unit_kind != TIME_UNIT:
+            compare.as_counts(self.unit_kind)
         view = compare.tables()[0]
         order = {e.id: e.position for e in self.envs}
         rows = sorted(view.rows, key=lambda r: (r.num_threads, order[r.env]))
-        footer = f"Values are {COUNT_UNIT} per run (level)." if self.unit_kind == COUNT_UNIT else view.footer
+        footer = view.footer if self.unit_kind == TIME_UNIT else fixed_unit_footer(self.unit_kind)
         return TableView(view.label, view.columns, tuple(rows), view.unit, footer)
 
     def baselines(self, env_ids: list[str]) -> dict[str, str]:
@@ -419,7 +432,7 @@ class ComparePage:
     def data(self, steps: Sequence[dict] = ()) -> dict:
         """What the page's script needs to re-lay the table for other commits and baselines."""
         c = self.cells
-        scale_unit, scale = (COUNT_UNIT, 1.0) if self.unit_kind == COUNT_UNIT else select_unit(
+        scale_unit, scale = (self.unit_kind, 1.0) if self.unit_kind != TIME_UNIT else select_unit(
             float(c.intervals[:, 0].min()))
         keys = [f"{threads}|{name}|{'' if column is None else column}" for threads, name, column in c.slots]
         ids = [e.id for e in c.envs]
@@ -448,7 +461,8 @@ class ComparePage:
         # commits would pay for a whole Compare per page to learn just this).
         first = np.unique(c.slot, return_index=True)[1]
         rows = sorted(dict.fromkeys(c.slots[c.slot[i]][:2] for i in np.sort(first).tolist()), key=lambda r: r[0])
-        return {"label": self.label, "unit": scale_unit, "scale": scale, "counts": self.unit_kind == COUNT_UNIT,
+        return {"label": self.label, "unit": scale_unit, "scale": scale,
+                "fixed": None if self.unit_kind == TIME_UNIT else [self.unit_kind, fixed_unit_footer(self.unit_kind)],
                 "units": {str(k): [name, s, unit_to_english(name)] for k, (name, s) in _UNITS.items()},
                 "rows": [[t, name, slug(name)] for t, name in rows],
                 "columns": ["" if c is None else c for c in self.columns], "floor": stats.PAGE_FLOOR,
@@ -553,7 +567,7 @@ class CellKind(NamedTuple):
     threads: int
     name: str  # sub_label
     description: str | None
-    counts: bool  # instruction counts, not times
+    unit: str  # TIME_UNIT for times (asv's "seconds"), else asv's unit: COUNT_UNIT, "bytes", a ratio...
     benchmark: str
 
 
@@ -582,7 +596,7 @@ class FileCells(NamedTuple):
 
 def file_cells(m: Measured) -> FileCells:
     """A file's measured cells (results.Measured, its samples packed or not) as the pages keep them."""
-    kinds = tuple(CellKind(label, threads, name, description, unit == COUNT_UNIT, benchmark)
+    kinds = tuple(CellKind(label, threads, name, description, unit_kind(unit), benchmark)
                   for benchmark, (label, name, description, threads), unit in
                   zip(m.benchmark, map(placement, m.benchmark, m.params), m.unit))
     flat, offsets = m.packed().samples
@@ -657,18 +671,21 @@ def build_from(found: Iterable[FileCells], revisions: dict[str, int],
             for r in env_index]
     env_of = {e.id: i for i, e in enumerate(envs)}
     groups = builder.build(envs, env_of)
-    by_label = {label: cells for (label, counts), cells in groups.items() if not counts}
-    kinds = {label: "time" for label in by_label}
-    for (label, counts), cells in groups.items():
-        if not counts:
+    by_label = {label: cells for (label, unit), cells in groups.items() if unit == TIME_UNIT}
+    # a label whose rows come in two units (seconds and a ratio, say) has a page per unit, apart by name
+    shared = {label for label, n in collections.Counter(label for label, _ in groups).items() if n > 1}
+    kinds = {label: TIME_UNIT for label in by_label}
+    for (label, unit), cells in groups.items():
+        if unit == TIME_UNIT:
             continue
-        if label in by_label:  # counts of timed cases: shown beside their times
+        if unit == COUNT_UNIT and label in by_label:  # counts of timed cases: shown beside their times
             timed_cells = by_label[label]
             at = timed_cells.find_all(cells)
             timed_cells.counts = np.full_like(timed_cells.intervals, math.nan)
             timed_cells.counts[at[at >= 0]] = cells.intervals[at >= 0]
-        else:  # a label of counts alone: its own page, in instructions
-            by_label[label], kinds[label] = cells, COUNT_UNIT
+        else:  # a label of counts alone, or values in a unit of their own: its own page, in that unit
+            page_label = f"{label} ({unit})" if label in shared else label
+            by_label[page_label], kinds[page_label] = cells, unit
 
     position = np.array([e.position for e in envs], dtype=np.int64)
     compare_pages, series_pages = [], []
@@ -703,7 +720,8 @@ def _series_page(page: ComparePage, position: np.ndarray) -> SeriesPage:
         first = cells.envs[cells.env[at[0]]]
         series.append(Series(name, column, threads, group, f"{first.machine} · {first.env_short}", cells, at))
     names = {s.name for s in series}
-    baseline = OVERHEAD_BASELINE if OVERHEAD_BASELINE in names and len(names) > 1 and page.unit_kind == "time" else None
+    baseline = (OVERHEAD_BASELINE if OVERHEAD_BASELINE in names and len(names) > 1 and page.unit_kind == TIME_UNIT
+                else None)
     if baseline:
         baselines = {(b.column, b.threads, b.group): b for b in series if b.name == baseline}
         for s in series:

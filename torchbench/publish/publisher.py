@@ -170,7 +170,7 @@ def _compare_context(page: pages.ComparePage, profiles: dict, steps: list[dict] 
 
 def _ci_text(i: stats.Interval, kind: str) -> str:
     """A cell's tooltip; html_templates/static/compare.js `ciText` writes the same for the cells it lays."""
-    if kind == pages.COUNT_UNIT:
+    if kind != pages.TIME_UNIT:  # values as they are (instructions, a ratio, bytes)
         median = f"median {i.median:.6g}"
         ci = "" if math.isnan(i.low) else f", {stats.PAGE_CONFIDENCE:.0%} CI {i.low:.6g} to {i.high:.6g}"
     else:
@@ -250,7 +250,7 @@ def _series_context(page: pages.SeriesPage, profiles: dict, diffs: dict, steps: 
 
     panels = []
     for (threads, column), members in groups.items():
-        unit_name, scale = (pages.COUNT_UNIT, 1.0) if page.unit_kind == pages.COUNT_UNIT else select_unit(
+        unit_name, scale = (page.unit_kind, 1.0) if page.unit_kind != pages.TIME_UNIT else select_unit(
             min(float(s.values("median").min()) for s in members))
 
         def point_tip(s: pages.Series, envs: list[pages.EnvInfo], values: np.ndarray, processes: np.ndarray,
@@ -414,7 +414,7 @@ def _landing_context(compare_pages: list[pages.ComparePage], series_pages: list[
         cases = []
         for s, last in zip(series.series, lasts):
             latest, previous = last[-1], (last[-2] if len(last) > 1 else None)
-            unit, scale_unit = (pages.COUNT_UNIT, 1.0) if page.unit_kind == pages.COUNT_UNIT else select_unit(
+            unit, scale_unit = (page.unit_kind, 1.0) if page.unit_kind != pages.TIME_UNIT else select_unit(
                 latest.interval.level)
             older = previous_release.get(((s.name, s.column, s.threads, latest.env.machine), s.group))
             release = latest_of.get((s.name, s.column, s.threads, older)) if older else None

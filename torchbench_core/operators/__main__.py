@@ -24,12 +24,9 @@ DTYPES = ("float32", "float16", "bfloat16", "float64", "as-logged")
 
 
 def _record(args: argparse.Namespace) -> int:
-    import torch
-
     from . import models
     from .record import record_training
 
-    torch.set_num_threads(max(1, torch.get_num_threads()))
     if args.factory:
         if not args.name:
             raise ValueError("--factory needs --name (the log is <out>/<name>_training.txt)")
@@ -88,8 +85,7 @@ def _bench(args: argparse.Namespace) -> int:
 
 def _report(results, csv_path: Path | None) -> None:
     skipped_ops = collections.Counter(r.skip_reason for r in results if r.skip_reason)
-    reasons = collections.Counter(reason.split(":")[0] if reason.startswith(("a sparse", "torch.")) else reason
-                                  for r in results for _, reason in r.skipped)
+    reasons = collections.Counter(reason.split(": ")[0] for r in results for _, reason in r.skipped)
     failures = collections.Counter(": ".join(reason.split(": ")[:2]) for r in results for _, reason in r.failed)
     built = sum(len(r.samples) for r in results)
     skipped = sum(len(r.skipped) for r in results)
@@ -125,7 +121,7 @@ def parser() -> argparse.ArgumentParser:
     bench.add_argument("--op", action="append", default=[], help="an operator overload, e.g. aten.add.Tensor "
                                                                   "(repeatable; default all)")
     bench.add_argument("--dtype", default="float32", choices=DTYPES)
-    bench.add_argument("--max-samples", type=_positive, default=3, help="samples per operator (default 3)")
+    bench.add_argument("--max-samples", type=_positive, default=15, help="samples per operator (default 15, the seed's)")
     bench.add_argument("--start-idx", type=_non_negative, default=0, help="first sample of each operator")
     bench.add_argument("--channels-last", action="store_true", help="4-d inputs in channels-last memory format")
     bench.add_argument("--inductor-config", action="append", default=[],

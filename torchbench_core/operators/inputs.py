@@ -22,7 +22,8 @@ __all__ = ["SampleSkipped", "build_sample", "resolve_operator"]
 
 
 class SampleSkipped(Exception):
-    """A sample this tool cannot build (the message says why): skipped, and counted in the report."""
+    """A sample this tool cannot build: skipped, and counted in the report. The message is "<why>: <detail>",
+    the report counting samples by <why>."""
 
 
 def resolve_operator(name: str) -> torch._ops.OpOverload:
@@ -129,7 +130,7 @@ def build_sample(operator: str, text: str, *, dtype: torch.dtype | None = None, 
 
     def leaf(value: Any, high: int | None = None) -> Any:
         if isinstance(value, SparseSpec):
-            raise SampleSkipped(f"a sparse tensor ({value!r}): only dense inputs are built")
+            raise SampleSkipped(f"a sparse input, only dense ones are built: {value!r}")
         if isinstance(value, TensorSpec):
             made = _tensor(value, target(value.dtype), generator, device, high)
             if channels_last and made.dim() == 4:
@@ -139,7 +140,7 @@ def build_sample(operator: str, text: str, *, dtype: torch.dtype | None = None, 
             return target(value.name)
         if isinstance(value, TorchConstant):
             if not hasattr(torch, value.name):
-                raise SampleSkipped(f"torch.{value.name} is not a constant of torch {torch.__version__}")
+                raise SampleSkipped(f"a constant this torch lacks: torch.{value.name} (torch {torch.__version__})")
             return getattr(torch, value.name)
         if value in ("cpu", "cuda"):
             return device.type
