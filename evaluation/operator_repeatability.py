@@ -17,7 +17,7 @@ median of its first k processes' ratios; the figure is the share of operators
 whose ratio in run A is within 5% of run B's, and the median and worst
 difference.
 
-    python evaluation/operator_repeatability.py [--processes 3] [--samples 3] [--out results.json]
+    python evaluation/operator_repeatability.py [--processes 3] [--samples 3] [--op aten.add.Tensor ...] [--out F]
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 REPEATS = 3
 
 
-def measure(samples: int, out: Path) -> None:
+def measure(samples: int, out: Path, only: list[str]) -> None:
     """One process: {operator: {"ours": speedup p50, "anchor": speedup p50}}."""
     import torch
     from torch._inductor.compile_fx import compile_fx
@@ -51,7 +51,7 @@ def measure(samples: int, out: Path) -> None:
     log = suite_log("huggingface")
     options = BenchOptions(max_samples=samples, repeats=REPEATS, min_run_time=0.02)
     found = {}
-    for name in log.names():
+    for name in only or log.names():
         if skip_reason(name):
             continue
         ours = benchmark_operator(log, name, options)
@@ -86,18 +86,19 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--processes", type=int, default=3, help="processes a run (two runs)")
     parser.add_argument("--samples", type=int, default=3)
+    parser.add_argument("--op", action="append", default=[], help="only these operators (default: all)")
     parser.add_argument("--out", type=Path)
     parser.add_argument("--measure", type=Path, help=argparse.SUPPRESS)  # internal: one measuring process
     args = parser.parse_args()
     if args.measure:
-        measure(args.samples, args.measure)
+        measure(args.samples, args.measure, args.op)
         return 0
     processes = []
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(2 * args.processes):
             out = Path(tmp) / f"{i}.json"
-            subprocess.run([sys.executable, __file__, "--samples", str(args.samples), "--measure", str(out)],
-                           check=True, cwd=ROOT)
+            subprocess.run([sys.executable, __file__, "--samples", str(args.samples), "--measure", str(out),
+                            *[a for op in args.op for a in ("--op", op)]], check=True, cwd=ROOT)
             processes.append(json.loads(out.read_text()))
             print(f"process {i + 1} of {2 * args.processes}: {len(processes[-1])} operators", flush=True)
     run_a, run_b = processes[:args.processes], processes[args.processes:]

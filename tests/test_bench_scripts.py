@@ -1,5 +1,6 @@
 """The evaluation/ scripts must keep running; their figures are not checked here."""
 
+import json
 import re
 import subprocess
 import sys
@@ -150,3 +151,15 @@ def test_noise_parts_recovers_the_parts_a_synthetic_pool_was_made_of():
     process = 0.03 ** 2 + 0.09 * 0.3 ** 2  # its own sd, and the slow group's +30% in a tenth
     assert f["process"] == pytest.approx(process, rel=0.3)
     assert 0.07 <= f["slow_share"] <= 0.14
+
+
+def test_operator_repeatability_runs_at_small_settings(tmp_path):
+    out = tmp_path / "rep.json"
+    proc = subprocess.run([sys.executable, "evaluation/operator_repeatability.py", "--processes", "1", "--samples", "1",
+                           "--op", "aten.relu.default", "--op", "aten.mul.Tensor", "--out", str(out)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(out.read_text())
+    (row,) = result["rows"]
+    assert row["ours"]["operators"] == row["anchor"]["operators"] == 2
+    assert "ours" in proc.stdout and "anchor (seed 003 timed)" in proc.stdout
