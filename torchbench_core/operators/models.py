@@ -29,47 +29,49 @@ def _transformers():
     return transformers
 
 
-def bert() -> tuple[torch.nn.Module, Any]:
-    """BertForMaskedLM (bert-base-uncased's configuration), batch 2, 128 tokens, with labels (its loss)."""
+def _language_model(config: str, model: str) -> tuple[torch.nn.Module, Any]:
+    """A transformers language model at its default configuration, attention in its eager form (matmuls and
+    softmax, as in PyTorch's logs), batch 2 of 128 tokens, labelled (its loss)."""
     tf = _transformers()
     torch.manual_seed(SEED)
-    config = tf.BertConfig(attn_implementation="eager")  # attention as its matmuls and softmax, as in PyTorch's logs
-    model = tf.BertForMaskedLM(config).train()
-    ids = torch.randint(0, config.vocab_size, (2, 128))
-    return model, {"input_ids": ids, "labels": ids.clone()}
+    made = getattr(tf, config)(attn_implementation="eager")
+    built = getattr(tf, model)(made).train()
+    ids = torch.randint(0, made.vocab_size, (2, 128))
+    return built, {"input_ids": ids, "labels": ids.clone()}
+
+
+def _image_classifier(config: str, model: str, **options) -> tuple[torch.nn.Module, Any]:
+    """A transformers image classifier (1000 classes) at its default configuration, batch 2 at 224 pixels."""
+    tf = _transformers()
+    torch.manual_seed(SEED)
+    built = getattr(tf, model)(getattr(tf, config)(num_labels=1000, **options)).train()
+    return built, {"pixel_values": torch.randn(2, 3, 224, 224), "labels": torch.randint(0, 1000, (2,))}
+
+
+def bert() -> tuple[torch.nn.Module, Any]:
+    """BertForMaskedLM (bert-base-uncased's configuration)."""
+    return _language_model("BertConfig", "BertForMaskedLM")
 
 
 def gpt2() -> tuple[torch.nn.Module, Any]:
-    """GPT2LMHeadModel (GPT-2 small, causal attention, tanh GELU), batch 2, 128 tokens, with labels."""
-    tf = _transformers()
-    torch.manual_seed(SEED)
-    config = tf.GPT2Config(attn_implementation="eager")
-    model = tf.GPT2LMHeadModel(config).train()
-    ids = torch.randint(0, config.vocab_size, (2, 128))
-    return model, {"input_ids": ids, "labels": ids.clone()}
+    """GPT2LMHeadModel (GPT-2 small: causal attention, tanh GELU)."""
+    return _language_model("GPT2Config", "GPT2LMHeadModel")
 
 
 def vit() -> tuple[torch.nn.Module, Any]:
-    """ViTForImageClassification (ViT-base/16 at 224 pixels, 1000 classes), batch 2, with labels."""
-    tf = _transformers()
-    torch.manual_seed(SEED)
-    config = tf.ViTConfig(num_labels=1000, attn_implementation="eager")
-    model = tf.ViTForImageClassification(config).train()
-    return model, {"pixel_values": torch.randn(2, 3, 224, 224), "labels": torch.randint(0, 1000, (2,))}
+    """ViTForImageClassification (ViT-base/16), attention in its eager form."""
+    return _image_classifier("ViTConfig", "ViTForImageClassification", attn_implementation="eager")
 
 
 def resnet() -> tuple[torch.nn.Module, Any]:
-    """ResNetForImageClassification (ResNet-50, 1000 classes), batch 2 at 224 pixels, with labels."""
-    tf = _transformers()
-    torch.manual_seed(SEED)
-    config = tf.ResNetConfig(num_labels=1000)
-    model = tf.ResNetForImageClassification(config).train()
-    return model, {"pixel_values": torch.randn(2, 3, 224, 224), "labels": torch.randint(0, 1000, (2,))}
+    """ResNetForImageClassification (ResNet-50)."""
+    return _image_classifier("ResNetConfig", "ResNetForImageClassification")
 
 
 # log name -> factory; the logs are torchbench_core/operators/logs/<suite>/<name>_training.txt
 MODELS: dict[str, dict[str, Callable[[], tuple[torch.nn.Module, Any]]]] = {
-    "huggingface": {"BertForMaskedLM": bert, "GPT2LMHeadModel": gpt2, "ViTForImageClassification": vit, "ResNetForImageClassification": resnet},
+    "huggingface": {"BertForMaskedLM": bert, "GPT2LMHeadModel": gpt2, "ViTForImageClassification": vit,
+                    "ResNetForImageClassification": resnet},
 }
 
 
