@@ -23,7 +23,6 @@ measurement, so the rows of one operator agree within a process.
 import dataclasses
 import functools
 
-import torch
 from torch._inductor import compile_fx  # noqa: F401 - imported before asv forks its measuring processes
 
 from torchbench_core.operators import suite_log
@@ -41,7 +40,6 @@ setup_cache_timeout = 1800
 
 def setup_cache():
     """Compile every operator's samples once: {operator: why it is not measured, or None}."""
-    torch.set_flush_denormal(True)
     reasons = {}
     for name in OPERATORS:
         result = benchmark_operator(LOG, name, dataclasses.replace(OPTIONS, accuracy_only=True))
@@ -52,7 +50,6 @@ def setup_cache():
 
 @functools.lru_cache(maxsize=None)
 def _measured(name):
-    torch.set_flush_denormal(True)  # a repeated in-place op drives its input into denormals
     result = benchmark_operator(LOG, name, OPTIONS)
     if not result.timed:
         raise RuntimeError(f"{name}: no sample was timed: {result.failed or result.skipped}")

@@ -47,7 +47,7 @@ def measure(samples: int, out: Path, only: list[str]) -> None:
     from torchbench_core.operators.inputs import build_sample, resolve_operator
 
     torch.set_num_threads(1)
-    torch.set_flush_denormal(True)
+    torch.set_flush_denormal(True)  # for the anchor's timing, as benchmark_operator does for ours
     log = suite_log("huggingface")
     options = BenchOptions(max_samples=samples, repeats=REPEATS, min_run_time=0.02)
     found = {}

@@ -41,6 +41,7 @@ DEFAULT_COMMITS = 5  # the Compare pages open on the last five commits
 _TORCH_IN_NAME = re.compile(r"(?:^|-)torch([0-9][^-]*)")  # asv names an environment by its requirements
 COUNT_UNIT = "instructions"
 TIME_UNIT = "time"
+OVERHEAD_BASELINE = "Tensor"  # the sub_label the overhead of the other cases is measured against
 
 
 def fixed_unit_footer(unit: str) -> str:
@@ -52,7 +53,12 @@ def unit_kind(unit: str | None) -> str:
     """How a page shows a benchmark's values: TIME_UNIT (seconds, scaled to ns/us/ms/s), or its own unit as
     the values are (instructions; a track_ method's "bytes" or "compiled/eager")."""
     return TIME_UNIT if unit in (None, "", "seconds") else unit
-OVERHEAD_BASELINE = "Tensor"  # the sub_label the overhead of the other cases is measured against
+
+
+def display_unit(kind: str, least: float) -> tuple[str, float]:
+    """The unit a page shows values of this unit kind in, and what they are divided by: times in ns/us/ms/s
+    chosen by the least value, any other unit as the values are."""
+    return select_unit(least) if kind == TIME_UNIT else (kind, 1.0)
 
 
 def slug(text: str) -> str:
@@ -432,8 +438,7 @@ class ComparePage:
     def data(self, steps: Sequence[dict] = ()) -> dict:
         """What the page's script needs to re-lay the table for other commits and baselines."""
         c = self.cells
-        scale_unit, scale = (self.unit_kind, 1.0) if self.unit_kind != TIME_UNIT else select_unit(
-            float(c.intervals[:, 0].min()))
+        scale_unit, scale = display_unit(self.unit_kind, float(c.intervals[:, 0].min()))
         keys = [f"{threads}|{name}|{'' if column is None else column}" for threads, name, column in c.slots]
         ids = [e.id for e in c.envs]
         cells: dict[str, dict[str, list]] = {}

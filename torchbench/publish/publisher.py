@@ -250,8 +250,7 @@ def _series_context(page: pages.SeriesPage, profiles: dict, diffs: dict, steps: 
 
     panels = []
     for (threads, column), members in groups.items():
-        unit_name, scale = (page.unit_kind, 1.0) if page.unit_kind != pages.TIME_UNIT else select_unit(
-            min(float(s.values("median").min()) for s in members))
+        unit_name, scale = pages.display_unit(page.unit_kind, min(float(s.values("median").min()) for s in members))
 
         def point_tip(s: pages.Series, envs: list[pages.EnvInfo], values: np.ndarray, processes: np.ndarray,
                       unit: str = unit_name) -> Callable[[int], str]:
@@ -414,8 +413,7 @@ def _landing_context(compare_pages: list[pages.ComparePage], series_pages: list[
         cases = []
         for s, last in zip(series.series, lasts):
             latest, previous = last[-1], (last[-2] if len(last) > 1 else None)
-            unit, scale_unit = (page.unit_kind, 1.0) if page.unit_kind != pages.TIME_UNIT else select_unit(
-                latest.interval.level)
+            unit, scale_unit = pages.display_unit(page.unit_kind, latest.interval.level)
             older = previous_release.get(((s.name, s.column, s.threads, latest.env.machine), s.group))
             release = latest_of.get((s.name, s.column, s.threads, older)) if older else None
             row_steps = by_row.get((s.group, latest.benchmark, latest.index), [])

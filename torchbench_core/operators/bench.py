@@ -238,7 +238,8 @@ def benchmark_operator(log: OperatorLog, name: str, options: BenchOptions) -> Op
     on_cuda = torch.device(options.device).type == "cuda"
     flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.int8, device=options.device) if on_cuda else None
     chosen = log.samples(name)[options.start_idx:options.start_idx + options.max_samples]
-    with _profiler(name, options):
+    # a repeated in-place op (div_ by 8) drives its input into denormals, which CPUs compute far slower
+    with _flush_denormal(not on_cuda), _profiler(name, options):
         for index, (text, _calls) in enumerate(chosen, start=options.start_idx):
             with torch.profiler.record_function(f"sample_{index}"):
                 _sample(name, operator, index, text, options, dtype, flush, result)
@@ -256,12 +257,10 @@ def benchmark(log: OperatorLog, options: BenchOptions,
         if backend not in INDUCTOR_CONFIGS:
             raise KeyError(f"unknown inductor configuration {backend!r}: one of {', '.join(INDUCTOR_CONFIGS)}")
     results = []
-    # a repeated in-place op (div_ by 8) drives its input into denormals, which CPUs compute far slower
-    with _flush_denormal(torch.device(options.device).type == "cpu"):
-        for name in options.operators or log.names():
-            results.append(benchmark_operator(log, name, options))
-            if progress:
-                progress(results[-1])
+    for name in options.operators or log.names():
+        results.append(benchmark_operator(log, name, options))
+        if progress:
+            progress(results[-1])
     return results
 
 

@@ -153,8 +153,7 @@ def build_sample(operator: str, text: str, *, dtype: torch.dtype | None = None, 
             built.append([leaf(v, first.size[i] if isinstance(v, TensorSpec) and v.dtype != "bool" else None)
                           for i, v in enumerate(value)])
         else:
-            built.append(tree_map(lambda v, h=bounds.get(position): leaf(v, h), value)
-                         if isinstance(value, (list, tuple, dict)) else leaf(value, bounds.get(position)))
+            built.append(tree_map(lambda v, h=bounds.get(position): leaf(v, h), value))
     built_kwargs = {k: tree_map(leaf, v) for k, v in kwargs.items()}
     _pooling_indices(packet, built)
     return built, built_kwargs
