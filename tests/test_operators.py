@@ -156,6 +156,12 @@ def test_a_users_model_is_recorded_through_module_factory(tmp_path):
     assert {"aten.addmm.default", "aten.gelu.default", "aten.gelu_backward.default"} <= set(log)
     bad = _cli("record", "--factory", "mymodels", "--name", "X", cwd=tmp_path)
     assert bad.returncode == 2 and "expected module:factory" in bad.stderr
+    (tmp_path / "broken.py").write_text("def make():\n    raise RuntimeError('no such weights')\n")
+    broken = subprocess.run([sys.executable, "-m", "torchbench_core.operators", "record", "--factory", "broken:make",
+                             "--name", "B", "--out", str(tmp_path / "logs")], capture_output=True, text=True,
+                            cwd=tmp_path, env={"PYTHONPATH": f"{tmp_path}:{ROOT}", "PATH": "/usr/bin:/bin"})
+    assert broken.returncode == 2  # an unexpected error is a failure (2), never a regression (1)
+    assert "RuntimeError: no such weights" in broken.stderr and "stopped on the unexpected error" in broken.stderr
 
 
 def test_the_shipped_logs_are_what_record_regenerates(tmp_path):

@@ -6,7 +6,8 @@
     python -m torchbench_core.operators bench --inp-file BertForMaskedLM_training.txt --dtype float16
 
 Exit status: 0 when it ran (failed and skipped samples are counted in the
-report), 2 for bad input (an unknown operator, a malformed log, a bad flag).
+report), 2 for bad input (an unknown operator, a malformed log, a bad flag) or an unexpected error
+(with its traceback); never 1, which torchbench keeps for a regression.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import argparse
 import collections
 import sys
 import time
+import traceback
 from pathlib import Path
 
 from . import LOGS, suite_log, suites
@@ -163,6 +165,10 @@ def main(argv: list[str] | None = None) -> int:
         return _record(args) if args.command == "record" else _bench(args)
     except (LogFormatError, KeyError, ValueError, FileNotFoundError) as e:
         print(f"error: {e.args[0] if e.args else e}", file=sys.stderr)
+        return 2
+    except Exception:  # noqa: BLE001 - a bug or a model that fails: 2 with its traceback, never 1 (regression)
+        traceback.print_exc()
+        print("error: operatorbench stopped on the unexpected error above", file=sys.stderr)
         return 2
 
 
