@@ -28,7 +28,7 @@ def _selected():
         order = WorkOrder(*case)
         meta = order.task_metadata()
         name = " / ".join(order.label)
-        if order.timer_args.num_threads != 1:
+        if order.timer_args.num_threads != 1 or order.timer_args.language != "python":
             continue
         if name in OPS:
             chosen[(name, "explicit")] = order

@@ -5,7 +5,7 @@ import torchbench_core as tb
 from torchbench_core.definitions.standard import BENCHMARKS
 from torchbench_core.grouped import (AutogradMode, GroupedModules, GroupedSetup, GroupedStmts, GroupedVariants,
                                      RuntimeMode, TimerArgs, case_key, definitions_version, flatten, materialize,
-                                     parse_signature)
+                                     parse_signature, parse_stmts)
 
 SETUP = GroupedSetup(py_setup="""
     x = torch.ones((4, 4))
@@ -88,17 +88,82 @@ def test_grouped_variants_errors(block, message):
         GroupedVariants.from_block(block)
 
 
-def test_cpp_is_rejected_with_a_clear_error():
-    with pytest.raises(ValueError, match=r"C\+\+ benchmark sources are not supported \(cpp_stmt\)"):
-        GroupedStmts(py_stmt="y = x", cpp_stmt="auto y = x;")
-    with pytest.raises(ValueError, match=r"\(cpp_setup\)"):
-        GroupedSetup(cpp_setup="auto x = torch::ones({4});")
-    with pytest.raises(ValueError, match=r"\(cpp_model_setup\)"):
-        GroupedModules(py_model_setup="model = torch.nn.ReLU()", cpp_model_setup="auto model = ...;")
-    with pytest.raises(ValueError, match=r"\(cpp_block\)"):
-        GroupedVariants.from_block("# @a\nx", cpp_block="// @a\nx;")
-    with pytest.raises(ValueError, match="only language='python'"):
-        TimerArgs("x", language="cpp")
+CPP_SETUP = GroupedSetup(
+    py_setup="x = torch.ones((4, 4))\nw = torch.ones((4, 4), requires_grad=True)",
+    cpp_setup="auto x = torch::ones({4, 4});\nauto w = torch::ones({4, 4}, torch::requires_grad());",
+)
+
+
+def test_python_and_cpp_statements_expand_side_by_side_as_in_torchs_suite(tmp_path, monkeypatch):
+    monkeypatch.setenv("TORCHBENCH_CPP_CACHE", str(tmp_path))
+    cases = materialize({"c": GroupedStmts(py_stmt="y = (x * w).sum()", cpp_stmt="auto y = (x * w).sum();",
+                                           setup=CPP_SETUP, signature="f(x, w) -> y", torchscript=True,
+                                           autograd=True)})
+    by = {(a.runtime, a.autograd, a.language): t for _, a, t in cases}
+    E, J, F, FB = RuntimeMode.EAGER, RuntimeMode.JIT, AutogradMode.FORWARD, AutogradMode.FORWARD_BACKWARD
+    assert sorted(by, key=str) == sorted([(r, g, lang) for r in (E, J) for g in (F, FB) for lang in ("Python", "C++")],
+                                         key=str)
+    assert by[(E, F, "C++")] == TimerArgs("auto y = (x * w).sum();", CPP_SETUP.cpp_setup, language="cpp")
+    assert by[(E, FB, "C++")].stmt == "auto y = (x * w).sum();\ny.backward();"
+    jit = by[(J, FB, "C++")]
+    # the Python model, scripted and saved once for C++ to load, as torch's suite does
+    assert jit.stmt.endswith("auto y = jit_model.forward(ivalue_inputs);\ny.toTensor().backward();")
+    assert "std::vector<torch::jit::IValue> ivalue_inputs({torch::jit::IValue(x), torch::jit::IValue(w)});" in jit.stmt
+    assert "#include <torch/script.h>" in jit.global_setup and "torch::jit::load(fpath)" in jit.setup
+    (saved,) = (tmp_path / "models").iterdir()
+    assert f'"{saved}"' in jit.setup and by[(J, F, "C++")].setup.count(str(saved)) == 1
+    loaded = torch.jit.load(str(saved))
+    assert loaded(torch.ones(2, 2), torch.ones(2, 2)).item() == 4.0
+    assert {case_key(*c) for c in cases}.__len__() == len(cases)  # language is part of the key
+
+
+def test_modules_call_forward_in_cpp():
+    cases = materialize({"m": GroupedModules(py_model_setup="model = torch.nn.Linear(4, 2)",
+                                             cpp_model_setup="auto model = torch::nn::Linear(4, 2);",
+                                             setup=CPP_SETUP, signature="f(x) -> y")})
+    (_, py_auto, py), (_, cpp_auto, cpp) = cases
+    assert (py_auto.language, cpp_auto.language) == ("Python", "C++")
+    assert cpp.stmt == "auto y = model->forward(x);" and cpp.setup.endswith("auto model = torch::nn::Linear(4, 2);")
+    only_cpp = materialize({"m": GroupedModules(cpp_model_setup="auto model = torch::nn::ReLU();")})
+    assert [a.language for _, a, _ in only_cpp] == ["C++"]
+
+
+def test_variants_pair_python_and_cpp_lines_by_position_from_torchs_side_by_side_table():
+    py_block, cpp_block = parse_stmts(r"""
+        Python                                   | C++
+        ---------------------------------------- | ----------------------------------------
+        # @setup                                 | // @setup
+        x = torch.ones(4)                        | auto x = torch::ones({4});
+        # @add                                   | // @add
+        x + 1                                    | x + 1;
+        # a Python-only line                     | torch::add(x, 1);
+        torch.add(x, 1, out=x)                   |
+        # @global_setup                          | // @global_setup
+                                                 | #include <vector>
+    """)
+    gv = GroupedVariants(py_block, cpp_block)
+    cases = [(label, a.language, t.stmt, t.global_setup) for label, a, t in materialize({"P": gv})]
+    assert cases == [
+        (("P", "add", "Case: 0"), "Python", "x + 1", ""),
+        (("P", "add", "Case: 0"), "C++", "x + 1;", "#include <vector>"),
+        (("P", "add", "Case: 1"), "C++", "torch::add(x, 1);", "#include <vector>"),
+        (("P", "add", "Case: 2"), "Python", "torch.add(x, 1, out=x)", ""),
+    ]
+    with pytest.raises(ValueError, match="not 'Python' padded to 40 columns"):
+        parse_stmts("Python | C++\n---- | ----\nx | y")
+    with pytest.raises(ValueError, match="line 3 .* has no ' [|] ' after a 40-character Python column"):
+        parse_stmts("Python" + " " * 35 + "| C++\n" + "-" * 40 + " | " + "-" * 40 + "\nx | y;")
+
+
+def test_timer_args_take_torchs_language_values():
+    assert TimerArgs("x;", language=tb.Language.CPP).language == "cpp"
+    assert TimerArgs("x;", language="c++").language == "cpp" and TimerArgs("x").language == "python"
+    with pytest.raises(ValueError, match="global_setup is C\\+\\+ only"):
+        TimerArgs("x", global_setup="#include <vector>")
+    with pytest.raises(ValueError, match="Python only"):
+        TimerArgs("x;", language="cpp", compiled=True)
+    with pytest.raises(ValueError, match="needs py_stmt, cpp_stmt or both"):
+        GroupedStmts()
 
 
 def test_definition_errors():
@@ -136,9 +201,21 @@ def test_standard_definitions_cover_the_suite():
     assert definitions_version(keys) != definitions_version(keys[1:])
 
 
-def test_every_standard_case_runs():
-    """Each (non-compiled) case builds a Timer and runs; compiled ones cost ~15 s each and are exercised elsewhere."""
+def test_every_standard_python_case_runs():
+    """Each (non-compiled) Python case builds a Timer and runs; compiled ones cost ~15 s each and are exercised
+    elsewhere, and the C++ half compiles (~50 s) in tests/test_cpp_suite.py."""
     for label, auto, args in materialize(BENCHMARKS):
-        if args.compiled:
+        if args.compiled or args.language == "cpp":
             continue
         tb.Timer(args.stmt, setup=args.setup, num_threads=args.num_threads).timeit(2)
+
+
+def test_the_standard_suite_pairs_python_with_cpp_where_torchs_does():
+    cases = materialize(BENCHMARKS)
+    languages: dict[tuple, set] = {}
+    for label, auto, args in cases:
+        languages.setdefault((label, auto.runtime, auto.autograd, args.num_threads), set()).add(auto.language)
+    python_only = {key[0][:2] for key, langs in languages.items() if langs == {"Python"}}
+    # torch.compile has no C++ twin; every other case has both
+    assert python_only == {("training", "compiled")}, python_only
+    assert sum(a.language == "C++" for _, a, _ in cases) == 114

@@ -4,11 +4,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import cpp_definitions
 from torchbench_core.suite import work_orders
 
 
-def run(*args):
-    env = dict(os.environ, PYTHONPATH=str(Path(__file__).parent))  # for callgrind_cases
+def run(*args, cpp_cache=None):
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).parent))  # for callgrind_cases, cpp_definitions
+    if cpp_cache is not None:
+        env["TORCHBENCH_CPP_CACHE"] = str(cpp_cache)
     return subprocess.run([sys.executable, "-m", "torchbench_core.suite", *args], capture_output=True, text=True,
                           timeout=900, env=env)
 
@@ -21,18 +24,43 @@ def test_list_and_selection():
     assert proc.returncode == 0 and "Reduction / sum [explicit, 1 thread(s)]" in proc.stdout
 
 
-def test_end_to_end_writes_one_result_file_and_tables(tmp_path):
+def test_end_to_end_writes_one_result_file_and_tables_of_python_and_cpp(tmp_path):
+    """Definitions written as torch's suite writes them (tests/cpp_definitions.py: Python and C++, eager and
+    TorchScript, the C++ TorchScript cases loading the Python model with torch::jit::load, forward and
+    backward), run end to end: one result file, tables, both halves measured. Real compiles (two programs,
+    one per global_setup), real valgrind."""
     out = tmp_path / "results.json"
-    proc = run("-k", "^Reduction / sum", "-k", "^Empty / no allocation", "--min-run-time", "0.02",
-               "--callgrind-repeats", "2", "--callgrind-number", "20", "--out", str(out))
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    listing = run("--definitions", "cpp_definitions:BENCHMARKS", "--list")
+    assert listing.returncode == 0, listing.stderr[-3000:]
+    # Python: empty 1, add 2, Linear 2 (eager, TorchScript), training 4 (x forward, backward); C++ the same
+    # and the C++-only overload line
+    assert "19 cases" in listing.stdout and listing.stdout.count("C++") == 10, listing.stdout
+    assert "training / simple [TorchScript Forward + Backward C++, 1 thread(s)]" in listing.stdout
+
+    proc = run("--definitions", "cpp_definitions:BENCHMARKS", "--min-run-time", "0.02", "--callgrind-repeats", "2",
+               "--callgrind-number", "20", "--out", str(out), cpp_cache=tmp_path / "cpp")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     doc = json.loads(out.read_text())
-    assert doc["schema"] == "torchbench_core.SuiteResults" and doc["version"] == work_orders()[1]
-    assert len(doc["cases"]) == 2
-    for case in doc["cases"].values():
-        assert case["wall"]["raw_times"] and case["instructions"] and len(case["instructions"]) == 2
-        assert case["errors"] == []
+    assert doc["schema"] == "torchbench_core.SuiteResults"
+    assert doc["version"] == work_orders(definitions=cpp_definitions.BENCHMARKS)[1]
+    by = {(tuple(c["label"]), c["autolabels"]["runtime"], c["autolabels"]["autograd"], c["autolabels"]["language"]): c
+          for c in doc["cases"].values()}
+    assert len(by) == 19
+    for key, case in by.items():
+        assert case["errors"] == [], (key, case["errors"])
+        assert case["wall"]["raw_times"] and len(case["instructions"]) == 2 and min(case["instructions"]) > 0, key
+        assert case["timer_args"]["language"] == ("cpp" if key[3] == "C++" else "python")
+    # C++ has no interpreter in the way: fewer instructions than the same Python
+    for label, runtime, autograd in ((("empty", "no allocation"), "Eager", "Forward"),
+                                     (("training", "simple"), "Eager", "Forward + Backward"),
+                                     (("nn Modules", "Linear"), "TorchScript", "Forward")):
+        py, cpp = (min(by[(label, runtime, autograd, lang)]["instructions"]) for lang in ("Python", "C++"))
+        assert 0 < cpp < py, (label, runtime, py, cpp)
+    jit = by[(("training", "simple"), "TorchScript", "Forward + Backward", "C++")]["timer_args"]
+    assert "torch::jit::load" in jit["setup"] and "y.toTensor().backward();" in jit["stmt"]
+    assert len(list((tmp_path / "cpp").glob("timer_*"))) == 2  # one program per global_setup
     assert "Times are in" in proc.stdout and "instructions (baseline subtracted) per run" in proc.stdout
+    assert "Eager Forward (C++)" in proc.stdout  # C++ columns beside the Python ones
     assert "instruction counts" in proc.stderr  # progress line
 
 

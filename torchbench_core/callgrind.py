@@ -2,8 +2,11 @@
 
 Starting Python and importing torch under valgrind costs most of a minute, and
 torch.utils.benchmark pays it on every collect_callgrind call.
-`collect_callgrind_many` pays it once for a whole batch. Parsing uses
-valgrind's own callgrind_annotate, as torch does.
+`collect_callgrind_many` pays it once for a whole batch (twice, side by side on
+two cores, for a big one). C++ statements (Timer(language="cpp")) are compiled
+together, one program for many, and counted in valgrind processes of their own
+beside the Python ones. Parsing uses valgrind's own callgrind_annotate, as
+torch does.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import dataclasses
 import importlib
 import importlib.machinery
 import io
+import itertools
 import json
 import operator
 import os
@@ -31,7 +35,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, NamedTuple, Sequence
 
-from .task_spec import TaskSpec
+from .task_spec import Language, TaskSpec
 
 WORKER = Path(__file__).with_name("_callgrind_worker.py")
 
@@ -70,6 +74,13 @@ class FunctionCount(NamedTuple):
     function: str
 
 
+def _print_linewidth() -> int:
+    """torch.set_printoptions(linewidth=...), which torch's FunctionCounts follows; 80 before torch is imported."""
+    torch = sys.modules.get("torch")
+    opts = getattr(getattr(torch, "_tensor_str", None), "PRINT_OPTS", None)
+    return int(getattr(opts, "linewidth", 80))
+
+
 @dataclasses.dataclass(repr=False, frozen=True)
 class FunctionCounts:
     """(count, function) pairs, sorted by count, with an algebra for diffing."""
@@ -93,7 +104,7 @@ class FunctionCounts:
 
     def __repr__(self) -> str:
         count_len = max((len(str(c)) + int(c < 0) for c, _ in self), default=0)
-        fn_len = max((self._linewidth or 80) - count_len - 4, 40)
+        fn_len = max((self._linewidth or _print_linewidth()) - count_len - 4, 40)
         lines = []
         for c, fn in self:
             if len(fn) > fn_len:
@@ -359,8 +370,10 @@ def collect_callgrind_many(
     case_timeout: float | None = 600.0,
     on_error: str = "raise",
     progress: Callable[[int, str], Any] | None = None,
+    workers: int = 1,
 ) -> list[tuple[CallgrindStats, ...] | CallgrindError]:
-    """Instruction counts for every Timer (or CallCase), one valgrind process for the lot.
+    """Instruction counts for every Timer (or CallCase): Python statements in one valgrind process (two for a
+    big batch), C++ statements compiled together and counted beside them (cpp_counts).
 
     Returns, per timer, a tuple of `repeats` CallgrindStats. A statement that
     raises, crashes the process, or runs past `case_timeout` seconds (setup
@@ -368,34 +381,83 @@ def collect_callgrind_many(
     the reason; after a crash or a timeout the remaining statements continue
     in a fresh valgrind process. `on_error="raise"` raises one CallgrindError
     naming every failed statement; "return" puts each error in its timer's
-    slot. `progress(i, event)` is called as statements start and finish.
+    slot. `progress(i, event)` is called as statements start and finish. `workers=2` deals a batch of
+    Python statements to two valgrind processes side by side, one a core (each given 16 statements at
+    least): twice the start-up (~1 min of CPU each), near half the wall time on an idle two-core machine
+    for a batch of dozens (the suite command's default).
+    Counts do not depend on the process beside, only on the statements before in the same process, and a
+    suite's statements are dealt the same way every run.
     """
     if number < 1 or repeats < 1:
         raise ValueError(f"number and repeats must be >= 1, got {number}, {repeats}")
     if on_error not in ("raise", "return"):
         raise ValueError(f"on_error must be 'raise' or 'return', got {on_error!r}")
+    if workers < 1:
+        raise ValueError(f"workers must be >= 1, got {workers}")
     _require_valgrind()
+    cpp = [i for i, t in enumerate(timers) if getattr(t, "language", Language.PYTHON) is Language.CPP]
+    python = [i for i in range(len(timers)) if i not in set(cpp)]
+    results: list[tuple[CallgrindStats, ...] | CallgrindError] = [CallgrindError("not counted")] * len(timers)
+    # C++ programs are built and counted beside the Python statements' valgrind process, not after it
+    with ThreadPoolExecutor(max_workers=1) as side:
+        cpp_counted = side.submit(cpp_counts, [timers[i] for i in cpp], number, repeats, collect_baseline,
+                                  retain_out_file, case_timeout,
+                                  (lambda j, event: progress(cpp[j], event)) if progress else None) if cpp else None
+        if python:
+            counted = _collect_python([timers[i] for i in python], number, repeats, collect_baseline,
+                                      retain_out_file, case_timeout, on_error,
+                                      (lambda j, event: progress(python[j], event)) if progress else None,
+                                      workers)
+            for i, result in zip(python, counted):
+                results[i] = result
+        if cpp_counted is not None:
+            for i, result in zip(cpp, cpp_counted.result()):
+                results[i] = result
+    failed = [r for r in results if isinstance(r, CallgrindError)]
+    if failed and on_error == "raise":
+        raise CallgrindError("\n\n".join(str(f) for f in failed))
+    return results
+
+
+_MIN_SHARE = 16  # statements: a valgrind process of its own starts Python and torch (~1 min of CPU)
+
+
+def _collect_python(timers, number, repeats, collect_baseline, retain_out_file, case_timeout, on_error, progress,
+                    workers=1):
+    """Python statements and CallCases: one valgrind process (one Python start-up under valgrind, most of a
+    minute) for them all, or `workers` side by side, each dealt every workers-th statement."""
     # a CallCase brings its own number; a Timer's statement runs `number` times per counted run
     cases = [
         dict({"number": number}, **t._worker_case(), index=i, repeats=repeats, baseline=collect_baseline)
         for i, t in enumerate(timers)
     ]
     blobs, unpicklable = _pickle_cases(cases, timers, on_error)
+    # a share of fewer than _MIN_SHARE statements would spend more on its start-up than it saves
+    workers = max(1, min(workers, len(blobs) // _MIN_SHARE))
+    shares = [share for share in (blobs[k::workers] for k in range(workers)) if share]
 
     with tempfile.TemporaryDirectory(prefix="torchbench_callgrind_") as tmp:
         events: list[dict[str, Any]] = [{"event": "error", "case": i, "error": why} for i, why in unpicklable.items()]
-        remaining = blobs
-        launch = 0
-        while remaining:
-            out_dir = Path(tmp) / f"launch{launch}"
-            out_dir.mkdir()
-            new_events, unfinished = _launch(remaining, out_dir, case_timeout, progress)
-            for e in new_events:
-                e["dir"] = str(out_dir)
-            events.extend(new_events)
-            remaining = [(index, blob) for index, blob in remaining if index in unfinished]
-            launch += 1
-        return _assemble(timers, events, [c["number"] for c in cases], repeats, retain_out_file, on_error)
+
+        def run(share: int) -> list[dict[str, Any]]:
+            found: list[dict[str, Any]] = []
+            remaining = shares[share]
+            for launch in itertools.count():
+                if not remaining:
+                    return found
+                out_dir = Path(tmp) / f"share{share}_launch{launch}"
+                out_dir.mkdir()
+                new_events, unfinished = _launch(remaining, out_dir, case_timeout, progress)
+                for e in new_events:
+                    e["dir"] = str(out_dir)
+                found.extend(new_events)
+                remaining = [(index, blob) for index, blob in remaining if index in unfinished]
+            return found
+
+        with ThreadPoolExecutor(max_workers=max(len(shares), 1)) as pool:
+            for found in pool.map(run, range(len(shares))):
+                events.extend(found)
+        return _assemble(timers, events, [c["number"] for c in cases], repeats, retain_out_file)
 
 
 def _imported_off_path() -> dict[str, str]:
@@ -539,7 +601,7 @@ def _pickle_cases(cases: list[dict[str, Any]], timers: Sequence[Any],
     return blobs, errors
 
 
-def _assemble(timers, events, numbers, repeats, retain_out_file, on_error):
+def _assemble(timers, events, numbers, repeats, retain_out_file):
     dumps: dict[int, dict[int, Path]] = collections.defaultdict(dict)
     baselines: dict[tuple[str, int, str], Path] = {}  # (launch dir, number, loop kind): shared empty-loop dump
     errors: dict[int, str] = {}
@@ -573,8 +635,123 @@ def _assemble(timers, events, numbers, repeats, retain_out_file, on_error):
             out = dump.read_text() if retain_out_file else None
             stats.append(CallgrindStats(timer.task_spec, number, debug, base_inc, base_exc, inc, exc, out))
         results.append(tuple(stats))
-
-    failed = [r for r in results if isinstance(r, CallgrindError)]
-    if failed and on_error == "raise":
-        raise CallgrindError("\n\n".join(str(f) for f in failed))
     return results
+
+
+# -- C++ statements -------------------------------------------------------------
+
+def cpp_counts(timers: Sequence[Any], number: int, repeats: int, collect_baseline: bool, retain_out_file: bool,
+               case_timeout: float | None, progress: Callable[[int, str], Any] | None = None,
+               ) -> list[tuple[CallgrindStats, ...] | CallgrindError]:
+    """Timer(language="cpp") statements: compiled together (timing.compile_cpp), then each program's cases
+    counted in valgrind processes of their own, two at a time (a program loads libtorch, not Python: seconds
+    to start; two cores count two at once). A missing compiler raises CppToolchainError; a statement that does
+    not compile, raises or crashes is its own error."""
+    from .timing import compile_cpp
+
+    results: list[tuple[CallgrindStats, ...] | CallgrindError] = [CallgrindError("not counted")] * len(timers)
+    for i, error in compile_cpp(timers).items():
+        results[i] = CallgrindError(f"{timers[i].task_spec.title!r} failed under callgrind:\n{error}")
+    by_program: dict[tuple[Path, int], list[int]] = collections.defaultdict(list)  # a process sets its threads once
+    for i, timer in enumerate(timers):
+        if timer._cpp_case is not None:
+            by_program[(timer._cpp_case.program, timer.task_spec.num_threads)].append(i)
+    # two valgrind processes at a time: a program's cases split in two halves, and programs side by side
+    jobs = [members[half::2] for members in by_program.values() for half in (0, 1) if members[half::2]]
+
+    def count(members: list[int]) -> None:
+        for i, result in _count_program([timers[i] for i in members], number, repeats, collect_baseline,
+                                        retain_out_file, case_timeout).items():
+            results[members[i]] = result
+            if progress:
+                progress(members[i], "done")
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        list(pool.map(count, jobs))
+    return results
+
+
+def _count_program(timers: Sequence[Any], number: int, repeats: int, collect_baseline: bool,
+                   retain_out_file: bool, case_timeout: float | None) -> dict[int, tuple[CallgrindStats, ...] | CallgrindError]:
+    """The cases of one program, in as few valgrind processes as failures allow: a case that raises is
+    reported and the rest go on; one that crashes the process or runs past `case_timeout` is reported, and
+    the rest go on in a fresh process."""
+    program = timers[0]._cpp_case.program
+    results: dict[int, tuple[CallgrindStats, ...] | CallgrindError] = {}
+    remaining = list(range(len(timers)))
+    with tempfile.TemporaryDirectory(prefix="torchbench_callgrind_cpp_") as tmp:
+        for launch in itertools.count():
+            if not remaining:
+                break
+            out = Path(tmp) / f"launch{launch}" / "callgrind.out"
+            out.parent.mkdir()
+            cases = ",".join(str(timers[i]._cpp_case.index) for i in remaining)
+            cmd = [
+                "valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", "--dump-line=no", "--dump-instr=no",
+                "--instr-atstart=yes", "--collect-atstart=no", f"--log-file={out.parent / 'valgrind.log'}",
+                str(program), "--number", str(number), "--number-warmup", str(min(number, 10)),
+                "--repeats", str(repeats), "--number-threads", str(timers[remaining[0]].task_spec.num_threads),
+                "--cases", cases, *(["--baseline"] if collect_baseline else []),
+            ]
+            by_index = {timers[i]._cpp_case.index: i for i in remaining}
+            stdout, returncode, stderr = _run_counted(cmd, case_timeout * len(remaining) if case_timeout else None)
+            dumps: dict[int, list[Path]] = collections.defaultdict(list)
+            baseline: Path | None = None
+            n_dump = 0
+            for line in stdout.splitlines():
+                word, _, rest = line.partition(" ")
+                if word == "dump":
+                    n_dump += 1
+                    dumps[by_index[int(rest.split()[0])]].append(Path(f"{out}.{n_dump}"))
+                elif word == "done":
+                    i = by_index[int(rest)]
+                    results[i] = _cpp_stats(timers[i], number, dumps[i], retain_out_file)
+                elif word == "error":
+                    i = by_index[int(rest.split()[0])]
+                    why = "\n".join(ln for ln in stderr.splitlines() if f"case {timers[i]._cpp_case.index}:" in ln)
+                    results[i] = CallgrindError(why or rest)
+                elif word == "baseline":
+                    n_dump += 1
+                    baseline = Path(f"{out}.{n_dump}")
+            finished = [i for i in remaining if i in results]
+            if baseline is not None:
+                base = _annotate(baseline)
+                for i in finished:
+                    if not isinstance(results[i], CallgrindError):
+                        results[i] = tuple(dataclasses.replace(s, baseline_inclusive_stats=base[0],
+                                                               baseline_exclusive_stats=base[1]) for s in results[i])
+            unfinished = [i for i in remaining if i not in results]
+            if unfinished and returncode not in (0, 3):
+                # the process died (or timed out) in the first unfinished case: that one fails, the rest go on
+                how = "was killed at its timeout" if returncode is None else f"ended with {describe_exit(returncode)}"
+                results[unfinished[0]] = CallgrindError(
+                    f"the program {how} while counting this statement:\n"
+                    f"{stderr[-2000:].strip()}")
+            elif unfinished:
+                for i in unfinished:
+                    results[i] = CallgrindError(f"the program reported nothing for this statement:\n{stderr[-2000:]}")
+            remaining = [i for i in remaining if i not in results]
+    return results
+
+
+def _run_counted(cmd: list[str], timeout: float | None) -> tuple[str, int | None, str]:
+    """Run a program under valgrind: its stdout, exit status (None: killed at `timeout`) and stderr."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, **WORKER_ENV), start_new_session=True)
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+        return stdout, proc.returncode, stderr
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        stdout, stderr = proc.communicate()
+        return stdout, None, stderr + f"\ntimed out after {timeout:g} s under valgrind (process killed)"
+
+
+def _cpp_stats(timer: Any, number: int, dumps: list[Path], retain_out_file: bool) -> tuple[CallgrindStats, ...]:
+    debug = _built_with_debug_symbols()
+    empty = (FunctionCounts((), True), FunctionCounts((), False))
+    return tuple(
+        CallgrindStats(timer.task_spec, number, debug, *empty, *_annotate(dump),
+                       dump.read_text() if retain_out_file else None)
+        for dump in dumps
+    )

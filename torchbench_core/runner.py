@@ -25,7 +25,8 @@ from typing import Any, Iterable, Sequence
 from .callgrind import CallgrindError, collect_callgrind_many, describe_exit
 from .grouped import AutoLabels, TimerArgs, case_key
 from .measurement import Measurement
-from .timing import Timer
+from .cpp import CppCase
+from .timing import Timer, compile_cpp
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,17 +40,19 @@ class WorkOrder:
         return case_key(self.label, self.autolabels, self.timer_args)
 
     def task_metadata(self) -> dict[str, Any]:
-        """Compare-table placement: a table per group, a row per case, a column per variant."""
+        """Compare-table placement: a table per group, a row per case, a column per variant (C++ columns
+        beside the Python ones)."""
         variant = " ".join(v for v in (self.autolabels.runtime.value, self.autolabels.autograd.value) if v)
-        return {
-            "label": self.label[0],
-            "sub_label": " / ".join(self.label[1:]) or self.label[0],
-            "description": variant or "explicit",
-        }
+        description = variant or "explicit"
+        if self.autolabels.language != "Python":
+            description += f" ({self.autolabels.language})"
+        return {"label": self.label[0], "sub_label": " / ".join(self.label[1:]) or self.label[0],
+                "description": description}
 
     def timer(self) -> Timer:
-        return Timer(self.timer_args.stmt, setup=self.timer_args.setup,
-                     num_threads=self.timer_args.num_threads, **self.task_metadata())
+        args = self.timer_args
+        return Timer(args.stmt, setup=args.setup, global_setup=args.global_setup, num_threads=args.num_threads,
+                     language=args.language, **self.task_metadata())
 
 
 @dataclasses.dataclass
@@ -66,10 +69,14 @@ class CaseResult:
         return not self.errors
 
 
-def _wall_worker(order: WorkOrder, min_run_time: float, conn: Any) -> None:
-    """Runs in the forked worker; sends ("ok", measurement dict) or ("error", traceback)."""
+def _wall_worker(order: WorkOrder, min_run_time: float, conn: Any, cpp_case: CppCase | None = None) -> None:
+    """Runs in the forked worker; sends ("ok", measurement dict) or ("error", traceback). A C++ case comes
+    compiled (the parent compiles every C++ case of the run in one go)."""
     try:
-        measurement = order.timer().blocked_autorange(min_run_time=min_run_time)
+        timer = order.timer()
+        if cpp_case is not None:
+            timer.use_cpp_case(cpp_case)
+        measurement = timer.blocked_autorange(min_run_time=min_run_time)
         conn.send(("ok", measurement.to_dict()))
     except BaseException:
         conn.send(("error", traceback.format_exc()))
@@ -93,6 +100,7 @@ class Runner:
         callgrind_timeout: float = 600.0,
         retries: int = 1,
         progress: bool = True,
+        workers: int = 1,
     ) -> None:
         self.orders = list(work_orders)
         seen: set[str] = set()
@@ -105,13 +113,16 @@ class Runner:
         self.callgrind_number, self.callgrind_repeats = callgrind_number, callgrind_repeats
         self.timeout, self.callgrind_timeout, self.retries = timeout, callgrind_timeout, retries
         self.progress = progress
+        self.workers = workers  # valgrind processes side by side for the counts (wall time: one case at a time)
 
     def run(self) -> list[CaseResult]:
+        """Counts first, then wall time: the C++ cases compile beside the Python cases' valgrind process
+        (neither cares what runs beside it), and the wall-time cases then run alone on the machine."""
         results = [CaseResult(order) for order in self.orders]
-        if self.wall:
-            self._run_wall(results)
         if self.counts:
             self._run_counts(results)
+        if self.wall:
+            self._run_wall(results)
         return results
 
     # -- wall time ----------------------------------------------------------
@@ -120,17 +131,37 @@ class Runner:
 
         ctx = multiprocessing.get_context("forkserver")
         ctx.set_forkserver_preload(["torch", "torchbench_core.timing"])
+        cpp_cases = self._compile_cpp(results)
         with tqdm(results, desc="wall time", unit="case", file=sys.stderr, disable=not self.progress) as bar:
-            for result in bar:
+            for i, result in enumerate(bar):
+                if result.order.timer_args.language == "cpp" and i not in cpp_cases:
+                    continue  # it does not compile
                 bar.set_postfix_str(result.order.key[:60])
-                self._wall_case(ctx, result)
+                self._wall_case(ctx, result, cpp_cases.get(i))
 
-    def _wall_case(self, ctx: Any, result: CaseResult) -> None:
+    def _compile_cpp(self, results: Sequence[CaseResult]) -> dict[int, CppCase]:
+        """Every C++ case's program, compiled together before any is timed (one compile per global_setup);
+        a case that does not compile gets its error and is not run."""
+        cpp = [(i, r.order.timer()) for i, r in enumerate(results) if r.order.timer_args.language == "cpp"]
+        if not cpp:
+            return {}
+        errors = compile_cpp([timer for _, timer in cpp])
+        cases = {}
+        for k, (i, timer) in enumerate(cpp):
+            if k in errors:
+                if not any("does not compile" in e for e in results[i].errors):  # the counts said it already
+                    results[i].errors.append(f"C++: {errors[k]}")
+            else:
+                cases[i] = timer.cpp_case()
+        return cases
+
+    def _wall_case(self, ctx: Any, result: CaseResult, cpp_case: CppCase | None) -> None:
         failures = []
         for _ in range(1 + self.retries):
             result.attempts += 1
             receiver, sender = ctx.Pipe(duplex=False)
-            worker = ctx.Process(target=_wall_worker, args=(result.order, self.min_run_time, sender), daemon=True)
+            worker = ctx.Process(target=_wall_worker, args=(result.order, self.min_run_time, sender, cpp_case),
+                                 daemon=True)
             worker.start()
             sender.close()
             try:
@@ -180,7 +211,7 @@ class Runner:
 
             stats = collect_callgrind_many(
                 [timer for _, timer in todo], self.callgrind_number, self.callgrind_repeats,
-                case_timeout=self.callgrind_timeout, on_error="return", progress=progress,
+                case_timeout=self.callgrind_timeout, on_error="return", progress=progress, workers=self.workers,
             )
         for (result, _), outcome in zip(todo, stats):
             if isinstance(outcome, CallgrindError):

@@ -141,8 +141,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=120.0, help="wall-time seconds per case")
     parser.add_argument("--callgrind-timeout", type=float, default=600.0, help="seconds per case under valgrind")
     parser.add_argument("--retries", type=int, default=1, help="retries after a crash or a timeout")
+    parser.add_argument("--workers", type=int, default=2,
+                        help="valgrind processes side by side for the counts (default 2: this machine's cores); "
+                             "wall time is measured one case at a time whatever this says")
     parser.add_argument("--list", action="store_true", help="list the selected cases and exit")
     args = parser.parse_args(argv)
+    if args.workers < 1:
+        parser.error(f"--workers must be at least 1, got {args.workers}")
 
     orders, version = work_orders(args.filter, load_definitions(args.definitions))
     if not orders:
@@ -153,13 +158,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
 
     config = {k: getattr(args, k) for k in ("definitions", "filter", "mode", "min_run_time", "callgrind_number",
-                                             "callgrind_repeats", "timeout", "callgrind_timeout", "retries")}
+                                             "callgrind_repeats", "timeout", "callgrind_timeout", "retries", "workers")}
     started = time.time()
     results = Runner(
         orders, wall=args.mode in ("both", "wall"), counts=args.mode in ("both", "counts"),
         min_run_time=args.min_run_time, callgrind_number=args.callgrind_number,
         callgrind_repeats=args.callgrind_repeats, timeout=args.timeout,
-        callgrind_timeout=args.callgrind_timeout, retries=args.retries,
+        callgrind_timeout=args.callgrind_timeout, retries=args.retries, workers=args.workers,
     ).run()
     doc = results_document(results, version, config, started, time.time())
     atomic_write_text(args.out, json.dumps(doc, indent=1, allow_nan=False))

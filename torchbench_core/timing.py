@@ -15,26 +15,30 @@ import itertools
 import math
 import textwrap
 import warnings
-from typing import Any, Callable, Generator
+from typing import Any, Callable, Generator, Sequence
 
 from . import clock
 from .callgrind import CopyIfCallgrind
+from .cpp import CppCase, CppCompileError, CppProcess, CppSource, build_many
+from .cpp import build as build_cpp
 from .measurement import Measurement
 from .task_spec import Language, TaskSpec
 from .threads import set_torch_threads
 
-# Same loop as timeit.template; `_it` arrives per block through send().
+# Same loop as timeit.template; a block's number of runs arrives through send(), and its iterator is made
+# before the clock starts, as timeit makes it before calling inner().
 _TEMPLATE = """
-def _torchbench_inner(_timer, _stmt=None, _setup=None):
+def _torchbench_inner(_timer, _repeat, _stmt=None, _setup=None):
 {setup}
-    _it = yield
+    _n = yield
     while True:
+        _it = _repeat(None, _n)
         _t0 = _timer()
         for _i in _it:
 {stmt}
             pass
         _t1 = _timer()
-        _it = yield _t1 - _t0
+        _n = yield _t1 - _t0
 """
 
 _MIN_BLOCK_TIME = 1e-9  # torch clamps a block to >= 1 ns so ratios stay finite.
@@ -87,14 +91,7 @@ class Timer:
         language: Language | str = Language.PYTHON,
     ) -> None:
         language = Language.parse(language)
-        if language is Language.CPP:
-            raise NotImplementedError(
-                "Timer(language='cpp') is not supported by torchbench_core: C++ statements "
-                "need a JIT-compiled timing harness (torch.utils.cpp_extension), which this "
-                "library does not build. Time C++ through a Python binding, or use "
-                "torch.utils.benchmark.Timer for C++ snippets."
-            )
-        if global_setup:
+        if global_setup and language is not Language.CPP:
             raise ValueError("global_setup is C++ only; put Python imports in setup.")
         if not isinstance(num_threads, int) or isinstance(num_threads, bool) or num_threads < 1:
             raise ValueError(f"num_threads must be a positive integer, got {num_threads!r}")
@@ -102,6 +99,11 @@ class Timer:
         import torch  # deferred so Measurement/Compare import without torch
 
         self._torch = torch
+        self._language = language
+        self._threads = set_torch_threads(num_threads, torch)
+        if language is Language.CPP:
+            self._init_cpp(stmt, setup, global_setup, label, sub_label, description, env, num_threads)
+            return
         self._globals = dict(globals or {})
         self._globals.setdefault("torch", torch)
         # The loop reads the resolved clock directly, not the timer() wrapper.
@@ -131,7 +133,40 @@ class Timer:
             env=env,
             num_threads=num_threads,
         )
-        self._threads = set_torch_threads(num_threads, torch)
+
+    def _init_cpp(self, stmt: Any, setup: Any, global_setup: str, label: str | None, sub_label: str | None,
+                  description: str | None, env: str | None, num_threads: int) -> None:
+        """C++ statements (cpp.py): compiled on first use, into a cache shared by every process."""
+        for what, code in (("stmt", stmt), ("setup", setup), ("global_setup", global_setup)):
+            if not isinstance(code, str):
+                raise TypeError(f"a C++ {what} must be a str, got {type(code).__name__}")
+        # torch's defaults are Python's "pass", which is no C++: both mean "nothing" here, as in torch
+        stmt_src, setup_src = ("" if c.strip() == "pass" else _clean(c) for c in (stmt, setup))
+        self._cpp = CppSource(stmt_src, setup_src, _clean(global_setup))
+        self._cpp_case: CppCase | None = None
+        self._globals = {}
+        self._task_spec = TaskSpec(
+            stmt=stmt_src, setup=setup_src, global_setup=self._cpp.global_setup, label=label,
+            sub_label=sub_label, description=description, env=env, num_threads=num_threads,
+        )
+
+    @property
+    def language(self) -> Language:
+        return self._language
+
+    def use_cpp_case(self, case: CppCase) -> None:
+        """Run this statement from an already compiled program (compile_cpp, in another process)."""
+        if self._language is not Language.CPP:
+            raise ValueError("use_cpp_case() is for Timer(language='cpp')")
+        self._cpp_case = case
+
+    def cpp_case(self) -> CppCase:
+        """Where the compiled C++ statement is: compiled on first use (or by compile_cpp with others)."""
+        if self._language is not Language.CPP:
+            raise ValueError("cpp_case() is for Timer(language='cpp')")
+        if self._cpp_case is None:
+            self._cpp_case = build_cpp(self._cpp)
+        return self._cpp_case
 
     @staticmethod
     def _source(code: str | Callable[[], Any], what: str) -> tuple[str, Callable[[], Any] | None]:
@@ -197,9 +232,17 @@ class Timer:
     # -- blocks -------------------------------------------------------------
     def _session(self) -> Generator[float, Any, None]:
         """Start a measurement call: runs setup once, returns the block runner."""
-        gen = self._inner(self._timer, self._stmt_fn, self._setup_fn)
+        gen = (self._cpp_blocks() if self._language is Language.CPP
+               else self._inner(self._timer, itertools.repeat, self._stmt_fn, self._setup_fn))
         next(gen)
         return gen
+
+    def _cpp_blocks(self) -> Generator[float, Any, None]:
+        """The C++ twin of the Python loop: one process, setup run once, a block per number sent."""
+        with CppProcess(self.cpp_case(), self._task_spec.num_threads) as process:
+            number = yield 0.0
+            while True:
+                number = yield process.block(number)
 
     @staticmethod
     def _block(session: Generator[float, Any, None], number: int) -> float:
@@ -207,7 +250,7 @@ class Timer:
         gc_was_enabled = gc.isenabled()
         gc.disable()
         try:
-            elapsed = session.send(itertools.repeat(None, number))
+            elapsed = session.send(number)
         finally:
             if gc_was_enabled:
                 gc.enable()
@@ -367,3 +410,17 @@ class Timer:
                 stacklevel=2,
             )
         return m
+
+
+def compile_cpp(timers: Sequence[Timer]) -> dict[int, CppCompileError]:
+    """Compile the C++ statements of many Timers together: one compile per distinct global_setup, not one
+    per statement (a suite's C++ half compiles in about the time of one statement). Returns, by position in
+    `timers`, the error of each statement that does not compile; the others are ready to time and count."""
+    pending = [(i, t) for i, t in enumerate(timers) if t.language is Language.CPP and t._cpp_case is None]
+    errors: dict[int, CppCompileError] = {}
+    for (i, timer), case in zip(pending, build_many([t._cpp for _, t in pending])):
+        if isinstance(case, CppCompileError):
+            errors[i] = case
+        else:
+            timer._cpp_case = case
+    return errors
