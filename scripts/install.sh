@@ -14,6 +14,12 @@ if ! command -v valgrind >/dev/null 2>&1; then
     $SUDO apt-get update -qq && $SUDO apt-get install -y -qq valgrind >/dev/null
 fi
 
+if ! command -v c++ >/dev/null 2>&1; then
+    echo "== installing g++ (Debian package) for C++ statements (Timer(language='cpp'))"
+    if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+    $SUDO apt-get update -qq && $SUDO apt-get install -y -qq g++ >/dev/null
+fi
+
 echo "== installing Python packages (torch pinned by constraints.txt)"
 bash scripts/install_torch.sh
 "$PYTHON" -m pip install -q --disable-pip-version-check -c constraints.txt -e ".[test]"
