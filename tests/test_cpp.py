@@ -131,3 +131,33 @@ def test_the_compilers_messages_name_the_users_lines():
     for i, line in enumerate(lines):
         if line.startswith('#line') and "torchbench_timer.cpp" in line:
             assert int(line.split()[1]) == i + 2
+
+
+def test_an_asv_suite_with_cpp_rows_compiles_them_once_a_commit(cache):
+    """A TimerSuite with C++ specs gets an asv setup_cache that compiles every C++ statement together; each
+    benchmark process then times its row from that program (here: the lone statement's program of the first
+    test, the same source alone)."""
+    from torchbench_core.asv_suite import TimerSpec, TimerSuite
+
+    class Suite(TimerSuite):
+        timers = [TimerSpec(ADD["stmt"], ADD["setup"], label="add", sub_label="8 floats", description="C++",
+                            language="cpp"),
+                  TimerSpec("torch.add(x, x)", "x = torch.ones(8)", label="add", sub_label="8 floats",
+                            description="Python")]
+
+    expected = tb.Timer(**ADD, language="cpp").cpp_case()
+    before = listing(cache)
+    suite = Suite()
+    compiled = suite.setup_cache()
+    assert listing(cache) == before  # found, not compiled again
+    assert compiled == {("add", "8 floats", "C++", 1): [str(expected.program), expected.index]}
+    rows = {}
+    for description in ("C++", "Python"):
+        suite.setup(compiled, "add", "8 floats", description, 1)
+        rows[description] = suite.track_time(compiled, "add", "8 floats", description, 1)
+    assert all(len(r["samples"]) >= 10 and r["number"] >= 100 for r in rows.values())
+    # no interpreter in the way: C++ is faster than the same op from Python (~0.6 against ~2 us here)
+    median = {k: sorted(r["samples"])[len(r["samples"]) // 2] for k, r in rows.items()}
+    assert median["C++"] < median["Python"], median
+    assert Suite.version != type("Py", (TimerSuite,), {"timers": [
+        TimerSpec(ADD["stmt"], ADD["setup"], label="add", sub_label="8 floats", description="C++")]}).version

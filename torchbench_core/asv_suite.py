@@ -61,12 +61,12 @@ def asv_env() -> str | None:
 
 
 def timer(stmt: Any, setup: Any = "pass", globals: dict | None = None, *, label: str, sub_label: str,
-          description: str, num_threads: int = 1):
+          description: str, num_threads: int = 1, language: str = "python", global_setup: str = ""):
     """A Timer whose env is the asv environment and commit under test."""
     from .timing import Timer  # Timer imports torch; keep this module importable without it
 
-    return Timer(stmt, setup=setup, globals=globals, label=label, sub_label=sub_label, description=description,
-                 env=asv_env(), num_threads=num_threads)
+    return Timer(stmt, setup=setup, global_setup=global_setup, globals=globals, label=label, sub_label=sub_label,
+                 description=description, env=asv_env(), num_threads=num_threads, language=language)
 
 
 def samples(measurement: Measurement) -> dict:
@@ -98,6 +98,8 @@ class TimerSpec:
     sub_label: str = ""
     description: str = ""
     num_threads: int = 1
+    language: str = "python"  # or "cpp": a C++ statement (Timer(language="cpp"))
+    global_setup: str = ""  # C++ only
 
     def __post_init__(self) -> None:
         for name in ("label", "sub_label", "description"):
@@ -114,7 +116,12 @@ class TimerSpec:
 
     def timer(self):
         return timer(self.stmt, self.setup, self.globals, label=self.label, sub_label=self.sub_label,
-                     description=self.description, num_threads=self.num_threads)
+                     description=self.description, num_threads=self.num_threads, language=self.language,
+                     global_setup=self.global_setup)
+
+    @property
+    def is_cpp(self) -> bool:
+        return self.language.lower() in ("cpp", "c++")
 
 
 def specs_from_grouped(definitions) -> list[TimerSpec]:
@@ -131,7 +138,8 @@ def specs_from_grouped(definitions) -> list[TimerSpec]:
     for case in materialize(definitions):
         order = WorkOrder(*case)
         args = order.timer_args
-        specs.append(TimerSpec(args.stmt, args.setup, num_threads=args.num_threads, **order.task_metadata()))
+        specs.append(TimerSpec(args.stmt, args.setup, num_threads=args.num_threads, language=args.language,
+                               global_setup=args.global_setup, **order.task_metadata()))
     return specs
 
 
@@ -172,12 +180,21 @@ class TimerSuite:
         cls.params = [_unique(key[i] for key in by_key) for i in range(len(TASK_SPEC_PARAMS))]
         cls.param_names = list(TASK_SPEC_PARAMS)
         if "version" not in cls.__dict__:
-            text = repr(sorted((key, spec.stmt, spec.setup) for key, spec in by_key.items()))
+            text = repr(sorted((key, spec.stmt, spec.setup, *((spec.language, spec.global_setup) if spec.is_cpp else ()))
+                               for key, spec in by_key.items()))
             cls.version = hashlib.sha256(text.encode()).hexdigest()[:16]
         # Attached here, not defined on the base: asv discovers every class a
         # benchmark module imports, and the base must not look like a suite.
-        cls.setup = _setup
-        cls.track_time = _track_time
+        if any(spec.is_cpp for spec in by_key.values()):
+            # C++ statements compile once a commit and environment, together (asv's setup_cache; the program
+            # is then found in the C++ cache by every later commit of the same torch), not once a process
+            cls.setup_cache = _compile_cpp_specs
+            cls.setup_cache_timeout = 1800
+            cls.setup = _setup_cached
+            cls.track_time = _track_time_cached
+        else:
+            cls.setup = _setup
+            cls.track_time = _track_time
 
 
 class CountsSuite:
@@ -244,3 +261,33 @@ def _setup(self, label, sub_label, description, num_threads) -> None:
 def _track_time(self, label, sub_label, description, num_threads) -> dict:
     spec = self._specs[(label, sub_label, description, num_threads)]
     return track(spec.timer(), self.min_run_time)
+
+
+def _compile_cpp_specs(self) -> dict:
+    """{key: [program, case]} for every C++ spec, compiled in one go (timing.compile_cpp); a spec that does
+    not compile has its error there instead, and fails alone."""
+    from .timing import compile_cpp
+
+    keys = [key for key, spec in self._specs.items() if spec.is_cpp]
+    timers = [self._specs[key].timer() for key in keys]
+    errors = compile_cpp(timers)
+    return {key: str(errors[i]) if i in errors else [str(timers[i].cpp_case().program), timers[i].cpp_case().index]
+            for i, key in enumerate(keys)}
+
+
+def _setup_cached(self, cache, label, sub_label, description, num_threads) -> None:
+    _setup(self, label, sub_label, description, num_threads)
+
+
+def _track_time_cached(self, cache, label, sub_label, description, num_threads) -> dict:
+    from pathlib import Path
+
+    from .cpp import CppCase
+
+    key = (label, sub_label, description, num_threads)
+    t = self._specs[key].timer()
+    if key in cache:
+        if isinstance(cache[key], str):
+            raise RuntimeError(cache[key])  # this statement does not compile; the others stand
+        t.use_cpp_case(CppCase(Path(cache[key][0]), cache[key][1]))
+    return track(t, self.min_run_time)
