@@ -61,6 +61,7 @@ def test_suite_scale_prints_ours_beside_the_old_floor_for_every_size_and_effect(
 
 
 @pytest.mark.slow
+@pytest.mark.validation  # 3 minutes: left out of the default run, which must stay under 30 minutes
 def test_suite_validation_prints_ours_beside_asv_for_every_pair_kind():
     proc = subprocess.run([sys.executable, "evaluation/suite_validation.py", "--aa-pairs", "1", "--effects", "0.1",
                            "--budget-minutes", "0.05", "--min-rounds", "2", "--no-counts", "--min-run-time", "0.02",

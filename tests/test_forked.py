@@ -92,7 +92,9 @@ def test_a_helpers_backlog_counts_what_it_has_not_taken_yet_and_prepare_waits_fo
         time.sleep(1.0)
         assert helper.backlog == 0
         done, when = helper.finish()
-    assert done == 10 and len(when) == 1 and when[0] >= 1  # not before the first item, which was waiting
+    # prepare ran once, at a moment nothing waited: before the first put when the child got there first (a
+    # loaded machine: CI saw it), else between items; never twice
+    assert done == 10 and len(when) == 1 and 0 <= when[0] <= 10
 
 
 def test_map_forked_keeps_the_order_uses_several_processes_and_raises_a_workers_exception():
