@@ -4,9 +4,18 @@ only the import line changed. tests/test_cpp_suite.py runs them."""
 
 from torchbench_core.grouped import GroupedModules, GroupedSetup, GroupedStmts, GroupedVariants, parse_stmts
 
+# A global_setup that already includes what the C++ TorchScript cases need: their eager twins share it, and
+# the whole C++ half of these setups compiles as one program.
+_GLOBAL_SETUP = r"""
+#include <string>
+#include <vector>
+#include <torch/script.h>
+"""
+
 _TRIVIAL_2D = GroupedSetup(
     r"x = torch.ones((4, 4))",
-    r"auto x = torch::ones({4, 4});"
+    r"auto x = torch::ones({4, 4});",
+    _GLOBAL_SETUP,
 )
 
 _TRAINING = GroupedSetup(*parse_stmts(
@@ -23,7 +32,7 @@ _TRAINING = GroupedSetup(*parse_stmts(
         w1 = torch.ones(                         | auto w1 = torch::ones({1});
             (1,), requires_grad=True)            | w1.set_requires_grad(true);
     """
-))
+), _GLOBAL_SETUP)
 
 BENCHMARKS = {
     "empty": {

@@ -378,7 +378,8 @@ def _cpp_variant(bench: GroupedBenchmark, runtime: RuntimeMode, autograd: Autogr
         setup.append(f'const std::string fpath = "{path}";\nauto jit_model = torch::jit::load(fpath);\n'
                      f"// warm-up: TorchScript's profiling runs stay out of the measurement\n"
                      f"for (int i = 0; i < {_JIT_WARMUP_CALLS}; i++) {{\n{textwrap.indent(stmt, '    ')}\n}}")
-        global_setup = "\n".join(s for s in (global_setup, _CPP_JIT_INCLUDES) if s)
+        if not set(_CPP_JIT_INCLUDES.splitlines()) <= set(global_setup.splitlines()):  # not there already
+            global_setup = "\n".join(s for s in (global_setup, _CPP_JIT_INCLUDES) if s)
         backward = f"{bench.signature_output}.toTensor().backward();"
     if autograd is AutogradMode.FORWARD_BACKWARD:
         stmt += f"\n{backward}"
