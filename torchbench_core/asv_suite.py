@@ -271,8 +271,8 @@ def _compile_cpp_specs(self) -> dict:
     keys = [key for key, spec in self._specs.items() if spec.is_cpp]
     timers = [self._specs[key].timer() for key in keys]
     errors = compile_cpp(timers)
-    return {key: str(errors[i]) if i in errors else [str(timers[i].cpp_case().program), timers[i].cpp_case().index]
-            for i, key in enumerate(keys)}
+    return {key: str(errors[i]) if i in errors else [str(t.cpp_case().program), t.cpp_case().index]
+            for i, (key, t) in enumerate(zip(keys, timers))}
 
 
 def _setup_cached(self, cache, label, sub_label, description, num_threads) -> None:

@@ -441,10 +441,8 @@ def _collect_python(timers, number, repeats, collect_baseline, retain_out_file, 
 
         def run(share: int) -> list[dict[str, Any]]:
             found: list[dict[str, Any]] = []
-            remaining = shares[share]
-            for launch in itertools.count():
-                if not remaining:
-                    return found
+            remaining, launch = shares[share], 0
+            while remaining:
                 out_dir = Path(tmp) / f"share{share}_launch{launch}"
                 out_dir.mkdir()
                 new_events, unfinished = _launch(remaining, out_dir, case_timeout, progress)
@@ -452,6 +450,7 @@ def _collect_python(timers, number, repeats, collect_baseline, retain_out_file, 
                     e["dir"] = str(out_dir)
                 found.extend(new_events)
                 remaining = [(index, blob) for index, blob in remaining if index in unfinished]
+                launch += 1
             return found
 
         with ThreadPoolExecutor(max_workers=max(len(shares), 1)) as pool:
@@ -677,6 +676,7 @@ def _count_program(timers: Sequence[Any], number: int, repeats: int, collect_bas
     reported and the rest go on; one that crashes the process or runs past `case_timeout` is reported, and
     the rest go on in a fresh process."""
     program = timers[0]._cpp_case.program
+    debug = _built_with_debug_symbols()
     results: dict[int, tuple[CallgrindStats, ...] | CallgrindError] = {}
     remaining = list(range(len(timers)))
     with tempfile.TemporaryDirectory(prefix="torchbench_callgrind_cpp_") as tmp:
@@ -705,7 +705,7 @@ def _count_program(timers: Sequence[Any], number: int, repeats: int, collect_bas
                     dumps[by_index[int(rest.split()[0])]].append(Path(f"{out}.{n_dump}"))
                 elif word == "done":
                     i = by_index[int(rest)]
-                    results[i] = _cpp_stats(timers[i], number, dumps[i], retain_out_file)
+                    results[i] = _cpp_stats(timers[i], number, dumps[i], retain_out_file, debug)
                 elif word == "error":
                     i = by_index[int(rest.split()[0])]
                     why = "\n".join(ln for ln in stderr.splitlines() if f"case {timers[i]._cpp_case.index}:" in ln)
@@ -747,8 +747,8 @@ def _run_counted(cmd: list[str], timeout: float | None) -> tuple[str, int | None
         return stdout, None, stderr + f"\ntimed out after {timeout:g} s under valgrind (process killed)"
 
 
-def _cpp_stats(timer: Any, number: int, dumps: list[Path], retain_out_file: bool) -> tuple[CallgrindStats, ...]:
-    debug = _built_with_debug_symbols()
+def _cpp_stats(timer: Any, number: int, dumps: list[Path], retain_out_file: bool,
+               debug: bool) -> tuple[CallgrindStats, ...]:
     empty = (FunctionCounts((), True), FunctionCounts((), False))
     return tuple(
         CallgrindStats(timer.task_spec, number, debug, *empty, *_annotate(dump),

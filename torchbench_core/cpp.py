@@ -300,7 +300,8 @@ def _valgrind_headers() -> str:
     return os.path.dirname(wrapper.__file__)
 
 
-_WHERE = re.compile(r"^(stmt|setup)(?:\[(\d+)\])?:\d+(?::\d+)?: (?:fatal )?error")
+# an error on the user's own lines: "stmt:1:5: error", "setup[3]:2:1: error", "global_setup:1:10: fatal error"
+_WHERE = re.compile(r"^(?:stmt|setup|global_setup)(?:\[(\d+)\])?:\d+(?::\d+)?: (?:fatal )?error")
 
 
 def _compile_errors(log: str) -> tuple[str, set[int]]:
@@ -310,10 +311,10 @@ def _compile_errors(log: str) -> tuple[str, set[int]]:
     cases: set[int] = set()
     for i, line in enumerate(lines):
         where = _WHERE.match(line)
-        if where or re.match(r"^global_setup:\d+(:\d+)?: (fatal )?error", line):
+        if where:
             keep.extend(lines[i:i + 3])
-            if where and where.group(2) is not None:
-                cases.add(int(where.group(2)))
+            if where.group(1) is not None:
+                cases.add(int(where.group(1)))
     if not keep:
         keep = [ln for ln in lines if "error" in ln][:20] or lines[-20:]
     return "\n".join(keep), cases
@@ -371,11 +372,8 @@ def build_many(sources: Sequence[CppSource], *, verbose: bool = False) -> list[C
             try:
                 program = _compile([sources[i] for i in members], verbose)
             except CppCompileError as e:
-                bad = {members[k] for k in e.cases if k < len(members)}
-                if len(members) == 1:
-                    bad = set(members)
-                if not bad:  # not pinned on a case (global_setup, or the compiler said no more): all fail
-                    bad = set(members)
+                # not pinned on a case (a lone statement, global_setup, or the compiler said no more): all fail
+                bad = {members[k] for k in e.cases if k < len(members)} or set(members)
                 for i in bad:
                     results[i] = CppCompileError(f"{e}\n{_describe(sources[i])}")
                 members = [i for i in members if i not in bad]
