@@ -99,6 +99,8 @@ def test_cpp_arguments_are_checked_before_any_compile():
         tb.Timer(stmt=lambda: None, language="cpp")
     with pytest.raises(ValueError, match="global_setup is C\\+\\+ only"):
         tb.Timer(global_setup="#include <vector>")
+    with pytest.raises(ValueError, match="C\\+\\+ statements take no globals"):
+        tb.Timer("auto y = x;", globals={"x": 1}, language="cpp")
     timer = tb.Timer("auto y = x;", "pass", global_setup="#include <vector>", language="c++")
     assert timer.language is tb.Language.CPP and timer.task_spec.setup == ""
     assert timer.task_spec.global_setup == "#include <vector>"

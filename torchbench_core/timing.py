@@ -102,6 +102,8 @@ class Timer:
         self._language = language
         self._threads = set_torch_threads(num_threads, torch)
         if language is Language.CPP:
+            if globals:
+                raise ValueError("C++ statements take no globals (as in torch): build the values in `setup`")
             self._init_cpp(stmt, setup, global_setup, label, sub_label, description, env, num_threads)
             return
         self._globals = dict(globals or {})
@@ -144,7 +146,6 @@ class Timer:
         stmt_src, setup_src = ("" if c.strip() == "pass" else _clean(c) for c in (stmt, setup))
         self._cpp = CppSource(stmt_src, setup_src, _clean(global_setup))
         self._cpp_case: CppCase | None = None
-        self._globals = {}
         self._task_spec = TaskSpec(
             stmt=stmt_src, setup=setup_src, global_setup=self._cpp.global_setup, label=label,
             sub_label=sub_label, description=description, env=env, num_threads=num_threads,
