@@ -85,3 +85,10 @@ def test_a_failing_case_fails_the_command_but_keeps_the_others(tmp_path):
 def test_unknown_definitions_are_a_clear_error():
     proc = run("--definitions", "no_such_module:X", "--list")
     assert proc.returncode != 0 and "cannot load definitions 'no_such_module:X'" in proc.stderr
+
+
+def test_no_cpp_compiler_is_a_clear_error_and_exit_2(tmp_path, monkeypatch):
+    monkeypatch.setenv("CXX", "no-such-compiler")
+    proc = run("-k", r"^Reduction / sum \[C\+\+", "--mode", "wall", "--out", str(tmp_path / "r.json"))
+    assert proc.returncode == 2 and "'no-such-compiler' was not found" in proc.stderr, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr

@@ -160,12 +160,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     config = {k: getattr(args, k) for k in ("definitions", "filter", "mode", "min_run_time", "callgrind_number",
                                              "callgrind_repeats", "timeout", "callgrind_timeout", "retries", "workers")}
     started = time.time()
-    results = Runner(
-        orders, wall=args.mode in ("both", "wall"), counts=args.mode in ("both", "counts"),
-        min_run_time=args.min_run_time, callgrind_number=args.callgrind_number,
-        callgrind_repeats=args.callgrind_repeats, timeout=args.timeout,
-        callgrind_timeout=args.callgrind_timeout, retries=args.retries, workers=args.workers,
-    ).run()
+    from .cpp import CppToolchainError
+
+    try:
+        results = Runner(
+            orders, wall=args.mode in ("both", "wall"), counts=args.mode in ("both", "counts"),
+            min_run_time=args.min_run_time, callgrind_number=args.callgrind_number,
+            callgrind_repeats=args.callgrind_repeats, timeout=args.timeout,
+            callgrind_timeout=args.callgrind_timeout, retries=args.retries, workers=args.workers,
+        ).run()
+    except CppToolchainError as e:  # nothing C++ can be built here: say so, not a traceback (and never 1)
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     doc = results_document(results, version, config, started, time.time())
     atomic_write_text(args.out, json.dumps(doc, indent=1, allow_nan=False))
     print(tables(results, args.callgrind_number))
