@@ -14,7 +14,7 @@ import torch
 
 import torchbench_core as tb
 from torchbench_core.callgrind import CallgrindError, collect_callgrind_many
-from torchbench_core.cpp import CppSource, CppStatementError, CppToolchainError, render
+from torchbench_core.cpp import CppCompileError, CppSource, CppStatementError, CppToolchainError, render
 
 pytestmark = pytest.mark.slow
 
@@ -81,8 +81,15 @@ def test_python_and_cpp_counted_in_one_run_with_each_failure_its_own(cache):
     assert cpp[5].timeit(5).number_per_run == 5
     with pytest.raises(CppStatementError, match=r"setup raised: .*shape '\[5\]' is invalid"):
         cpp[3].timeit(5)
-    with pytest.raises(CppStatementError, match="killed by signal 6"):
+    with pytest.raises(CppStatementError, match="killed by SIGABRT"):
         cpp[4].timeit(5)
+    # the one that does not compile keeps its error: timing it raises that error, without compiling again
+    # (the suite's runner times what the counts compiled, and skips what they could not)
+    assert all(t.cpp_compiled for t in cpp)
+    programs = listing(cache)
+    with pytest.raises(CppCompileError, match=r"stmt\[2\]:1:\d+: error"):
+        cpp[2].timeit(5)
+    assert listing(cache) == programs
     # the compiler's message names the statement's own line (a lone statement's is "stmt:1:..."; see below)
     assert re.search(r"stmt\[2\]:1:\d+: error: expected primary-expression", str(bad)), str(bad)
     assert "auto y = torch::add(x, ;" in str(bad)  # and shows the statement

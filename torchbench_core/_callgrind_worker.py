@@ -132,6 +132,17 @@ def main():
     sys.meta_path[:0] = [_FoundIn(name, folder) for name, folder in payload.get("packages", {}).items()]
     dumps = 0
     baselines = {}
+    switch = os.environ.get("TORCHBENCH_INSTRUMENTATION_SWITCH")  # callgrind.SWITCH_ENV
+
+    def instrument():
+        """Switch instrumentation on before the first count (the process started without it, so that its
+        imports and setups ran fast); once on, it stays on (each switch flushes valgrind's code cache)."""
+        nonlocal switch
+        if switch:
+            import ctypes
+
+            ctypes.CDLL(switch).torchbench_start_instrumentation()
+            switch = None
 
     consume = collections.deque(maxlen=0).extend
 
@@ -141,6 +152,7 @@ def main():
         itself: interpreted code here would specialise at some repeat and
         shift that repeat's count."""
         nonlocal dumps
+        instrument()
         gc.collect()
         gc.disable()
         try:
@@ -159,6 +171,7 @@ def main():
         as in `counted`; the loop around them runs uncounted. The block's dump is one empty toggle pair,
         which the baseline (this loop around an empty function) has too."""
         nonlocal dumps
+        instrument()
         gc.collect()
         gc.disable()
         try:

@@ -22,9 +22,11 @@ import sys
 import traceback
 from typing import Any, Iterable, Sequence
 
-from .callgrind import CallgrindError, collect_callgrind_many, describe_exit
+from .callgrind import CallgrindError, collect_callgrind_many
 from .grouped import AutoLabels, TimerArgs, case_key
 from .measurement import Measurement
+from .processes import describe_exit
+from .task_spec import Language
 from .cpp import CppCase
 from .timing import Timer, compile_cpp
 
@@ -119,41 +121,41 @@ class Runner:
         """Counts first, then wall time: the C++ cases compile beside the Python cases' valgrind process
         (neither cares what runs beside it), and the wall-time cases then run alone on the machine."""
         results = [CaseResult(order) for order in self.orders]
+        # each C++ case's program by result index, None where it does not compile (its error is recorded):
+        # the counts compile them, the wall time reuses what they found
+        cpp_cases: dict[int, CppCase | None] = {}
         if self.counts:
-            self._run_counts(results)
+            self._run_counts(results, cpp_cases)
         if self.wall:
-            self._run_wall(results)
+            self._run_wall(results, cpp_cases)
         return results
 
     # -- wall time ----------------------------------------------------------
-    def _run_wall(self, results: Sequence[CaseResult]) -> None:
+    def _run_wall(self, results: Sequence[CaseResult], cpp_cases: dict[int, CppCase | None]) -> None:
         from tqdm import tqdm  # deferred: asv benchmark environments import this module without tqdm
 
         ctx = multiprocessing.get_context("forkserver")
         ctx.set_forkserver_preload(["torch", "torchbench_core.timing"])
-        cpp_cases = self._compile_cpp(results)
+        self._compile_cpp(results, cpp_cases)
         with tqdm(results, desc="wall time", unit="case", file=sys.stderr, disable=not self.progress) as bar:
             for i, result in enumerate(bar):
-                if result.order.timer_args.language == "cpp" and i not in cpp_cases:
+                if result.order.timer_args.language == "cpp" and cpp_cases[i] is None:
                     continue  # it does not compile
                 bar.set_postfix_str(result.order.key[:60])
                 self._wall_case(ctx, result, cpp_cases.get(i))
 
-    def _compile_cpp(self, results: Sequence[CaseResult]) -> dict[int, CppCase]:
-        """Every C++ case's program, compiled together before any is timed (one compile per global_setup);
-        a case that does not compile gets its error and is not run."""
-        cpp = [(i, r.order.timer()) for i, r in enumerate(results) if r.order.timer_args.language == "cpp"]
+    def _compile_cpp(self, results: Sequence[CaseResult], cpp_cases: dict[int, CppCase | None]) -> None:
+        """Every C++ case the counts did not compile, compiled together before any is timed (one compile per
+        global_setup); a case that does not compile gets its error and is not run."""
+        cpp = [(i, r.order.timer()) for i, r in enumerate(results)
+               if r.order.timer_args.language == "cpp" and i not in cpp_cases]
         if not cpp:
-            return {}
+            return
         errors = compile_cpp([timer for _, timer in cpp])
-        cases = {}
         for k, (i, timer) in enumerate(cpp):
             if k in errors:
-                if not any("does not compile" in e for e in results[i].errors):  # the counts said it already
-                    results[i].errors.append(f"C++: {errors[k]}")
-            else:
-                cases[i] = timer.cpp_case()
-        return cases
+                results[i].errors.append(f"C++: {errors[k]}")
+            cpp_cases[i] = timer.cpp_case() if k not in errors else None
 
     def _wall_case(self, ctx: Any, result: CaseResult, cpp_case: CppCase | None) -> None:
         failures = []
@@ -186,16 +188,16 @@ class Runner:
         result.errors.append("\n".join(failures))
 
     # -- instruction counts -------------------------------------------------
-    def _run_counts(self, results: Sequence[CaseResult]) -> None:
+    def _run_counts(self, results: Sequence[CaseResult], cpp_cases: dict[int, CppCase | None]) -> None:
         from tqdm import tqdm
 
         todo = []
-        for result in results:
+        for index, result in enumerate(results):
             if result.order.timer_args.compiled:
                 # Compiling under valgrind takes hours; compiled cases are wall-time only.
                 continue
             try:
-                todo.append((result, result.order.timer()))
+                todo.append((index, result, result.order.timer()))
             except Exception as e:  # bad definition: report it, run the rest
                 result.errors.append(f"instruction counts: could not build the Timer: {e}")
         if not todo:
@@ -207,13 +209,15 @@ class Runner:
                 if event == "done":
                     bar.update(1)
                 else:
-                    bar.set_postfix_str(todo[i][0].order.key[:60])
+                    bar.set_postfix_str(todo[i][1].order.key[:60])
 
             stats = collect_callgrind_many(
-                [timer for _, timer in todo], self.callgrind_number, self.callgrind_repeats,
+                [timer for _, _, timer in todo], self.callgrind_number, self.callgrind_repeats,
                 case_timeout=self.callgrind_timeout, on_error="return", progress=progress, workers=self.workers,
             )
-        for (result, _), outcome in zip(todo, stats):
+        for (index, result, timer), outcome in zip(todo, stats):
+            if timer.language is Language.CPP and timer.cpp_compiled:  # the wall time reuses the program
+                cpp_cases[index] = timer._cpp_case  # None: it does not compile (its error is recorded)
             if isinstance(outcome, CallgrindError):
                 result.errors.append(f"instruction counts: {outcome}")
             else:

@@ -4,8 +4,10 @@
 
 The file is versioned by an md5 over the sorted case keys of the whole
 standard suite (as PyTorch's CI did), so results from a changed suite are
-recognisable. It is written atomically. Exit status 1 when any case failed;
-the other cases' results are in the file all the same.
+recognisable. It is written atomically. Exit status 2 when any case failed
+(named in the tables and the file; the other cases' results are there all
+the same) or the definitions cannot be loaded; 0 otherwise. There is no 1:
+torchbench keeps 1 for "regression".
 """
 
 from __future__ import annotations
@@ -36,15 +38,19 @@ SCHEMA_VERSION = 1
 STANDARD = "torchbench_core.definitions.standard:BENCHMARKS"
 
 
+class DefinitionsError(ValueError):
+    """The definitions named cannot be loaded (no such module or name, or not a dict)."""
+
+
 def load_definitions(spec: str) -> Definitions:
     """'package.module:NAME' -> the definitions dict it names."""
     module_name, _, attr = spec.partition(":")
     try:
         definitions = getattr(importlib.import_module(module_name), attr or "BENCHMARKS")
     except (ImportError, AttributeError) as e:
-        raise SystemExit(f"cannot load definitions {spec!r}: {e}") from e
+        raise DefinitionsError(f"cannot load definitions {spec!r}: {e}") from e
     if not isinstance(definitions, dict):
-        raise SystemExit(f"definitions {spec!r} is a {type(definitions).__name__}, not a dict")
+        raise DefinitionsError(f"definitions {spec!r} is a {type(definitions).__name__}, not a dict")
     return definitions
 
 
@@ -149,7 +155,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.workers < 1:
         parser.error(f"--workers must be at least 1, got {args.workers}")
 
-    orders, version = work_orders(args.filter, load_definitions(args.definitions))
+    try:
+        orders, version = work_orders(args.filter, load_definitions(args.definitions))
+    except DefinitionsError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     if not orders:
         parser.error(f"no case matches {args.filter}")
     if args.list:
@@ -176,7 +186,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     atomic_write_text(args.out, json.dumps(doc, indent=1, allow_nan=False))
     print(tables(results, args.callgrind_number))
     print(f"\n{len(results)} cases in {doc['wall_seconds']:.0f} s; results: {args.out} (suite version {version})")
-    return 1 if any(r.errors for r in results) else 0
+    return 2 if any(r.errors for r in results) else 0
 
 
 if __name__ == "__main__":

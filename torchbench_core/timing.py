@@ -146,6 +146,7 @@ class Timer:
         stmt_src, setup_src = ("" if c.strip() == "pass" else _clean(c) for c in (stmt, setup))
         self._cpp = CppSource(stmt_src, setup_src, _clean(global_setup))
         self._cpp_case: CppCase | None = None
+        self._cpp_error: CppCompileError | None = None  # once it failed to compile, it is not compiled again
         self._task_spec = TaskSpec(
             stmt=stmt_src, setup=setup_src, global_setup=self._cpp.global_setup, label=label,
             sub_label=sub_label, description=description, env=env, num_threads=num_threads,
@@ -165,9 +166,20 @@ class Timer:
         """Where the compiled C++ statement is: compiled on first use (or by compile_cpp with others)."""
         if self._language is not Language.CPP:
             raise ValueError("cpp_case() is for Timer(language='cpp')")
+        if self._cpp_error is not None:
+            raise self._cpp_error
         if self._cpp_case is None:
-            self._cpp_case = build_cpp(self._cpp)
+            try:
+                self._cpp_case = build_cpp(self._cpp)
+            except CppCompileError as e:
+                self._cpp_error = e
+                raise
         return self._cpp_case
+
+    @property
+    def cpp_compiled(self) -> bool:
+        """Whether compiling this C++ statement was tried (it either has its program or its error)."""
+        return self._cpp_case is not None or self._cpp_error is not None
 
     @staticmethod
     def _source(code: str | Callable[[], Any], what: str) -> tuple[str, Callable[[], Any] | None]:
@@ -417,11 +429,12 @@ def compile_cpp(timers: Sequence[Timer]) -> dict[int, CppCompileError]:
     """Compile the C++ statements of many Timers together: one compile per distinct global_setup, not one
     per statement (a suite's C++ half compiles in about the time of one statement). Returns, by position in
     `timers`, the error of each statement that does not compile; the others are ready to time and count."""
-    pending = [(i, t) for i, t in enumerate(timers) if t.language is Language.CPP and t._cpp_case is None]
-    errors: dict[int, CppCompileError] = {}
+    cpp = [(i, t) for i, t in enumerate(timers) if t.language is Language.CPP]
+    errors = {i: t._cpp_error for i, t in cpp if t._cpp_error is not None}
+    pending = [(i, t) for i, t in cpp if not t.cpp_compiled]
     for (i, timer), case in zip(pending, build_many([t._cpp for _, t in pending])):
         if isinstance(case, CppCompileError):
-            errors[i] = case
+            errors[i] = timer._cpp_error = case
         else:
             timer._cpp_case = case
     return errors

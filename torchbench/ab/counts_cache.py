@@ -11,7 +11,11 @@ OUT/counts/<commit>/<key>.json, where the key hashes what else decides a count:
   Python version) and that interpreter's version string;
 * the suite: the content of every file of the benchmark folder (a changed
   benchmark is a different case, even under the same name);
-* valgrind's version.
+* valgrind's version;
+* the counting harness: the torchbench_core modules that run a count (how the
+  valgrind process starts, and what it runs before and around each count,
+  moves a count by up to ~1% through the memory layout: a count made by
+  another torchbench version is not mixed with these).
 
 Within a file, a case is its benchmark name, parameter index and parameters;
 a second valgrind process's counts of it (rounds.collect_counts(again=True),
@@ -40,6 +44,7 @@ from pathlib import Path
 
 from torchbench_core.storage import atomic_write_text
 
+from .. import resources
 from .evidence import Job
 
 __all__ = ["AGAIN", "CountPlans", "CountsCache"]
@@ -52,6 +57,19 @@ def _suite_digest(suite: Path) -> str:
     for path in sorted(p for p in suite.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
         h.update(str(path.relative_to(suite)).encode())
         h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+# the harness's modules that decide what a counting process runs (resources.harness(): benchmark
+# processes import this installation's torchbench_core)
+HARNESS_FILES = ("_callgrind_worker.py", "callgrind.py", "cpp.py", "asv_worker.py", "timing.py")
+
+
+def _harness_digest() -> str:
+    h = hashlib.sha256()
+    for name in HARNESS_FILES:
+        h.update(name.encode())
+        h.update((resources.harness() / name).read_bytes())
     return h.hexdigest()
 
 
@@ -71,7 +89,8 @@ class CountsCache:
         self.identity = {"python": str(python.absolute()),
                          "interpreter": _version([str(python), "-c", "import sys; print(sys.version)"]),
                          "suite": _suite_digest(suite),
-                         "valgrind": _version([str(valgrind), "--version"]) if valgrind else "none"}
+                         "valgrind": _version([str(valgrind), "--version"]) if valgrind else "none",
+                         "harness": _harness_digest()}
         self.key = hashlib.sha256(json.dumps(self.identity, sort_keys=True).encode()).hexdigest()[:16]
         self.problems: list[str] = []
 
