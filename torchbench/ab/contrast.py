@@ -16,6 +16,8 @@ before a row is called unchanged.
 
 from __future__ import annotations
 
+import numpy as np
+
 from .. import paired, stats
 from .evidence import Evidence, Job
 from .options import Policy
@@ -25,15 +27,17 @@ __all__ = ["compare_row", "slow_processes_moved"]
 
 
 def compare_row(evidence: Evidence, job: Job, policy: Policy, bar: float, confidence: float, *,
-                with_mde: bool = True) -> stats.Comparison:
-    """The row's comparison at this bar (its p-value resolved down to it) and interval level."""
+                with_mde: bool = True, excess: np.ndarray | None = None) -> stats.Comparison:
+    """The row's comparison at this bar (its p-value resolved down to it) and interval level; `excess`, the
+    suite's slow processes (stats.slow_excesses), holds the MDE of the unpaired test to its stated power."""
     if policy.paired:
         base, head = evidence.paired(job)
         if base and paired.smallest_paired_p(len(base)) * FLOOR_MARGIN <= bar:
             return paired.compare_paired(base, head, confidence=confidence, alpha=bar, power=policy.power,
                                          with_mde=with_mde)
     return stats.compare(evidence.values["base"][job], evidence.values["head"][job], confidence=confidence,
-                         alpha=bar, power=policy.power, resamples=stats.resamples_for(bar, 1), with_mde=with_mde)
+                         alpha=bar, power=policy.power, resamples=stats.resamples_for(bar, 1), with_mde=with_mde,
+                         excess=excess)
 
 
 def slow_processes_moved(evidence: Evidence, job: Job, policy: Policy) -> str:

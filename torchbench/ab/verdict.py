@@ -159,10 +159,13 @@ def prepare(evidence: Evidence, policy: Policy) -> Prepared:
                                            power=policy.power)
             row.status = _by_counts(row, row.comparison)
     w = weights([row.label for row, _, _ in wall])
+    # how often this comparison's processes land in the machine's slow group, from all its wall-time rows:
+    # what caps the power of few processes (stats.power_ceiling)
+    excess = stats.slow_excesses([side for _, base, head in wall for side in (base, head)])
     family = []
     for (row, base, head), weight in zip(wall, w):
         bar = design.final_bar(weight)
-        c = compare_row(evidence, (row.benchmark, row.index), policy, bar, policy.confidence)
+        c = compare_row(evidence, (row.benchmark, row.index), policy, bar, policy.confidence, excess=excess)
         # the p-value the decision uses: this row's, combined over the looks it had
         row.comparison = dataclasses.replace(
             c, p_value=design.combined_p(c.p_value, evidence.looks.get((row.benchmark, row.index), [])))

@@ -60,7 +60,14 @@ def _mde_text(r: Verdict) -> str:
         return "—"
     if r.decided_by == COUNTS:
         return "— (decided by instruction counts)"
-    return f"{c.mde:.1%}" if math.isfinite(c.mde) else "∞ (too few processes for the bar)"
+    if math.isfinite(c.mde) and math.isfinite(c.relabelled_mde):
+        return f"{c.mde:.1%} (slow processes; {c.relabelled_mde:.1%} without them)"
+    if math.isfinite(c.mde):
+        return f"{c.mde:.1%}"
+    if c.power_ceiling < 1.0:  # the slow processes, not the bar, are what no change can get past
+        return (f"∞ (this machine's slow processes cap the power at {c.power_ceiling:.0%} with "
+                f"{min(c.n_base, c.n_head)} a side)")
+    return "∞ (too few processes for the bar)"
 
 
 def _time(value: float | None, unit: str | None) -> str:
