@@ -385,17 +385,18 @@ def _reachable_slow(n_fast_side: int, n_other: int, alpha: float, resamples: int
     return n_fast_side // 2
 
 
-def power_ceiling(n_base: int, n_head: int, alpha: float, slow_share: float, resamples: int = RESAMPLES) -> float:
+def power_ceiling(n_base: int, n_head: int, alpha: float, slow_share, resamples: int = RESAMPLES):
     """The most power compare's test has at alpha when each process is slow (beyond the shift sought) with
-    probability `slow_share`: the chance that the faster side holds no more slow processes than the test
-    tolerates (_reachable_slow), the worse of the two directions. 1.0 (not estimated) beyond CEILING_LIMIT
-    processes a side."""
+    probability `slow_share` (a number, or an array of them): the chance that the faster side holds no more
+    slow processes than the test tolerates (_reachable_slow), the worse of the two directions. 1.0 (not
+    estimated) beyond CEILING_LIMIT processes a side."""
     from scipy.stats import binom
 
     if min(n_base, n_head) > CEILING_LIMIT:
-        return 1.0
-    return min(float(binom.cdf(_reachable_slow(faster, other, alpha, resamples), faster, slow_share))
-               for faster, other in ((n_base, n_head), (n_head, n_base)))
+        return np.ones_like(slow_share, dtype=float) if np.ndim(slow_share) else 1.0
+    ceiling = np.minimum(*(binom.cdf(_reachable_slow(faster, other, alpha, resamples), faster, slow_share)
+                           for faster, other in ((n_base, n_head), (n_head, n_base))))
+    return ceiling if np.ndim(ceiling) else float(ceiling)
 
 
 def _held_mde(mde: float, n_base: int, n_head: int, alpha: float, power: float, resamples: int,
@@ -404,17 +405,12 @@ def _held_mde(mde: float, n_base: int, n_head: int, alpha: float, power: float, 
     counts as slow for a change d when it lies more than d above its fast group (the suite's `excess`), so
     larger changes see fewer of them. Returns (MDE, the ceiling at the MDE first read); infinite where no
     change within the slow processes' reach is found with `power`."""
-    def ceiling_at(d: float) -> float:
-        slow = len(excess) - int(np.searchsorted(excess, math.log1p(d), side="right"))
-        return power_ceiling(n_base, n_head, alpha, (slow + SLOW_PRIOR) / (len(excess) + 1), resamples)
-
-    first = ceiling_at(mde)
-    if first >= power:
-        return mde, first
-    for d in np.expm1(excess[excess > math.log1p(mde)]):  # each step up leaves one slow process fewer
-        if ceiling_at(float(d)) >= power:
-            return float(d), first
-    return math.inf, first
+    # the MDE first read, then each step up that leaves one slow process fewer
+    changes = np.concatenate([[mde], np.expm1(excess[excess > math.log1p(mde)])])
+    slow = len(excess) - np.searchsorted(excess, np.log1p(changes), side="right")
+    ceilings = power_ceiling(n_base, n_head, alpha, (slow + SLOW_PRIOR) / (len(excess) + 1), resamples)
+    held = np.flatnonzero(ceilings >= power)
+    return (float(changes[held[0]]) if len(held) else math.inf), float(ceilings[0])
 
 
 def smallest_attainable_p(n_base: int, n_head: int, resamples: int = RESAMPLES) -> float:

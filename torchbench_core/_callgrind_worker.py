@@ -87,6 +87,7 @@ def _nothing():
     pass
 
 
+SWITCH_ENV = "TORCHBENCH_INSTRUMENTATION_SWITCH"  # the library that switches instrumentation on (cpp.py)
 LAYOUT_ENV = "TORCHBENCH_COUNTS_LAYOUT"  # a whole number: shift this process's memory layout (see _shift_layout)
 
 
@@ -132,7 +133,7 @@ def main():
     sys.meta_path[:0] = [_FoundIn(name, folder) for name, folder in payload.get("packages", {}).items()]
     dumps = 0
     baselines = {}
-    switch = os.environ.get("TORCHBENCH_INSTRUMENTATION_SWITCH")  # callgrind.SWITCH_ENV
+    switch = os.environ.get(SWITCH_ENV)
 
     def instrument():
         """Switch instrumentation on before the first count (the process started without it, so that its

@@ -4,8 +4,8 @@ Starting Python and importing torch under valgrind costs most of a minute, and
 torch.utils.benchmark pays it on every collect_callgrind call. Here a valgrind
 process starts uninstrumented and switches instrumentation on at its first
 count (cpp.instrumentation_switch), which cuts the start to ~15 s with the
-same counts, and `collect_callgrind_many` pays that once for a whole batch (twice, side by side on
-two cores, for a big one). C++ statements (Timer(language="cpp")) are compiled
+same counts, and `collect_callgrind_many` pays that once for a whole batch
+(twice, side by side on two cores, for a big one). C++ statements (Timer(language="cpp")) are compiled
 together, one program for many, and counted in valgrind processes of their own
 beside the Python ones. Parsing uses valgrind's own callgrind_annotate, as
 torch does.
@@ -37,6 +37,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, NamedTuple, Sequence
 
+from ._callgrind_worker import SWITCH_ENV
 from .cpp import instrumentation_switch
 from .processes import describe_exit
 from .task_spec import Language, TaskSpec
@@ -52,13 +53,13 @@ NOISY_SYMBOLS = (
     "dictobject.c:_Py_dict_lookup",
 )
 
-# Worker environment. A fixed hash seed fixes dict layouts; fixed malloc
-# thresholds switch off glibc's dynamic mmap/trim adjustment, which otherwise
-# changes allocator paths (and counts) as a process ages.
 # True: instrumented from the start even where the switch exists, as torch runs valgrind (the same counts,
 # a slower start: evaluation/callgrind_startup.py compares the two)
 INSTRUMENT_AT_START = False
-SWITCH_ENV = "TORCHBENCH_INSTRUMENTATION_SWITCH"  # the worker's way to switch instrumentation on (cpp.py)
+
+# Worker environment. A fixed hash seed fixes dict layouts; fixed malloc
+# thresholds switch off glibc's dynamic mmap/trim adjustment, which otherwise
+# changes allocator paths (and counts) as a process ages.
 WORKER_ENV = {
     "PYTHONHASHSEED": "0",
     "MALLOC_MMAP_THRESHOLD_": str(64 * 1024 * 1024),
@@ -433,7 +434,8 @@ _MIN_SHARE = 16  # statements: a valgrind process of its own starts Python and t
 
 def _collect_python(timers, number, repeats, collect_baseline, retain_out_file, case_timeout, on_error, progress,
                     workers=1):
-    """Python statements and CallCases: one valgrind process (one Python start-up under valgrind) for them all, or `workers` side by side, each dealt every workers-th statement."""
+    """Python statements and CallCases: one valgrind process (one Python start-up under valgrind) for them
+    all, or `workers` side by side, each dealt every workers-th statement."""
     # a CallCase brings its own number; a Timer's statement runs `number` times per counted run
     cases = [
         dict({"number": number}, **t._worker_case(), index=i, repeats=repeats, baseline=collect_baseline)
@@ -502,10 +504,12 @@ def _launch(
     # torch's imports then run about 5x faster under valgrind, and the counts are the same (collection is on
     # only around the statements, instrumented by then). Without the switch (no compiler), instrumented
     # from the start, as torch runs it.
+    # (INSTRUMENT_AT_START keeps the switch's library loaded all the same: the same process, a slower start.)
     switch = instrumentation_switch()
+    at_start = "yes" if switch is None or INSTRUMENT_AT_START else "no"
     cmd = [
         "valgrind", "--tool=callgrind", f"--callgrind-out-file={out_dir / 'callgrind.out'}",
-        "--dump-line=no", "--dump-instr=no", f"--instr-atstart={'no' if switch and not INSTRUMENT_AT_START else 'yes'}", "--collect-atstart=no",
+        "--dump-line=no", "--dump-instr=no", f"--instr-atstart={at_start}", "--collect-atstart=no",
         f"--log-file={out_dir / 'valgrind.log'}",
         sys.executable, str(WORKER), str(manifest),
     ]

@@ -155,7 +155,9 @@ class Runner:
         for k, (i, timer) in enumerate(cpp):
             if k in errors:
                 results[i].errors.append(f"C++: {errors[k]}")
-            cpp_cases[i] = timer.cpp_case() if k not in errors else None
+                cpp_cases[i] = None
+            else:
+                cpp_cases[i] = timer.cpp_case()
 
     def _wall_case(self, ctx: Any, result: CaseResult, cpp_case: CppCase | None) -> None:
         failures = []
