@@ -11,6 +11,12 @@ The 6-row version is evaluation/alert_validation.py; this one measures a suite o
   for +5% and +10% of those rows' time (--effects). Only the 4 rows that call torch.mul on a
   TensorLike (3 of bench_suite, 1 of bench_dispatch) run it: they are the targets, each one changed
   row among 69 (power per target row); a flagged row of the other 65 is a false alert.
+* Wall-time-only regressions of the same path (--wall-effects; issue 26): torch.mul on a TensorLike takes
+  k steps through a table (TABLE). The pair's base walks a table of 64 entries, its head one large enough
+  that the steps miss the cache, sized for +5% and +10%: the same instructions on both sides (the targets'
+  counts change is printed), so the counts cannot decide and the wall time must.
+* --designs alternating duet: our alert in each design of its rounds (alternating processes; duets, both
+  processes at once on a core each, paired by round) on the same pairs, one after the other.
 * --own-suite: this project's own suite (benchmarks/), A/A: two consecutive commits of this
   repository that change only tests (--own-base, --own-head).
 * --plain-suite (instead of the example; issue 27): a plain asv suite as asv's docs write one
@@ -29,12 +35,13 @@ counted with asv's own decision function (asv continuous: alert_validation.asv_c
 asv continuous exits 2 because a benchmark failed, `asv compare` of the results it saved; asv compare:
 the marks of its printed table). Rows that fail (ours or asv's) are left out of the counts and named.
 
-Reported per pair kind: false alerts per row (ours / asv continuous / asv compare), target rows
-found (ours / asv continuous / asv compare), minutes per verdict, and the minimum detectable effect
-per row (ours, the report's "mde": median and range). --json PATH writes the summary and every run.
+Reported per pair kind: false alerts per row (ours in each design / asv continuous / asv compare),
+target rows found (the same), minutes per verdict, and, per design of ours, the minimum detectable
+effect per row (the report's "mde": median and range) and the rounds a minute. --json PATH writes the summary and every run.
 Exit status 0 when every step ran (whatever the figures); 2 when a step failed, named.
 
-    python evaluation/suite_validation.py [--repeats 1] [--own-suite] [--plain-suite] [--json PATH]
+    python evaluation/suite_validation.py [--repeats 1] [--designs alternating duet] [--own-suite]
+                                          [--plain-suite] [--json PATH]
 
 The alerts of the example's pairs share one --out folder, as a user's successive alerts do: the base's
 instruction counts are taken once and reused (the report's time_spent says so per pair). A full run
@@ -102,6 +109,39 @@ class Suite(TimerSuite):
 '''
 MUL_ANCHOR = "def mul(input, other):\n"
 MUL_LOOP = "    for _ in range({k}):  # injected slowdown of torch.mul on TensorLike\n        pass\n"
+# A wall-time-only slowdown of the same path: torch.mul on a TensorLike takes `k` steps through a table of
+# `n` entries (a random single cycle, one entry a step). The base of each such pair walks a table of
+# TINY_TABLE entries (in L1 cache) with the same k; the head's table is larger, so its steps miss the cache
+# (and the TLB): the same instructions whatever the size (valgrind counts them alike), more wall time.
+# Sized by calibrate_table (a step's time per table size, natively).
+TABLE_IMPORT = "import torch\n"
+TABLE = '''
+
+def _table(n):  # injected: a random single cycle through n entries (wall-time-only validation)
+    import numpy as np
+    order = np.random.default_rng(0).permutation(n)
+    table = np.empty(n, dtype=np.int64)
+    table[order] = np.roll(order, -1)
+    return table.tolist()
+
+
+_TABLE, _AT = _table({n}), [0]
+'''
+TABLE_STEP = "    _AT[0] = _TABLE[_AT[0]]  # injected: a step through the table\n"
+TINY_TABLE = 64
+TABLE_SIZES = [1 << s for s in range(15, 23)]  # 32 Ki .. 4 Mi entries (1.3 MB .. 160 MB with the int objects)
+TIME_TABLE = """
+import json, timeit
+import numpy as np
+out = {{}}
+for n in {sizes!r}:
+    order = np.random.default_rng(0).permutation(n)
+    table = np.empty(n, dtype=np.int64)
+    table[order] = np.roll(order, -1)
+    g = {{"T": table.tolist(), "A": [0]}}
+    out[n] = min(timeit.repeat("A[0] = T[A[0]]", globals=g, number=200000, repeat=5)) / 200000
+print(json.dumps(out))
+"""
 TIME_TARGETS = """
 import json, sys
 sys.path.insert(0, {repo!r})  # the suite, before any other benchmarks/; tensorlib is the install's (PYTHONPATH)
@@ -159,6 +199,40 @@ def slow_mul(k: int):
     return edit
 
 
+def walk_table(n: int, k: int):
+    """The edit that makes torch.mul on a TensorLike take k steps through a table of n entries."""
+    def edit(text: str) -> str:
+        if MUL_ANCHOR not in text or TABLE_IMPORT not in text:
+            raise StepFailed("the example's TensorLike module changed; update MUL_ANCHOR / TABLE_IMPORT")
+        text = text.replace(TABLE_IMPORT, TABLE_IMPORT + TABLE.format(n=n), 1)
+        return text.replace(MUL_ANCHOR, MUL_ANCHOR + TABLE_STEP * k, 1)
+    return edit
+
+
+def calibrate_table(python: Path, site: Path, processes: int) -> dict[int, float]:
+    """Seconds a table step takes, per table size (TINY_TABLE and TABLE_SIZES), the fastest of `processes`
+    fresh processes."""
+    best: dict[int, float] = {}
+    code = TIME_TABLE.format(sizes=[TINY_TABLE, *TABLE_SIZES])
+    for _ in range(processes):
+        proc = subprocess.run([str(python), "-c", code], capture_output=True, text=True, env=install_env(site),
+                              check=False)
+        if proc.returncode != 0:
+            raise StepFailed(f"timing the table steps failed:\n{proc.stderr[-3000:]}")
+        for n, t in json.loads(proc.stdout).items():
+            best[int(n)] = min(t, best.get(int(n), math.inf))
+    return best
+
+
+def table_for(extra: float, steps: dict[int, float]) -> tuple[int, int, float]:
+    """(table size, steps a call, seconds added a call) closest to adding `extra` seconds a call: the fewest
+    steps that can, then the size whose added time is nearest."""
+    added = {n: t - steps[TINY_TABLE] for n, t in steps.items() if n != TINY_TABLE}
+    k = max(1, math.ceil(extra / max(added.values())))
+    n = min(added, key=lambda size: abs(k * added[size] - extra))
+    return n, k, k * added[n]
+
+
 def alert_flags(args) -> list[str]:
     """The alert's defaults, but for the quick-trial overrides given."""
     flags = []
@@ -184,6 +258,8 @@ def run_alert(repo: Path, base: str, head: str, out: Path, envs: Path, flags: li
                                "--json", str(logs / "report.json"), *flags],
                               stdout=log, stderr=subprocess.STDOUT, text=True, cwd=ROOT, check=False)
     minutes = (time.perf_counter() - start) / 60
+    for evidence in (out / "alert").glob(f"{base[:8]}*..{head[:8]}*/evidence.json"):  # kept per design
+        shutil.copy(evidence, logs / "evidence.json")
     report = json.loads((logs / "report.json").read_text()) if (logs / "report.json").exists() else None
     if proc.returncode not in (0, 1, 2) or report is None or report.get("problems") \
             or (proc.returncode == 2 and not report.get("counts", {}).get("failed")):
@@ -314,35 +390,47 @@ def build_example(tmp: Path, envs: Path, args) -> tuple[Path, dict, list[tuple[s
         calibration["loops"][f"+{p:.0%}"] = {"k": k, "sha": sha, "expected": expected}
         print(f"  +{p:.0%}: {k} iterations, expected " + ", ".join(f"+{e:.1%}" for e in expected.values()), flush=True)
         pairs.append((f"+{p:.0%}", b, sha, p))
+    if args.wall_effects:
+        with step("calibration of the table steps (wall-time-only slowdowns)"):
+            steps = calibrate_table(python, site, args.calibration_processes)
+        print("  table step: " + ", ".join(f"{n}: {t * 1e9:.0f} ns" for n, t in steps.items()), flush=True)
+        calibration["table_steps_s"] = steps
+    for p in args.wall_effects:
+        n, k, extra = table_for(p * t_target, steps)
+        with step(f"injecting a +{p:.0%} wall-time-only slowdown"):
+            base = add_commit(repo, b, {"tensorlib/tensor_like.py": walk_table(TINY_TABLE, k)},
+                              f"TensorLike: torch.mul takes {k} step(s) through a table of {TINY_TABLE}", 31)
+            sha = add_commit(repo, b, {"tensorlib/tensor_like.py": walk_table(n, k)},
+                             f"TensorLike: torch.mul takes {k} step(s) through a table of {n}", 32)
+        expected = {title: extra / t for title, t in targets.items()}
+        kind = f"wall +{p:.0%}"
+        calibration["loops"][kind] = {"n": n, "k": k, "sha": sha, "base": base, "expected": expected}
+        print(f"  {kind}: {k} step(s) through {n} entries (+{extra * 1e9:.0f} ns a call; base {TINY_TABLE}), "
+              "expected " + ", ".join(f"+{e:.1%}" for e in expected.values()), flush=True)
+        pairs.append((kind, base, sha, p))
     repo.git.checkout("--detach", b)  # asv reads the suite from the working tree
     return path, calibration, pairs
 
 
+DESIGN_KEYS = {"alternating": "ours", "duet": "ours duet"}  # a record's key for our alert in each design
+TOOLS = (*DESIGN_KEYS.values(), "asv_continuous", "asv_compare")
+
+
 def measure_pair(kind: str, name: str, repo: Path, base: str, head: str, work: Path, envs: Path,
                  flags: list[str], targeted: bool, ours: Path, asv_compare_too: bool = True,
-                 target=is_target, asv_continuous_too: bool = True) -> dict:
-    """Ours (its --out OURS, shared by the pairs of one repository), asv continuous and asv compare on one
-    pair; what each flagged and how long it took. `targeted`: the head slows the target rows (else every row
-    is identical code), those for which target(row title or asv name) is true; ASV_COMPARE_TOO: also `asv run`
-    + `asv compare` (a quick trial may leave it out)."""
+                 target=is_target, asv_continuous_too: bool = True,
+                 designs: tuple[str, ...] = ("alternating",)) -> dict:
+    """Ours in each of `designs` (its --out OURS, shared by the pairs of one repository), asv continuous and
+    asv compare on one pair; what each flagged and how long it took. `targeted`: the head slows the target
+    rows (else every row is identical code), those for which target(row title or asv name) is true;
+    ASV_COMPARE_TOO: also `asv run` + `asv compare` (a quick trial may leave it out)."""
     target = target if targeted else (lambda _: False)
-    with step(f"{kind}: torchbench alert {base[:8]}..{head[:8]} in {ours} (log in {work / 'ours'})"):
-        report, minutes = run_alert(repo, base, head, ours, envs, flags, logs=work / "ours")
-    rows = report["rows"]
-    flagged = [r["title"] for r in rows if r["status"] in ("regressed", "improved")]
-    failed = {r["title"]: r.get("error", "") for r in rows if r["status"] == "failed"}
-    rows = [r for r in rows if r["status"] != "failed"]
-    record = {"kind": kind, "pair": name, "base": base, "head": head, "ours": {
-        "exit_status": report.get("exit_status"), "minutes": minutes, "rounds": report.get("rounds"),
-        "time_spent": report.get("time_spent"),
-        "rows": len(rows), "counts": report.get("counts"), "flagged": flagged, "failed": failed,
-        "false": [t for t in flagged if not target(t)],
-        "mde": {r["title"]: (r["comparison"] or {}).get("mde") for r in rows},
-        "status": {r["title"]: r["status"] for r in rows},
-        "targets": [{"title": r["title"], "status": r["status"], "label": r.get("label"),
-                     "decided_by": r.get("decided_by"), "ratio": (r["comparison"] or {}).get("ratio"),
-                     "counts_delta": r.get("counts_delta"), "mde": (r["comparison"] or {}).get("mde")}
-                    for r in rows if target(r["title"])]}}
+    record = {"kind": kind, "pair": name, "base": base, "head": head}
+    for design in designs:
+        logs = work / ("ours" if design == "alternating" else f"ours-{design}")
+        with step(f"{kind}: torchbench alert --design {design} {base[:8]}..{head[:8]} in {ours} (log in {logs})"):
+            report, minutes = run_alert(repo, base, head, ours, envs, [*flags, "--design", design], logs=logs)
+        record[DESIGN_KEYS[design]] = _ours_record(report, minutes, target)
     conf = ours / "asv.conf.json"
     if asv_continuous_too:
         with step(f"{kind}: asv continuous {base[:8]} {head[:8]} in {work / 'asv-continuous'}"):
@@ -355,6 +443,25 @@ def measure_pair(kind: str, name: str, repo: Path, base: str, head: str, work: P
     return record
 
 
+def _ours_record(report: dict, minutes: float, target) -> dict:
+    rows = report["rows"]
+    flagged = [r["title"] for r in rows if r["status"] in ("regressed", "improved")]
+    failed = {r["title"]: r.get("error", "") for r in rows if r["status"] == "failed"}
+    rows = [r for r in rows if r["status"] != "failed"]
+    time_spent = report.get("time_spent") or {}
+    return {
+        "exit_status": report.get("exit_status"), "minutes": minutes, "rounds": report.get("rounds"),
+        "time_spent": time_spent, "schedule": time_spent.get("schedule"),
+        "rows": len(rows), "counts": report.get("counts"), "flagged": flagged, "failed": failed,
+        "false": [t for t in flagged if not target(t)],
+        "mde": {r["title"]: (r["comparison"] or {}).get("mde") for r in rows},
+        "status": {r["title"]: r["status"] for r in rows},
+        "targets": [{"title": r["title"], "status": r["status"], "label": r.get("label"),
+                     "decided_by": r.get("decided_by"), "ratio": (r["comparison"] or {}).get("ratio"),
+                     "counts_delta": r.get("counts_delta"), "mde": (r["comparison"] or {}).get("mde")}
+                    for r in rows if target(r["title"])]}
+
+
 def _asv_record(marks: dict[str, str], minutes: float, target) -> dict:
     flagged = [n for n, m in marks.items() if m in ("+", "-")]  # asv's worse / better
     return {"minutes": minutes, "rows": len(marks), "flagged": flagged, "false": [n for n in flagged if not target(n)],
@@ -362,23 +469,31 @@ def _asv_record(marks: dict[str, str], minutes: float, target) -> dict:
 
 
 def _progress(record: dict) -> str:
-    o = record["ours"]
-    targets = ", ".join(f"{t['status']} {t['ratio']:.3f}" if t["ratio"] else t["status"] for t in o["targets"])
-    phases = (o.get("time_spent") or {}).get("phases", {})
-    counts = f", counts {phases['instruction counts'] / 60:.1f} min" if "instruction counts" in phases else ""
-    line = (f"  {record['kind']:14} ours: {len(o['flagged'])}/{o['rows']} flagged ({o['rounds']} rounds, "
-            f"{o['minutes']:.1f} min{counts})")
-    if o["targets"]:
-        line += f"; targets: {targets}"
+    lines = []
+    for key in DESIGN_KEYS.values():
+        o = record.get(key)
+        if o is None:
+            continue
+        targets = ", ".join(f"{t['status']} {t['ratio']:.3f}" if t["ratio"] else t["status"] for t in o["targets"])
+        phases = (o.get("time_spent") or {}).get("phases", {})
+        counts = f", counts {phases['instruction counts'] / 60:.1f} min" if "instruction counts" in phases else ""
+        line = (f"  {record['kind']:14} {key}: {len(o['flagged'])}/{o['rows']} flagged ({o['rounds']} rounds "
+                f"{o.get('schedule') or ''}, {o['minutes']:.1f} min{counts})")
+        if o["targets"]:
+            line += f"; targets: {targets}"
+        for title, error in o["failed"].items():  # the alert's verdict on the other rows stands
+            line += f"\n    {key}: {title} failed, not counted: {' '.join(error.split())[:300]}"
+        lines.append(line)
+    line = ""
     for tool in ("asv_continuous", "asv_compare"):
         if tool in record:
             a = record[tool]
             line += f" | {tool.replace('_', ' ')}: {len(a['flagged'])}/{a['rows']} flagged, {a['minutes']:.1f} min"
             if a.get("note"):
                 line += f" ({a['note']})"
-    for title, error in o["failed"].items():  # the alert's verdict on the other rows stands
-        line += f"\n    ours: {title} failed, not counted: {' '.join(error.split())[:300]}"
-    return line
+    if line:
+        lines.append(f"  {record['kind']:14}{line}")
+    return "\n".join(lines)
 
 
 def summarize(records: list[dict]) -> list[dict]:
@@ -387,65 +502,80 @@ def summarize(records: list[dict]) -> list[dict]:
     for kind in dict.fromkeys(r["kind"] for r in records):
         group = [r for r in records if r["kind"] == kind]
         row = {"kind": kind, "runs": len(group)}
-        for tool in ("ours", "asv_continuous", "asv_compare"):
+        for tool in TOOLS:
             runs = [r[tool] for r in group if tool in r]
             if not runs:
                 continue
+            ours = tool in DESIGN_KEYS.values()
             targets = [t for run in runs for t in run["targets"]]
-            found = sum(t["status"] == "regressed" if tool == "ours" else t["mark"] == "+" for t in targets)
+            found = sum(t["status"] == "regressed" if ours else t["mark"] == "+" for t in targets)
             row[tool] = {"false_alerts": sum(len(run["false"]) for run in runs),
                          "other_rows": sum(run["rows"] for run in runs) - len(targets),
                          "targets_found": found, "targets": len(targets),
                          "minutes": statistics.median(run["minutes"] for run in runs)}
-        mdes = [m for r in group for m in r["ours"]["mde"].values() if m is not None and math.isfinite(m)]
-        row["mde"] = {"median": statistics.median(mdes), "min": min(mdes), "max": max(mdes)} if mdes else None
-        row["failed_rows"] = sum(len(r["ours"]["failed"]) for r in group)
+            if ours:
+                mdes = [m for run in runs for m in run["mde"].values() if m is not None and math.isfinite(m)]
+                row[tool]["mde"] = ({"median": statistics.median(mdes), "min": min(mdes), "max": max(mdes)}
+                                    if mdes else None)
+                rates = [(run["time_spent"] or {}).get("rounds_per_minute") for run in runs]
+                rates = [r for r in rates if r]
+                row[tool]["rounds_per_minute"] = statistics.median(rates) if rates else None
+                row[tool]["failed_rows"] = sum(len(run["failed"]) for run in runs)
         out.append(row)
     return out
 
 
 def print_summary(summary: list[dict]) -> None:
-    tools = ("ours", "asv_continuous", "asv_compare")
-    print("\n== false alerts per row, target rows found, minutes per verdict "
-          "(ours / asv continuous / asv compare); MDE per row (ours)")
+    tools = [t for t in TOOLS if any(t in row for row in summary)]
+    ours = [t for t in tools if t in DESIGN_KEYS.values()]
+    names = " / ".join(t.replace("_", " ") for t in tools)
+    print(f"\n== false alerts per row, target rows found, minutes per verdict ({names}); MDE per row and rounds "
+          f"a minute ({' / '.join(ours)})")
     print(f"  {'pairs':14} {'runs':>4}  {'false alerts / rows':>32}  {'target rows found':>20}  "
-          f"{'minutes per verdict':>19}  {'MDE median [range]':>22}")
+          f"{'minutes per verdict':>19}  {'MDE median [range]':>22}  {'rounds a minute':>15}")
 
     def cell(row, tool, text):
         return text(row[tool]) if tool in row else "-"
     for row in summary:
         false = " / ".join(cell(row, t, lambda s: f"{s['false_alerts']}/{s['other_rows']}") for t in tools)
         found = " / ".join(cell(row, t, lambda s: f"{s['targets_found']}/{s['targets']}") for t in tools) \
-            if row["ours"]["targets"] else "-"
+            if row[ours[0]]["targets"] else "-"
         minutes = " / ".join(cell(row, t, lambda s: f"{s['minutes']:.1f}") for t in tools)
-        m = row["mde"]
-        mde = f"{m['median']:.1%} [{m['min']:.1%}-{m['max']:.1%}]" if m else "-"
-        print(f"  {row['kind']:14} {row['runs']:>4}  {false:>32}  {found:>20}  {minutes:>19}  {mde:>22}")
+        mde = " / ".join(cell(row, t, lambda s: f"{s['mde']['median']:.1%} [{s['mde']['min']:.1%}-"
+                                                f"{s['mde']['max']:.1%}]" if s["mde"] else "-") for t in ours)
+        rate = " / ".join(cell(row, t, lambda s: f"{s['rounds_per_minute']:.1f}" if s["rounds_per_minute"]
+                               else "-") for t in ours)
+        print(f"  {row['kind']:14} {row['runs']:>4}  {false:>32}  {found:>20}  {minutes:>19}  {mde:>22}  {rate:>15}")
     for row in summary:
-        if row["failed_rows"]:
-            print(f"  ({row['kind']}: {row['failed_rows']} row(s) failed in our runs and are not counted)")
+        for t in ours:
+            if t in row and row[t]["failed_rows"]:
+                print(f"  ({row['kind']}, {t}: {row[t]['failed_rows']} row(s) failed and are not counted)")
 
 
 def print_targets(records: list[dict], calibration: dict) -> None:
-    """Each target row of each slowdown (ours): found / runs, the measured ratios, the labels."""
-    effects = [r for r in records if r["ours"]["targets"]]
+    """Each target row of each slowdown, per design of ours: found / runs, the measured ratios and counts
+    changes (median of runs), the expected change, the labels."""
+    effects = [r for r in records if any(r.get(key, {}).get("targets") for key in DESIGN_KEYS.values())]
     if not effects:
         return
-    print("\n== target rows (ours): found / runs, measured ratio (median of runs), expected by calibration, label")
+    print("\n== target rows: found / runs, measured ratio and counts change (median of runs), expected by "
+          "calibration, label")
+    median = lambda xs, fmt: fmt.format(statistics.median(xs)) if xs else "-"  # noqa: E731
     for kind in dict.fromkeys(r["kind"] for r in effects):
         expected = calibration["loops"][kind]["expected"]
-        by_title: dict[str, list[dict]] = {}
-        for r in effects:
-            if r["kind"] == kind:
-                for t in r["ours"]["targets"]:
-                    by_title.setdefault(t["title"], []).append(t)
-        for title, runs in by_title.items():
-            ratios = [t["ratio"] for t in runs if t["ratio"] is not None]
-            ratio = f"{statistics.median(ratios):.3f}" if ratios else "-"
-            found = sum(t["status"] == "regressed" for t in runs)
-            labels = ", ".join(sorted({t["label"] or t["status"] for t in runs}))
-            print(f"  {kind:5} {title:60} {found}/{len(runs)}  {ratio:>6}  "
-                  f"{1 + expected.get(title, math.nan):6.3f}  {labels}")
+        for key in DESIGN_KEYS.values():
+            by_title: dict[str, list[dict]] = {}
+            for r in effects:
+                if r["kind"] == kind and key in r:
+                    for t in r[key]["targets"]:
+                        by_title.setdefault(t["title"], []).append(t)
+            for title, runs in by_title.items():
+                ratio = median([t["ratio"] for t in runs if t["ratio"] is not None], "{:.3f}")
+                counts = median([t["counts_delta"] for t in runs if t["counts_delta"] is not None], "{:+.2%}")
+                found = sum(t["status"] == "regressed" for t in runs)
+                labels = ", ".join(sorted({t["label"] or t["status"] for t in runs}))
+                print(f"  {kind:8} {key:9} {title:60} {found}/{len(runs)}  {ratio:>6}  {counts:>7}  "
+                      f"{1 + expected.get(title, math.nan):6.3f}  {labels}")
 
 
 def plain_suite_records(tmp: Path, envs: Path, args, flags: list[str]) -> tuple[list[dict], dict]:
@@ -529,6 +659,11 @@ def main() -> None:
     parser.add_argument("--aa-pairs", type=int, default=2, help="A/A pairs of README edits (default 2)")
     parser.add_argument("--effects", type=float, nargs="*", default=[0.05, 0.10],
                         help="slowdowns of the targets, as fractions (default 0.05 0.10)")
+    parser.add_argument("--wall-effects", type=float, nargs="*", default=[0.05, 0.10],
+                        help="wall-time-only slowdowns of the targets (cache misses: the same instructions), as "
+                             "fractions (default 0.05 0.10)")
+    parser.add_argument("--designs", nargs="+", choices=list(DESIGN_KEYS), default=["alternating"],
+                        help="our alert's designs, each run on every pair (default alternating)")
     parser.add_argument("--own-suite", action="store_true", help="also an A/A of this project's own suite")
     parser.add_argument("--own-base", default=OWN_BASE, help="its base commit (default f44a082)")
     parser.add_argument("--own-head", default=OWN_HEAD, help="its head commit (default 6787c9d: tests only)")
@@ -575,7 +710,7 @@ def main() -> None:
                 print(f"== repeat {rep + 1}/{args.repeats}, {name}: {base[:8]}..{head[:8]}", flush=True)
                 records.append(measure_pair(kind, name, path, base, head, tmp / f"r{rep}-p{i}", envs, flags,
                                             targeted=effect is not None, ours=tmp / "ours",
-                                            asv_compare_too=not args.no_asv_compare))
+                                            asv_compare_too=not args.no_asv_compare, designs=tuple(args.designs)))
                 print(_progress(records[-1]), flush=True)
         if args.own_suite:
             for rep in range(args.repeats):
@@ -584,7 +719,7 @@ def main() -> None:
                 records.append(measure_pair("own-suite A/A", "own suite: tests only", ROOT, args.own_base,
                                             args.own_head, tmp / f"own-r{rep}", tmp / "own-envs", flags,
                                             targeted=False, ours=tmp / "own-ours",
-                                            asv_compare_too=not args.no_asv_compare))
+                                            asv_compare_too=not args.no_asv_compare, designs=tuple(args.designs)))
                 print(_progress(records[-1]), flush=True)
         summary = summarize(records)
         print_summary(summary)

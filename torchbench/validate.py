@@ -15,7 +15,7 @@ from typing import Callable
 
 from .errors import UserError
 
-__all__ = ["AT_LEAST_TWO", "FRACTION", "NON_NEGATIVE", "POSITIVE", "POSITIVE_WHOLE", "Rule", "UNDECIDED_EXIT", "check",
+__all__ = ["AT_LEAST_TWO", "FRACTION", "NON_NEGATIVE", "POSITIVE", "POSITIVE_WHOLE", "Rule", "SCHEDULE", "SCHEDULES", "UNDECIDED_EXIT", "check",
            "check_all"]
 
 
@@ -34,6 +34,8 @@ POSITIVE_WHOLE = (lambda v: _whole(v) and v >= 1, "must be a whole number >= 1")
 AT_LEAST_TWO = (lambda v: _whole(v) and v >= 2, "must be a whole number >= 2 (a verdict needs 2 processes a side)")
 UNDECIDED_EXIT = (lambda v: _whole(v) and v in (0, 3),
                   "must be 0 (pass) or 3 (inconclusive): 1 is a regression's alone, 2 a failure's")
+SCHEDULES = ("alternating", "duet")
+SCHEDULE = (lambda v: v in SCHEDULES, "must be alternating or duet")
 # a field's rule: (predicate, what it must be)
 Rule = tuple[Callable[[object], bool], str]
 

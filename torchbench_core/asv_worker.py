@@ -25,6 +25,15 @@ sets those TimerSuite cases' seconds of timed blocks in this process
 environment variable, not a job field or a flag: a worker of an older commit
 (a project that measures its own history) ignores it and still runs.
 
+Duet rounds (`torchbench alert --design duet`) run a base and a head worker
+at once, one core each. Where the environment's TORCHBENCH_DUET_FDS names
+two file descriptors "R,W" (pipes to the parent), the worker meets its
+partner before each job's timed part, after its setup: it writes one byte on
+W and waits for one on R, which the parent sends once both have written. So
+the two processes time the same case during the same interval. An end of
+file on R (the partner has ended or died) ends the meetings; the worker goes
+on alone.
+
 `counts` collects instruction counts (callgrind) for the jobs, all in one
 valgrind process: {job key: {"counts": [per call, one per repeat]} or
 {"error": why}}. A TimerSuite case counts its statement in Timer's loop; a
@@ -79,6 +88,7 @@ MAX_CALLS_A_SAMPLE = 10_000
 PROFILE_BATCH_SECONDS = 0.01  # a profiled batch: long enough that the loop's own frames are rare samples
 PROFILE_MARKER = "torchbench_profile_{}"
 PR_SET_PTRACER = 0x59616D61  # <linux/prctl.h>, Yama
+DUET_ENV = "TORCHBENCH_DUET_FDS"
 
 
 def _discover(suite: Path) -> dict:
@@ -215,7 +225,27 @@ def _timeout(benchmark):
         signal.signal(signal.SIGALRM, previous)
 
 
-def _run_one(benchmark, index: int, cache, run_time: float | None = None) -> dict:
+class Meeting:
+    """The duet partner's meeting point before each job's timed part (DUET_ENV); a no-op where there is no
+    partner, and from the first end of file on (the partner ended: the worker goes on alone)."""
+
+    def __init__(self, fds: str | None):
+        self.fds = tuple(int(fd) for fd in fds.split(",")) if fds else None
+
+    def __call__(self) -> None:
+        if self.fds is None:
+            return
+        read, write = self.fds
+        try:
+            os.write(write, b".")
+            met = os.read(read, 1) == b"."
+        except OSError:
+            met = False
+        if not met:
+            self.fds = None
+
+
+def _run_one(benchmark, index: int, cache, run_time: float | None = None, meet=None) -> dict:
     benchmark.set_param_idx(index)
     suite_instance = _timer_suite(benchmark)
     if run_time is not None and suite_instance is not None:
@@ -228,6 +258,8 @@ def _run_one(benchmark, index: int, cache, run_time: float | None = None) -> dic
                 return {"skipped": True}
             if _plain_time(benchmark):
                 _allot(benchmark, DEFAULT_RUN_TIME if run_time is None else run_time)
+            if meet is not None:
+                meet()  # a duet's two processes start this case's timing together
             result = benchmark.do_run()
         except NotImplementedError:
             return {"skipped": True}
@@ -267,9 +299,10 @@ def run(suite: Path, jobs: list[list], out: Path, cache_dir: Path | None) -> Non
     benchmarks = _discover(suite)
     chosen = os.environ.get("TORCHBENCH_RUN_TIMES")
     run_times = json.loads(Path(chosen).read_text()) if chosen else {}
+    meet = Meeting(os.environ.get(DUET_ENV))
     with open(out, "a", buffering=1) as f:
         _each_job(suite, benchmarks, jobs, cache_dir, f, lambda benchmark, index, cache, _: _run_one(
-            benchmark, index, cache, run_times.get(f"{benchmark.name}|{index}")))
+            benchmark, index, cache, run_times.get(f"{benchmark.name}|{index}"), meet))
 
 
 class AsvCall:

@@ -3,7 +3,8 @@
 Two tests are available (stats.compare, paired.compare_paired). Which one a
 row gets is fixed by the design and the number of processes, never by which
 gives the smaller p-value: the paired test only where the values are paired by
-round (measured rounds, not result files), Policy.paired asks for it, and the
+round (measured rounds, not result files), Policy.paired asks for it or the
+rounds were duets (both processes at once: pairing is what they are for), and the
 pairs are enough for its smallest p-value, 2 / 2**n, to reach the bar with
 room (sequential.FLOOR_MARGIN). Whichever test a look uses, its p-value is
 valid, so the looks' Bonferroni combination stays valid.
@@ -30,7 +31,7 @@ def compare_row(evidence: Evidence, job: Job, policy: Policy, bar: float, confid
                 with_mde: bool = True, excess: np.ndarray | None = None) -> stats.Comparison:
     """The row's comparison at this bar (its p-value resolved down to it) and interval level; `excess`, the
     suite's slow processes (stats.slow_excesses), holds the MDE of the unpaired test to its stated power."""
-    if policy.paired:
+    if policy.paired or evidence.schedule == "duet":
         base, head = evidence.paired(job)
         if base and paired.smallest_paired_p(len(base)) * FLOOR_MARGIN <= bar:
             return paired.compare_paired(base, head, confidence=confidence, alpha=bar, power=policy.power,

@@ -58,6 +58,9 @@ class Evidence:
     # have no rounds), and which side's process ran first in each round (drawn at random)
     value_rounds: dict[str, dict[Job, list[int]]] = field(default_factory=lambda: {s: {} for s in SIDES})
     first: list[str] = field(default_factory=list)
+    # how the rounds ran their two processes: "alternating" (one after the other) or "duet" (both at once, one
+    # core each: `first` is then the side on the first core); "" where no rounds ran (result files)
+    schedule: str = ""
     errors: dict[str, dict[Job, str]] = field(default_factory=lambda: {s: {} for s in SIDES})
     counts: dict[str, dict[Job, list[float]]] = field(default_factory=lambda: {s: {} for s in SIDES})
     # a second valgrind process's counts, taken for the jobs whose first counts would decide them: a count
@@ -119,7 +122,8 @@ class Evidence:
         rounds_seconds = self.phases.get("rounds", 0.0)
         run_times = sorted(self.run_time.values())
         return {
-            "phases": dict(self.phases), "rounds": self.rounds, "processes": len(self.process_seconds),
+            "phases": dict(self.phases), "rounds": self.rounds, "schedule": self.schedule,
+            "processes": len(self.process_seconds),
             "rounds_per_minute": 60 * self.rounds / rounds_seconds if rounds_seconds > 0 else None,
             "start_up_seconds": (sum(self.process_seconds) - total) / len(self.process_seconds)
             if self.process_seconds else None,
@@ -137,6 +141,7 @@ class Evidence:
         return {"rounds": self.rounds, "jobs": {k: asdict(v) for k, v in keyed(self.jobs).items()},
                 "notes": self.notes, "values": {s: keyed(v) for s, v in self.values.items()},
                 "value_rounds": {s: keyed(v) for s, v in self.value_rounds.items()}, "first": self.first,
+                "schedule": self.schedule,
                 "errors": {s: keyed(v) for s, v in self.errors.items()},
                 "counts": {s: keyed(v) for s, v in self.counts.items()},
                 "counts_again": {s: keyed(v) for s, v in self.counts_again.items()},

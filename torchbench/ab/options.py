@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import UserError
-from ..validate import AT_LEAST_TWO, FRACTION, NON_NEGATIVE, POSITIVE, POSITIVE_WHOLE, UNDECIDED_EXIT, check_all
+from ..validate import (AT_LEAST_TWO, FRACTION, NON_NEGATIVE, POSITIVE, POSITIVE_WHOLE, SCHEDULE,
+                        UNDECIDED_EXIT, check_all)
 
 __all__ = ["MIN_ROUNDS", "Policy", "Rounds"]
 
@@ -62,8 +63,15 @@ class Rounds:
     # before that a changed row could only come out inconclusive. Off where a quick trial chose its own
     # min_rounds (the CLI's --min-rounds): its MDEs then say "too few processes for the bar".
     until_reachable: bool = True
+    # how a round runs its two processes: "alternating", one after the other, each alone on the machine; or
+    # "duet", both at once, one core each (swapped every round), meeting before every case's timing, and
+    # decided by the paired test of the rounds where it can reach the bar (ab/contrast.py). Duet needs two
+    # usable cores: with one, the rounds alternate and the report says so
+    # (the command line's --design; not `design`, which names the looks: sequential.Design)
+    schedule: str = "alternating"
 
-    RULES = {"budget_minutes": POSITIVE, "min_rounds": POSITIVE_WHOLE, "max_rounds": AT_LEAST_TWO}
+    RULES = {"budget_minutes": POSITIVE, "min_rounds": POSITIVE_WHOLE, "max_rounds": AT_LEAST_TWO,
+             "schedule": SCHEDULE}
 
     def __post_init__(self):
         check_all(self)

@@ -21,15 +21,18 @@ rounds each benchmark's time per process is set where its variance is
 from __future__ import annotations
 
 import json
+import os
 import random
 import subprocess
 import tempfile
+import threading
 import time
 from pathlib import Path
 
 import numpy as np
 
 from torchbench_core._callgrind_worker import LAYOUT_ENV
+from torchbench_core.asv_worker import DUET_ENV
 
 from .. import stats
 from ..asv_bridge.driver import install_env
@@ -43,7 +46,7 @@ from .counts_cache import AGAIN, CountsCache
 from .evidence import Evidence, Job, Side
 from .options import Policy, Rounds
 
-__all__ = ["collect_counts", "interim_decisions", "measure_rounds", "plan_counts", "plan_design", "side_env",
+__all__ = ["collect_counts", "duet_cores", "interim_decisions", "measure_rounds", "plan_counts", "plan_design", "side_env",
            "wall_check_rounds"]
 
 
@@ -58,37 +61,105 @@ def side_env(side: Side) -> dict[str, str]:
     return install_env(side.install)
 
 
-def _one_process(suite: Path, side: Side, jobs: list[Job], cache_dir: Path,
-                 timeout: float, run_time: dict[Job, float]) -> tuple[dict[Job, dict], str | None]:
-    """Run `jobs` in one worker process (each with its allocated run time, where it has one); returns results
-    by job, and what went wrong with the process."""
-    with tempfile.TemporaryDirectory() as tmp:
-        jobs_file, out = Path(tmp) / "jobs.json", Path(tmp) / "out.jsonl"
+class _Process:
+    """One worker process measuring `jobs` for a side (each with its allocated run time, where it has one),
+    started at once; `finish` waits for it and reads its results. `core`: the one CPU it may run on (duet
+    rounds); `meet`: its two ends of the duet meeting pipes (read, write), handed to the worker."""
+
+    def __init__(self, suite: Path, side: Side, jobs: list[Job], cache_dir: Path, run_time: dict[Job, float],
+                 core: int | None = None, meet: tuple[int, int] | None = None):
+        self.side, self.tmp = side, tempfile.TemporaryDirectory()
+        tmp = Path(self.tmp.name)
+        jobs_file, self.out, self.err = tmp / "jobs.json", tmp / "out.jsonl", tmp / "stderr.txt"
         jobs_file.write_text(json.dumps([list(j) for j in jobs]))
         env = side_env(side)
         if run_time:
-            times = Path(tmp) / "run_times.json"
+            times = tmp / "run_times.json"
             times.write_text(json.dumps({f"{name}|{index}": t for (name, index), t in run_time.items()}))
             env["TORCHBENCH_RUN_TIMES"] = str(times)
+        if meet is not None:
+            env[DUET_ENV] = f"{meet[0]},{meet[1]}"
+        # stderr to a file, not a pipe: a duet's partner must never wait on a pipe nobody reads
+        with open(self.err, "w") as err:
+            self.proc = subprocess.Popen(
+                [str(side.python), *WORKER, "run", str(suite), "--jobs", str(jobs_file), "--out", str(self.out),
+                 "--cache-dir", str(cache_dir)], stdout=subprocess.DEVNULL, stderr=err, env=env,
+                pass_fds=meet or (), preexec_fn=None if core is None else (lambda: os.sched_setaffinity(0, {core})))
+
+    def finish(self, timeout: float) -> tuple[dict[Job, dict], str | None]:
+        """Results by job, and what went wrong with the process (None: nothing)."""
         try:
-            proc = subprocess.run([str(side.python), *WORKER, "run", str(suite), "--jobs", str(jobs_file), "--out",
-                                   str(out), "--cache-dir", str(cache_dir)], capture_output=True, text=True,
-                                  env=env, timeout=timeout)
-            died = None if proc.returncode == 0 else (
-                f"the process died (exit status {proc.returncode}): {last_line(proc.stderr)}")
+            self.proc.wait(timeout=max(timeout, 0.0))
+            died = None if self.proc.returncode == 0 else (
+                f"the process died (exit status {self.proc.returncode}): {last_line(self.err.read_text())}")
         except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
             died = f"the process ran past its {timeout:.0f} s limit"
-        records, bad = read_json_lines(out.read_text() if out.exists() else "", f"the {side.name} worker's output")
-    results, started = {}, None
-    for record in records:
-        if "start" in record:
-            started = tuple(record["start"])
-        else:
-            results[tuple(record.pop("job"))] = record
-            started = None
-    if died and started is not None:
-        results[started] = {"error": died}
-    return results, died or bad
+        records, bad = read_json_lines(self.out.read_text() if self.out.exists() else "",
+                                       f"the {self.side.name} worker's output")
+        self.tmp.cleanup()
+        results, started = {}, None
+        for record in records:
+            if "start" in record:
+                started = tuple(record["start"])
+            else:
+                results[tuple(record.pop("job"))] = record
+                started = None
+        if died and started is not None:
+            results[started] = {"error": died}
+        return results, died or bad
+
+
+def _one_process(suite: Path, side: Side, jobs: list[Job], cache_dir: Path,
+                 timeout: float, run_time: dict[Job, float]) -> tuple[dict[Job, dict], str | None]:
+    """Run `jobs` in one worker process, alone on the machine (the alternating design)."""
+    return _Process(suite, side, jobs, cache_dir, run_time).finish(timeout)
+
+
+def _relay(ends: list[tuple[int, int]]) -> None:
+    """The duet's meeting point, in the parent: once both workers have written their byte, send each one. A
+    worker that ends (end of file) ends the meetings: the other's pipe is closed, so it goes on alone."""
+    try:
+        while all(os.read(from_worker, 1) for from_worker, _ in ends):
+            for _, to_worker in ends:
+                os.write(to_worker, b".")
+    except OSError:  # a worker gone while it was being answered: the same as an end of file
+        pass
+    finally:
+        for from_worker, to_worker in ends:
+            os.close(from_worker)
+            os.close(to_worker)
+
+
+def _duet(suite: Path, sides: dict[str, Side], order: tuple[str, str], jobs: list[Job], cache_dir: Path,
+          timeout: float, run_time: dict[Job, float], cores: tuple[int, int]) -> dict[str, tuple[dict, str | None]]:
+    """Both sides' processes at once, the first of `order` on cores[0], the other on cores[1], each meeting
+    the other before every job's timed part (the worker's Meeting); each side's results and failure."""
+    started, ends, theirs = {}, [], []
+    try:
+        for name, core in zip(order, cores):
+            to_parent, to_worker = os.pipe(), os.pipe()  # (read, write) each
+            theirs += [to_worker[0], to_parent[1]]
+            ends.append((to_parent[0], to_worker[1]))
+            started[name] = _Process(suite, sides[name], jobs, cache_dir, run_time, core=core,
+                                     meet=(to_worker[0], to_parent[1]))
+    except BaseException:  # the second could not start: the first must not wait for it
+        for fd in [fd for pair in ends for fd in pair]:
+            os.close(fd)
+        for process in started.values():
+            process.proc.kill()
+            process.finish(5)
+        raise
+    finally:
+        for fd in theirs:  # the workers' ends live in the workers now; an end of file must reach the parent
+            os.close(fd)
+    relay = threading.Thread(target=_relay, args=(ends,), daemon=True)
+    relay.start()
+    deadline = time.monotonic() + timeout
+    found = {name: process.finish(deadline - time.monotonic()) for name, process in started.items()}
+    relay.join(timeout=5)
+    return found
 
 
 def _record(evidence: Evidence, side: str, job: Job, result: dict, round_index: int | None = None) -> None:
@@ -178,13 +249,24 @@ def interim_decisions(evidence: Evidence, jobs: list[Job], policy: Policy) -> No
                     evidence.decided[job] = why
 
 
+def duet_cores() -> tuple[int, int] | None:
+    """Two cores this process may use, for a duet's two processes; None where it has only one."""
+    usable = sorted(os.sched_getaffinity(0))
+    return (usable[0], usable[1]) if len(usable) >= 2 else None
+
+
 def measure_rounds(suite: Path, sides: dict[str, Side], jobs: list[Job], evidence: Evidence, *,
                    rounds: Rounds, policy: Policy, deadline: float, cache_dir: Path, on_round=None,
                    seed: int = 0) -> None:
-    """Alternate base and head processes until every job is decided, rounds.max_rounds, or the deadline."""
+    """Base and head processes, round after round (alternating or in duets: rounds.schedule), until every
+    job is decided, rounds.max_rounds, or the deadline."""
     planned = evidence.design is not None  # a caller's own design is kept as it is
     if not planned:
         plan_design(evidence, jobs, policy, rounds)
+    cores = duet_cores() if rounds.schedule == "duet" else None
+    evidence.schedule = "duet" if cores else "alternating"
+    if rounds.schedule == "duet" and not cores:
+        evidence.notes.append("duet rounds need two usable cores and this process has one: the rounds alternated")
     rng = random.Random(seed)
     failed: set[Job] = set()
     least = _least_rounds(evidence, rounds)
@@ -192,17 +274,28 @@ def measure_rounds(suite: Path, sides: dict[str, Side], jobs: list[Job], evidenc
         active = [j for j in jobs if j not in evidence.decided and j not in failed and j not in evidence.skipped]
         if not active or (r >= least and time.monotonic() > deadline):
             break
-        # which side goes first: a fair coin each round, so that under no change a round's two processes
-        # are exchangeable by design (what a paired test of the round assumes), not by a fixed ABBA pattern
+        # which side goes first (in a duet: takes the first core, so the sides swap cores at random): a fair
+        # coin each round, so that under no change a round's two processes are exchangeable by design (what a
+        # paired test of the round assumes), not by a fixed ABBA pattern
         order = ("base", "head") if rng.random() < 0.5 else ("head", "base")
         evidence.first.append(order[0])
+        todo = active[:]
+        rng.shuffle(todo)  # one order for both sides of the round
+        round_started = time.monotonic()
+        timeout = 120 + 60 * len(todo)
+        if cores:
+            found = _duet(suite, sides, order, todo, cache_dir, timeout, evidence.run_time, cores)
+        else:
+            found = {}
+            for name in order:
+                started = time.monotonic()
+                found[name] = _one_process(suite, sides[name], todo, cache_dir, timeout=timeout,
+                                           run_time=evidence.run_time)
+                evidence.process_seconds.append(time.monotonic() - started)
+        if cores:  # each process of a duet ran the whole round
+            evidence.process_seconds += [time.monotonic() - round_started] * 2
         for name in order:
-            todo = active[:]
-            rng.shuffle(todo)
-            started = time.monotonic()
-            results, died = _one_process(suite, sides[name], todo, cache_dir,
-                                         timeout=120 + 60 * len(todo), run_time=evidence.run_time)
-            evidence.process_seconds.append(time.monotonic() - started)
+            results, died = found[name]
             for job, result in results.items():
                 _record(evidence, name, job, result, r)
             if died and not results:
@@ -212,7 +305,7 @@ def measure_rounds(suite: Path, sides: dict[str, Side], jobs: list[Job], evidenc
         if r == 0 and not planned:
             # the looks from the round rate: as many as the budget's rounds hold (no look comes before
             # min_rounds, so nothing has been looked at yet; the rate says nothing about any p-value)
-            per_round = sum(evidence.process_seconds[-2:])
+            per_round = time.monotonic() - round_started
             left = max(0.0, deadline - time.monotonic())
             plan_design(evidence, jobs, policy, rounds, 1 + int(left / per_round) if per_round > 0 else None)
             least = _least_rounds(evidence, rounds)

@@ -134,6 +134,13 @@ class AlertReport:
                     f"({mde})")
         return f"✅ no regression: all {self.compared()} compared rows decided"
 
+    def rounds_text(self) -> str:
+        """How the rounds ran their two processes (Rounds.schedule), as every view of the report says it."""
+        if (self.time_spent or {}).get("schedule") == "duet":
+            return (f"{self.rounds} rounds of duets ({2 * self.rounds} processes, base and head at once on a core "
+                    "each; the paired test decides where it reaches the bar)")
+        return f"{self.rounds} rounds of alternating processes ({2 * self.rounds} processes)"
+
     def what_it_would_take(self) -> dict | None:
         """For the undecided rows: the rounds (and minutes, at this run's rate) at which their minimum
         detectable effect comes down to EFFECT (stats.processes_to_detect: the MDE's own computation).
@@ -199,7 +206,7 @@ class AlertReport:
         undecided = [self._cells(r) for r in suspects + rest]
         text = env.get_template("alert_comment.md.j2").render(
             marker=MARKER, headline=self.headline(), counts=self.counts(), policy=self.policy,
-            base=self.base, head=self.head, rounds=self.rounds, processes=2 * self.rounds,
+            base=self.base, head=self.head, rounds_text=self.rounds_text(),
             compared=self.compared(),
             changed=by[stats.REGRESSED] + by[stats.IMPROVED], failed=by[FAILED],
             suspects=undecided[:len(suspects)], undecided=undecided[len(suspects):], unfolded=UNFOLDED,
@@ -217,7 +224,7 @@ class AlertReport:
         sections = [(title, [{**self._cells(r), "table": tables.get(r.name)} for r in rows])
                     for title, rows in self.sections()]
         return env.get_template("alert_verdicts.html.j2").render(
-            root="", headline=self.headline(), base=self.base, head=self.head, rounds=self.rounds,
+            root="", headline=self.headline(), base=self.base, head=self.head, rounds_text=self.rounds_text(),
             outcome=self.outcome(), exit_status=self.exit_status(), take=self.what_it_would_take(),
             sections=sections, policy=self.policy)
 

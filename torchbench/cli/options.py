@@ -9,7 +9,7 @@ from typing import Callable
 from ..ab.options import MIN_ROUNDS, Policy, Rounds
 from ..errors import UserError
 from ..project import commits
-from ..validate import check
+from ..validate import SCHEDULES, check
 
 __all__ = ["add_folder_arguments", "add_measurement_arguments", "add_selection_arguments", "checked", "policy_of",
            "rounds_of", "selection_of"]
@@ -63,6 +63,12 @@ def add_measurement_arguments(parser: argparse.ArgumentParser, budget: float) ->
                         help="instruction counts that move by at least this much (and beyond their noise) decide a "
                              f"row alone (default {defaults.count_floor:g})")
     parser.add_argument("--no-counts", action="store_true", help="skip instruction counts (valgrind)")
+    parser.add_argument("--design", dest="schedule", choices=SCHEDULES, default=Rounds().schedule,
+                        help="how a round runs its base and head processes: alternating (one after the other, "
+                             "each alone: the default) or duet (both at once, one core each, swapped every round, "
+                             "meeting before every case's timing, decided by the paired test of the rounds where "
+                             "it reaches the bar; needs two usable cores, else the rounds alternate). On this "
+                             "machine duet did not beat alternating: docs/results.md#duet-rounds")
     parser.add_argument("--paired", action="store_true",
                         help="decide by the paired test of each round's two processes (Wilcoxon signed-rank) where "
                              "enough rounds can reach the bar: for a machine whose load moves both processes of a "
@@ -97,7 +103,7 @@ def rounds_of(args: argparse.Namespace) -> Rounds:
     return _cross_checked(lambda: Rounds(budget_minutes=args.budget_minutes,
                                          min_rounds=args.min_rounds if given else MIN_ROUNDS,
                                          max_rounds=args.max_rounds, counts=not args.no_counts,
-                                         until_reachable=not given))
+                                         until_reachable=not given, schedule=args.schedule))
 
 
 def policy_of(args: argparse.Namespace) -> Policy:

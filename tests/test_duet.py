@@ -1,0 +1,101 @@
+"""Duet rounds (`torchbench alert --design duet`): base and head processes at once, one core each, meeting
+before every case's timing; a partner that dies releases the other (torchbench/ab/rounds.py, the worker's
+Meeting in torchbench_core/asv_worker.py).
+
+Real worker processes on a tiny asv suite whose two sides are two installs of a module that says how long
+each case's setup sleeps, so that without the meeting the two processes would start a case's timing up to
+0.8 s apart.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from torchbench.ab.evidence import Side
+from torchbench.ab.options import Rounds
+from torchbench.ab.rounds import _duet, duet_cores
+from torchbench.errors import UserError
+
+SUITE = '''
+import os
+import time
+
+import delays
+
+
+class Meet:
+    params = [0, 1, 2]
+
+    def setup(self, i):
+        if delays.DIE_AT == i:
+            os._exit(3)
+        time.sleep(delays.SETUP[i])
+
+    def track_start(self, i):
+        return time.time()  # when the timed part began, on the wall clock both processes share
+
+    def track_core(self, i):
+        (core,) = os.sched_getaffinity(0)  # pinned to one core: unpacks only if there is exactly one
+        return core
+'''
+
+needs_two_cores = pytest.mark.skipif(duet_cores() is None, reason="duet rounds need two usable cores")
+
+
+def _sides(tmp_path: Path, head_dies_at: int | None = None) -> tuple[Path, dict[str, Side]]:
+    suite = tmp_path / "benchmarks"
+    suite.mkdir()
+    (suite / "__init__.py").write_text("")
+    (suite / "bench_meet.py").write_text(SUITE)
+    sides = {}
+    for name, setup, dies in (("base", [0.8, 0.0, 0.8], None), ("head", [0.0, 0.8, 0.0], head_dies_at)):
+        install = tmp_path / name
+        install.mkdir()
+        (install / "delays.py").write_text(f"SETUP = {setup}\nDIE_AT = {dies}\n")
+        sides[name] = Side(name, name, install, Path(sys.executable))
+    return suite, sides
+
+
+def _jobs(kind: str) -> list[tuple[str, int]]:
+    return [(f"bench_meet.Meet.track_{kind}", i) for i in range(3)]
+
+
+@needs_two_cores
+def test_a_duet_starts_every_case_of_both_sides_together_each_on_its_own_core(tmp_path):
+    suite, sides = _sides(tmp_path)
+    jobs = _jobs("start") + _jobs("core")
+    found = _duet(suite, sides, ("head", "base"), jobs, tmp_path / "cache", 120, {}, duet_cores())
+    (base, died_base), (head, died_head) = found["base"], found["head"]
+    assert died_base is None and died_head is None
+    for job in _jobs("start"):  # setups 0.8 s apart, timing begun within a few ms of each other
+        assert abs(base[job]["value"] - head[job]["value"]) < 0.2, (job, base[job], head[job])
+    cores = duet_cores()
+    for job in _jobs("core"):  # head asked for the first core, base got the second
+        assert (head[job]["value"], base[job]["value"]) == cores
+
+
+@needs_two_cores
+def test_a_partner_that_dies_releases_the_other_and_is_named(tmp_path):
+    suite, sides = _sides(tmp_path, head_dies_at=1)
+    started = time.monotonic()
+    found = _duet(suite, sides, ("base", "head"), _jobs("start"), tmp_path / "cache", 60, {}, duet_cores())
+    assert time.monotonic() - started < 30  # nobody waited on a meeting that never comes
+    (base, died_base), (head, died_head) = found["base"], found["head"]
+    assert died_base is None and set(base) == set(_jobs("start"))  # the base measured every case
+    assert "exit status 3" in died_head and "exit status 3" in head[_jobs("start")[1]]["error"]
+
+
+def test_the_design_is_checked_and_one_core_alternates(tmp_path):
+    with pytest.raises(UserError, match="schedule must be alternating or duet"):
+        Rounds(schedule="trio")
+    pid = os.fork()
+    if pid == 0:  # a child pinned to one core sees no duet
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+        os._exit(0 if duet_cores() is None else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
