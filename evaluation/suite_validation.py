@@ -113,7 +113,7 @@ MUL_LOOP = "    for _ in range({k}):  # injected slowdown of torch.mul on Tensor
 # `n` entries (a random single cycle, one entry a step). The base of each such pair walks a table of
 # TINY_TABLE entries (in L1 cache) with the same k; the head's table is larger, so its steps miss the cache
 # (and the TLB): the same instructions whatever the size (valgrind counts them alike), more wall time.
-# Sized by calibrate_table (a step's time per table size, natively).
+# Sized by calibrate_table (torch.mul's time with a step through each table size, as injected).
 TABLE_IMPORT = "import torch\n"
 TABLE = '''
 
@@ -129,18 +129,27 @@ _TABLE, _AT = _table({n}), [0]
 '''
 TABLE_STEP = "    _AT[0] = _TABLE[_AT[0]]  # injected: a step through the table\n"
 TINY_TABLE = 64
-TABLE_SIZES = [1 << s for s in range(15, 23)]  # 32 Ki .. 4 Mi entries (1.3 MB .. 160 MB with the int objects)
+# 32 Ki .. 4 Mi entries (1.3 MB .. 160 MB with the int objects), 1.5x apart: a step's cost rises steeply
+# where the table leaves the caches, so the grid is fine there
+TABLE_SIZES = sorted({int(2 ** (e / 2)) for e in range(30, 45)})
+# Timed where it lands: the example's TensorLike module with the injection, as the head commit would have it,
+# executed afresh for each table size; torch.mul(a, b) on two one-element TensorLikes, every size timed in
+# each of three passes, the fastest kept (the op's own memory traffic is part of what a step costs)
 TIME_TABLE = """
-import json, timeit
-import numpy as np
-out = {{}}
-for n in {sizes!r}:
-    order = np.random.default_rng(0).permutation(n)
-    table = np.empty(n, dtype=np.int64)
-    table[order] = np.roll(order, -1)
-    g = {{"T": table.tolist(), "A": [0]}}
-    out[n] = min(timeit.repeat("A[0] = T[A[0]]", globals=g, number=200000, repeat=5)) / 200000
-print(json.dumps(out))
+import gc, json, sys, timeit, types
+import torch
+sources = json.load(open(sys.argv[1]))
+best = {}
+for _ in range(3):
+    for n, source in sources.items():
+        module = types.ModuleType("tensor_like_with_table")
+        exec(compile(source, "tensor_like.py", "exec"), module.__dict__)
+        g = {"torch": torch, "a": module.TensorLike([1.0]), "b": module.TensorLike([2.0])}
+        t = min(timeit.repeat("torch.mul(a, b)", globals=g, number=20000, repeat=5)) / 20000
+        best[n] = min(t, best.get(n, t))
+        del module, g
+        gc.collect()
+print(json.dumps(best))
 """
 TIME_TARGETS = """
 import json, sys
@@ -210,17 +219,20 @@ def walk_table(n: int, k: int):
 
 
 def calibrate_table(python: Path, site: Path, processes: int) -> dict[int, float]:
-    """Seconds a table step takes, per table size (TINY_TABLE and TABLE_SIZES), the fastest of `processes`
-    fresh processes."""
+    """torch.mul's time on a TensorLike with one step through the table, per table size (TINY_TABLE and
+    TABLE_SIZES), in the example's module as the injection leaves it; the fastest of `processes` processes."""
+    text = (site / "tensorlib" / "tensor_like.py").read_text()
     best: dict[int, float] = {}
-    code = TIME_TABLE.format(sizes=[TINY_TABLE, *TABLE_SIZES])
-    for _ in range(processes):
-        proc = subprocess.run([str(python), "-c", code], capture_output=True, text=True, env=install_env(site),
-                              check=False)
-        if proc.returncode != 0:
-            raise StepFailed(f"timing the table steps failed:\n{proc.stderr[-3000:]}")
-        for n, t in json.loads(proc.stdout).items():
-            best[int(n)] = min(t, best.get(int(n), math.inf))
+    with tempfile.TemporaryDirectory() as tmp:
+        sources = Path(tmp) / "sources.json"
+        sources.write_text(json.dumps({n: walk_table(n, 1)(text) for n in [TINY_TABLE, *TABLE_SIZES]}))
+        for _ in range(processes):
+            proc = subprocess.run([str(python), "-c", TIME_TABLE, str(sources)], capture_output=True, text=True,
+                                  env=install_env(site), check=False)
+            if proc.returncode != 0:
+                raise StepFailed(f"timing the table steps failed:\n{proc.stderr[-3000:]}")
+            for n, t in json.loads(proc.stdout).items():
+                best[int(n)] = min(t, best.get(int(n), math.inf))
     return best
 
 
@@ -393,7 +405,8 @@ def build_example(tmp: Path, envs: Path, args) -> tuple[Path, dict, list[tuple[s
     if args.wall_effects:
         with step("calibration of the table steps (wall-time-only slowdowns)"):
             steps = calibrate_table(python, site, args.calibration_processes)
-        print("  table step: " + ", ".join(f"{n}: {t * 1e9:.0f} ns" for n, t in steps.items()), flush=True)
+        print("  TensorLike torch.mul with a step through a table of n: " +
+              ", ".join(f"{n}: {t * 1e6:.3f} us" for n, t in steps.items()), flush=True)
         calibration["table_steps_s"] = steps
     for p in args.wall_effects:
         n, k, extra = table_for(p * t_target, steps)

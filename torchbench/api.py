@@ -40,8 +40,9 @@ def _path(p: PathLike | None) -> Path | None:
 def compare_commits(repo: PathLike | None, base: str, head: str, *, out: PathLike = ".torchbench",
                     options: AlertOptions = AlertOptions(), benchmarks: PathLike | None = None,
                     env_dir: PathLike | None = None) -> AlertReport:
-    """Measure HEAD against BASE of REPO (None: the embedded example) in alternating processes and decide
-    every benchmark case: the pull-request verdict (`torchbench alert`). OUT keeps the evidence."""
+    """Measure HEAD against BASE of REPO (None: the embedded example) in rounds of alternating processes (or of
+    duets: options.rounds.schedule) and decide every benchmark case: the pull-request verdict (`torchbench
+    alert`). OUT keeps the evidence."""
     with locked_folders(_path(out), _path(env_dir), _path(repo)) as folders:
         return alert(folders, base, head, options, benchmarks=_path(benchmarks))
 

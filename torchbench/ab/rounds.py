@@ -73,6 +73,10 @@ class _Process:
         jobs_file, self.out, self.err = tmp / "jobs.json", tmp / "out.jsonl", tmp / "stderr.txt"
         jobs_file.write_text(json.dumps([list(j) for j in jobs]))
         env = side_env(side)
+        # asv's setup_cache once a side, never shared: its key is the function's place in the suite, the same on
+        # both sides, while its value is the side's own (a C++ program compiled against the side's torch)
+        side_cache = cache_dir / side.name
+        side_cache.mkdir(parents=True, exist_ok=True)
         if run_time:
             times = tmp / "run_times.json"
             times.write_text(json.dumps({f"{name}|{index}": t for (name, index), t in run_time.items()}))
@@ -83,7 +87,7 @@ class _Process:
         with open(self.err, "w") as err:
             self.proc = subprocess.Popen(
                 [str(side.python), *WORKER, "run", str(suite), "--jobs", str(jobs_file), "--out", str(self.out),
-                 "--cache-dir", str(cache_dir)], stdout=subprocess.DEVNULL, stderr=err, env=env,
+                 "--cache-dir", str(side_cache)], stdout=subprocess.DEVNULL, stderr=err, env=env,
                 pass_fds=meet or (), preexec_fn=None if core is None else (lambda: os.sched_setaffinity(0, {core})))
 
     def finish(self, timeout: float) -> tuple[dict[Job, dict], str | None]:

@@ -1,6 +1,6 @@
-"""Duet rounds (`torchbench alert --design duet`): base and head processes at once, one core each, meeting
-before every case's timing; a partner that dies releases the other (torchbench/ab/rounds.py, the worker's
-Meeting in torchbench_core/asv_worker.py).
+"""A round's processes (torchbench/ab/rounds.py). Duet rounds (`torchbench alert --design duet`): base and
+head processes at once, one core each, meeting before every case's timing; a partner that dies releases the
+other (the worker's Meeting in torchbench_core/asv_worker.py). Either design: asv's setup_cache once a side.
 
 Real worker processes on a tiny asv suite whose two sides are two installs of a module that says how long
 each case's setup sleeps, so that without the meeting the two processes would start a case's timing up to
@@ -18,7 +18,7 @@ import pytest
 
 from torchbench.ab.evidence import Side
 from torchbench.ab.options import Rounds
-from torchbench.ab.rounds import _duet, duet_cores
+from torchbench.ab.rounds import _duet, _one_process, duet_cores
 from torchbench.errors import UserError
 
 SUITE = '''
@@ -26,6 +26,14 @@ import os
 import time
 
 import delays
+
+
+class Cached:
+    def setup_cache(self):
+        return delays.SETUP  # each side's own value
+
+    def track_cached(self, cache):
+        return cache[1]
 
 
 class Meet:
@@ -99,3 +107,13 @@ def test_the_design_is_checked_and_one_core_alternates(tmp_path):
         os._exit(0 if duet_cores() is None else 1)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_setup_cache_is_each_sides_own_though_its_key_is_the_same(tmp_path):
+    """asv keys setup_cache by the function's place in the suite, the same on both sides; a value shared
+    between them made the head measure with the base's (a C++ program built against the base's torch)."""
+    suite, sides = _sides(tmp_path)
+    job = ("bench_meet.Cached.track_cached", 0)
+    for name, expected in (("base", 0.0), ("head", 0.8), ("base", 0.0)):  # base first, so its value exists
+        results, died = _one_process(suite, sides[name], [job], tmp_path / "cache", 120, {})
+        assert died is None and results[job]["value"] == expected, (name, results)
