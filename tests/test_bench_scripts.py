@@ -64,15 +64,21 @@ def test_suite_scale_prints_ours_beside_the_old_floor_for_every_size_and_effect(
 @pytest.mark.validation  # 3 minutes: left out of the default run, which must stay under 30 minutes
 def test_suite_validation_prints_ours_beside_asv_for_every_pair_kind():
     proc = subprocess.run([sys.executable, "evaluation/suite_validation.py", "--aa-pairs", "1", "--effects", "0.1",
+                           "--wall-effects", "0.1", "--designs", "alternating", "duet",
                            "--budget-minutes", "0.05", "--min-rounds", "2", "--no-counts", "--min-run-time", "0.02",
                            "--calibration-processes", "1", "--no-asv-compare"], cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     table = proc.stdout.split("== false alerts per row")[1]
     # 69 rows (63 of the added suite, 6 of the example's); the 4 torch.mul-on-TensorLike rows are the targets
-    # ours / asv continuous / asv compare (left out here: its commands are asv continuous's, run one by one)
-    assert re.search(r"\n  A/A +1 +\d+/69 / \d+/69 / - +- ", table), table
-    assert re.search(r"\n  \+10% +1 +\d+/65 / \d+/65 / - +\d/4 / \d/4 / - ", table), table
-    assert len(re.findall(r"\n  \+10% +TensorLike · .*torch\.mul", table)) == 4, table
+    # ours (alternating) / ours (duet) / asv continuous; asv compare is left out here (its commands are asv
+    # continuous's, run one by one)
+    assert re.search(r"\n  A/A +1 +\d+/69 / \d+/69 / \d+/69 +- ", table), table
+    for kind in (r"\+10%", r"wall \+10%"):  # the busy loop, and the table walk (wall time only)
+        assert re.search(rf"\n  {kind} +1 +\d+/65 / \d+/65 / \d+/65 +\d/4 / \d/4 / \d/4 ", table), table
+        for design in ("ours", "ours duet"):
+            assert len(re.findall(rf"\n  {kind} +{design} +TensorLike · .*torch\.mul", table)) == 4, table
+    assert re.search(r"A/A +ours: .*rounds alternating", proc.stdout) and \
+        re.search(r"A/A +ours duet: .*rounds duet", proc.stdout), proc.stdout[-3000:]
 
 
 @pytest.mark.slow

@@ -67,8 +67,10 @@ def add_measurement_arguments(parser: argparse.ArgumentParser, budget: float) ->
                         help="how a round runs its base and head processes: alternating (one after the other, "
                              "each alone: the default) or duet (both at once, one core each, swapped every round, "
                              "meeting before every case's timing, decided by the paired test of the rounds where "
-                             "it reaches the bar; needs two usable cores, else the rounds alternate). On this "
-                             "machine duet did not beat alternating: docs/results.md#duet-rounds")
+                             "it reaches the bar; needs two usable cores, else the rounds alternate): twice the "
+                             "rounds a minute, a gain where the machine's load moves both processes together, none "
+                             "where it does not, and memory-bound changes read larger beside the other process "
+                             "(docs/results.md#duet-rounds-built-and-validated)")
     parser.add_argument("--paired", action="store_true",
                         help="decide by the paired test of each round's two processes (Wilcoxon signed-rank) where "
                              "enough rounds can reach the bar: for a machine whose load moves both processes of a "
