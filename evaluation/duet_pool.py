@@ -107,7 +107,8 @@ def main(argv: list[str] | None = None) -> int:
                 pools[design]["rounds"].append({"order": list(order), "arms": arms})
                 pools[design]["seconds"].append(seconds)
                 atomic_write_text(args.out / f"{design}.json", json.dumps(pools[design]))
-            print(f"round {r + 1}: " + ", ".join(f"{d} {pools[d]['seconds'][-1]:.1f} s" for d in DESIGNS), flush=True)
+            print(f"round {r + 1}: " + ", ".join(f"{d} {pools[d]['seconds'][-1]:.1f} s" for d in DESIGNS),
+                  flush=True)
         for design in DESIGNS:
             print(f"{design}: median {np.median(pools[design]['seconds']):.1f} s a round")
     return 0

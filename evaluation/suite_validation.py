@@ -37,7 +37,8 @@ the marks of its printed table). Rows that fail (ours or asv's) are left out of 
 
 Reported per pair kind: false alerts per row (ours in each design / asv continuous / asv compare),
 target rows found (the same), minutes per verdict, and, per design of ours, the minimum detectable
-effect per row (the report's "mde": median and range) and the rounds a minute. --json PATH writes the summary and every run.
+effect per row (the report's "mde": median and range) and the rounds a minute. --json PATH writes the
+summary and every run.
 Exit status 0 when every step ran (whatever the figures); 2 when a step failed, named.
 
     python evaluation/suite_validation.py [--repeats 1] [--designs alternating duet] [--own-suite]

@@ -46,8 +46,8 @@ from .counts_cache import AGAIN, CountsCache
 from .evidence import Evidence, Job, Side
 from .options import Policy, Rounds
 
-__all__ = ["collect_counts", "duet_cores", "interim_decisions", "measure_rounds", "plan_counts", "plan_design", "side_env",
-           "wall_check_rounds"]
+__all__ = ["collect_counts", "duet_cores", "interim_decisions", "measure_rounds", "plan_counts", "plan_design",
+           "side_env", "wall_check_rounds"]
 
 
 # The memory-layout shift of each side's confirming valgrind process (collect_counts(again=True)): one apart
