@@ -289,6 +289,7 @@ def measure_rounds(suite: Path, sides: dict[str, Side], jobs: list[Job], evidenc
         timeout = 120 + 60 * len(todo)
         if cores:
             found = _duet(suite, sides, order, todo, cache_dir, timeout, evidence.run_time, cores)
+            evidence.process_seconds += [time.monotonic() - round_started] * 2  # each ran the whole round
         else:
             found = {}
             for name in order:
@@ -296,8 +297,6 @@ def measure_rounds(suite: Path, sides: dict[str, Side], jobs: list[Job], evidenc
                 found[name] = _one_process(suite, sides[name], todo, cache_dir, timeout=timeout,
                                            run_time=evidence.run_time)
                 evidence.process_seconds.append(time.monotonic() - started)
-        if cores:  # each process of a duet ran the whole round
-            evidence.process_seconds += [time.monotonic() - round_started] * 2
         for name in order:
             results, died = found[name]
             for job, result in results.items():
