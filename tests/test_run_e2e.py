@@ -57,6 +57,19 @@ class Work(TimerSuite):
     min_run_time = 0.1
 
 
+class Plain:
+    """A plain asv time_ method (no torchbench_core): `torchbench run` counts its instructions per commit."""
+
+    params = [200]
+    param_names = ["n"]
+
+    def setup(self, n):
+        self.n = n
+
+    def time_work(self, n):
+        flitlib.work(self.n)
+
+
 def track_process():
     """The process that measured it, in asv's sample form (asv pools the samples of a benchmark's rounds)."""
     return {"samples": [float(os.getpid())], "number": 1}
@@ -146,7 +159,7 @@ def test_a_commit_that_does_not_build_is_reported_and_the_history_goes_on(flit_h
     (broken,) = [line for line in lines if line.strip().startswith(shas[2][:8])]
     assert "NOT BUILT" in broken, explain(proc)
     (after,) = [line for line in lines if line.strip().startswith(shas[3][:8])]
-    assert "2 measured, 3 FAILED" in after
+    assert "3 measured, 1 with instruction counts, 3 FAILED" in after
 
 
 def test_rounds_measure_each_benchmark_in_that_many_fresh_processes_and_pool_their_samples(flit_history):
@@ -170,6 +183,33 @@ def test_benchmarks_that_raise_crash_or_hang_fail_alone_named_and_exit_2(flit_hi
         assert f"FAILED {sha[:8]} bench_work.track_hangs: exit status" in proc.stdout
     assert "NOT everything was measured (exit status 2)" in proc.stdout
     assert "== where the time went" in proc.stdout and "build+install, per commit" in proc.stdout
+
+
+def test_a_plain_time_method_is_counted_per_commit_and_its_counts_shown_beside_its_times(flit_history):
+    proc, out, shas = flit_history
+    found = results.load(out / "results")
+    counted = {r.commit: r for r in found.rows if r.benchmark == "bench_work.Plain.time_work:instructions"}
+    timed = {r.commit: r for r in found.rows if r.benchmark == "bench_work.Plain.time_work" and r.status == "ok"}
+    assert set(counted) == set(timed) == {shas[0], shas[1], shas[3]}, explain(proc)  # shas[2] does not build
+    for sha, row in counted.items():  # one valgrind process: three repeats, instructions per call
+        assert row.unit == "instructions" and row.processes == 1 and len(row.samples) == 3
+        assert row.placement() == timed[sha].placement() and row.params == timed[sha].params
+    assert 3 < counted[shas[1]].value / counted[shas[0]].value < 6  # four times the work (and a generator)
+    assert counted[shas[3]].value == pytest.approx(counted[shas[1]].value, rel=0.03)  # the same code
+    assert "instruction counts of time_ rows: 3 counted, 0 from the cache, 0 not countable, 0 failed" in proc.stdout
+    # kept under the plans and counts that `alert` and `find` in this output folder read too
+    assert list((out / "counts" / "plans").glob("*.json")) and (out / "counts" / shas[0]).is_dir()
+    # the site: the benchmark's Compare page has the counts beside its times, in every commit that has them
+    from torchbench.publish.pages import slug
+    page = (out / "html" / "torchbench" / "compare" / f"{slug('bench_work.Plain.time_work')}.html").read_text()
+    data = json.loads(page.split('<script id="compare-data" type="application/json">')[1].split("</script>")[0])
+    shown = {env.rsplit(".", 1)[1]: list(cells.values()) for env, cells in data["instructions"].items()}
+    assert sorted(shown) == sorted(sha[:12] for sha in (shas[0], shas[1], shas[3])), data["instructions"]
+    assert shown[shas[1][:12]] == [pytest.approx(counted[shas[1]].value)]
+    # find sees a step in the counts as in the times, and re-measures the timed benchmark for it
+    from torchbench.history import changepoints
+    series = {h.benchmark for h in changepoints.histories(found.rows, {s: i for i, s in enumerate(shas)})}
+    assert {"bench_work.Plain.time_work", "bench_work.Plain.time_work:instructions"} <= series
 
 
 # -- the example history ---------------------------------------------------------------------------------

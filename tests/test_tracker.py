@@ -96,6 +96,38 @@ def test_the_reader_can_keep_only_some_commits(real_run):
     assert {r.commit for r in found.rows} == {SLOW} and len(found.files) == 1
 
 
+def test_counts_recorded_in_an_outcome_record_are_rows_beside_their_times_and_an_asv_save_keeps_them(real_run):
+    results_dir = real_run / "results"
+    (file,) = [p for p in (results_dir / "vm").glob(f"{FAST[:8]}-*.json")]
+    filename, env_name = f"vm/{file.name}", file.stem[9:]
+    asv_plugin.record_counts(results_dir, filename, FAST, env_name, {WORK: {0: [100.0, 103.0, 101.0]}}, {})
+    found = results.load(results_dir)
+    (timed,) = [r for r in found.rows if r.benchmark == WORK and r.commit == FAST]
+    (counted,) = [r for r in found.rows if r.benchmark == results.counts_row_name(WORK)]
+    assert (counted.commit, counted.value, counted.samples, counted.unit) == (FAST, 101.0, (100.0, 103.0, 101.0),
+                                                                             "instructions")
+    assert counted.placement() == timed.placement() and counted.params == timed.params  # the pages pair them
+    assert results.timed_benchmark(counted.benchmark) == WORK
+    # asv saving the file again (a later round, a --rerun) keeps the counts: the same code counts the same
+    from asv.results import Results
+    asv_plugin._recording_save(lambda self, result_dir: None, Results.load(str(file)), str(results_dir))
+    assert results.load(results_dir).outcomes[("vm", FAST, env_name)].counts == {WORK: {0: [100.0, 103.0, 101.0]}}
+    # a reason recorded later replaces the counts of that combination, and the other way round
+    asv_plugin.record_counts(results_dir, filename, FAST, env_name, {}, {WORK: {0: "counting failed: boom"}})
+    outcome = results.load(results_dir).outcomes[("vm", FAST, env_name)]
+    assert (outcome.counts, outcome.uncounted) == ({}, {WORK: {0: "counting failed: boom"}})
+    assert not [r for r in results.load(results_dir).rows if r.benchmark.endswith(results.COUNTS_OF)]
+
+
+def test_a_malformed_count_in_an_outcome_record_is_named_and_the_times_kept(real_run):
+    (record,) = (real_run / "outcomes" / "vm").glob(f"{FAST[:8]}-*.json")
+    doc = json.loads(record.read_text())
+    record.write_text(json.dumps({**doc, "counts": {WORK: [1.0, 2.0]}}))
+    found = results.load(real_run / "results")
+    assert any(str(record) in w and "not a readable outcome record" in w for w in found.warnings)
+    assert any(r.benchmark == WORK and r.commit == FAST and r.status == "ok" for r in found.rows)
+
+
 # -- exit-status policy ---------------------------------------------------------------------------------
 
 def test_a_failed_benchmark_makes_the_run_exit_2_and_is_named(real_run):

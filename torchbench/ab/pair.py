@@ -28,7 +28,7 @@ from .counts_cache import CountPlans, CountsCache
 from .evidence import SIDES, Evidence, Job, JobInfo, Side
 from .options import Policy, Rounds
 
-__all__ = ["Measured", "evidence_from_results", "measure_pair", "patterns_for", "select_jobs"]
+__all__ = ["Measured", "count_plans", "evidence_from_results", "measure_pair", "patterns_for", "select_jobs"]
 
 
 @dataclass
@@ -159,7 +159,7 @@ def _count_both(root: Path, valgrind: Path, suite: Path, sides: dict[str, Side],
     for name, side in sides.items():
         same = next((c for other, c in caches.items() if sides[other].python == side.python), None)
         caches[name] = same.view() if same else CountsCache(root, side.python, suite, valgrind)
-    plans = _plans(root, suite, [sides[name] for name in SIDES], jobs, evidence)
+    plans = count_plans(root, suite, [sides[name] for name in SIDES], jobs, evidence)
 
     def both_sides(todo: list[Job], again: bool) -> dict[str, dict[str, int]]:
         with ThreadPoolExecutor(max_workers=len(SIDES)) as pool:
@@ -183,8 +183,8 @@ def _count_both(root: Path, valgrind: Path, suite: Path, sides: dict[str, Side],
     evidence.count_tally = tally
 
 
-def _plans(root: Path, suite: Path, sides: list[Side], jobs: list[Job],
-           evidence: Evidence) -> dict[Job, tuple[int, int]]:
+def count_plans(root: Path, suite: Path, sides: list[Side], jobs: list[Job],
+                evidence: Evidence) -> dict[Job, tuple[int, int]]:
     """The plan of every countable `time_` case among `jobs`: kept ones (CountPlans), the rest made now by the
     base's code (natively, a few seconds) and kept, so that both sides, and every later commit, count a case
     under one plan."""

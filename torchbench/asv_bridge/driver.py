@@ -23,7 +23,7 @@ from ..errors import UserError
 from ..project.config import Project, base_config
 
 __all__ = ["MACHINE_COMMAND", "Asv", "Environment", "PipIndex", "Timings", "harness_env", "install_env",
-           "machine_file"]
+           "machine_file", "machine_name"]
 
 
 @dataclass
@@ -193,6 +193,13 @@ class Asv:
 
 # asv's own description of this machine; asv wants a configuration with it (--config), from any folder
 MACHINE_COMMAND = [sys.executable, "-m", "asv", "machine", "--yes"]
+
+
+def machine_name() -> str:
+    """The name asv files this machine's results under (its machine file's, asv's default where it has none)."""
+    from asv.machine import Machine
+
+    return Machine.load(interactive=False, use_defaults=True).machine
 
 
 def machine_file() -> Path:

@@ -21,6 +21,10 @@ asv calls when it loads the plugin) wraps four of its functions:
   samples), which the pages need for between-process evidence: whether a
   commit's cell differs from its baseline by more than processes vary.
 
+After the run, `torchbench run` adds the instruction counts of each
+commit's plain asv `time_` rows to its outcome record (`record_counts`;
+history/counts.py), which a later save keeps.
+
 Outcome records live in ``<results_dir>/../outcomes/<machine>/<file>.json``
 (outside results_dir: asv loads every .json there as a results file). They
 are merged across runs: a benchmark that later succeeds loses its failure.
@@ -36,6 +40,7 @@ from pathlib import Path
 from torchbench_core.storage import atomic_path, atomic_write_text
 
 OUTCOME_SCHEMA = "torchbench.outcome/1"
+COUNT_KEYS = ("counts", "uncounted")  # what record_counts adds (history/counts.py), kept by every later save
 STDERR_TAIL = 4000
 _builds: dict[tuple[str, str], dict] = {}  # (env name, commit) -> {"built": bool, "log": str}
 
@@ -94,7 +99,31 @@ def _recording_save(original, self, result_dir):
         else:
             levels[name] = [list(old or []) + new for old, new in zip(before_levels or [None] * len(found), found)]
     record = {"schema": OUTCOME_SCHEMA, "commit_hash": self.commit_hash, "env_name": self.env_name,
-              "build": build, "failures": failures, "processes": processes, "levels": levels}
+              "build": build, "failures": failures, "processes": processes, "levels": levels,
+              # a commit's instruction counts (record_counts) stay: the same code counts the same
+              **{key: record[key] for key in COUNT_KEYS if key in record}}
+    atomic_write_text(path, json.dumps(record, indent=1, sort_keys=True))
+
+
+def record_counts(results_dir: str | os.PathLike, results_filename: str, commit_hash: str, env_name: str,
+                  counts: dict[str, dict[int, list[float]]], uncounted: dict[str, dict[int, str]]) -> None:
+    """Add instruction counts of a results file's benchmarks (name -> parameter index -> counts per call,
+    one per repeat) and the reasons of those without (name -> index -> why) to its outcome record
+    (atomically; a combination counted now loses an earlier reason, and the other way round)."""
+    path = outcome_path(results_dir, results_filename)
+    try:
+        record = json.loads(path.read_text())
+    except FileNotFoundError:
+        record = {"schema": OUTCOME_SCHEMA, "commit_hash": commit_hash, "env_name": env_name, "build": None,
+                  "failures": {}}
+    kept = {key: {name: dict(v) for name, v in dict(record.get(key, {})).items()} for key in COUNT_KEYS}
+    for key, found, other in (("counts", counts, "uncounted"), ("uncounted", uncounted, "counts")):
+        for name, by_index in found.items():
+            for index, value in by_index.items():
+                kept[key].setdefault(name, {})[str(index)] = value
+                kept[other].get(name, {}).pop(str(index), None)
+    record.update({key: {name: v for name, v in kept[key].items() if v} for key in COUNT_KEYS})
+    path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(path, json.dumps(record, indent=1, sort_keys=True))
 
 

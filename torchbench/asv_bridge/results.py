@@ -31,8 +31,26 @@ from torchbench_core.asv_suite import TASK_SPEC_PARAMS
 from .. import stats
 from .plugin import OUTCOME_SCHEMA, outcome_path
 
-__all__ = ["Definitions", "Outcome", "ResultFile", "ResultSet", "Row", "iter_files", "iter_rows", "load", "load_paths",
-           "loaded_file", "Measured", "measured_of", "PackedSamples", "param_value", "placement"]
+__all__ = ["COUNTS_OF", "COUNT_UNIT", "Definitions", "Outcome", "ResultFile", "ResultSet", "Row", "counts_row_name",
+           "iter_files", "iter_rows", "load", "load_paths", "loaded_file", "Measured", "measured_of", "PackedSamples",
+           "param_value", "placement", "timed_benchmark"]
+
+COUNT_UNIT = "instructions"  # asv's unit of a row of instruction counts (a CountsSuite's, or one made here)
+# The row of a plain asv time_ benchmark's instruction counts in a history (history/counts.py records them in
+# the outcome record): the benchmark's name and this, which no asv benchmark name can hold (":" is not in a
+# Python name). It is placed where its benchmark's times are, so the pages show the counts beside them, and
+# `find` sees its steps as a series of its own.
+COUNTS_OF = ":instructions"
+
+
+def counts_row_name(benchmark: str) -> str:
+    """The name of the row of `benchmark`'s instruction counts."""
+    return benchmark + COUNTS_OF
+
+
+def timed_benchmark(name: str) -> str:
+    """The benchmark a row measures: `name` itself, or the timed benchmark of a row of its counts."""
+    return name[:-len(COUNTS_OF)] if name.endswith(COUNTS_OF) else name
 
 
 @functools.lru_cache(maxsize=65536)  # a history repeats the same few parameter values in every file
@@ -108,6 +126,9 @@ class Outcome:
     failures: dict[str, dict]  # benchmark name -> {"errcode": int, "stderr": str}
     processes: dict[str, int] = field(default_factory=dict)  # benchmark name -> processes that measured it
     levels: dict[str, list[list[float]]] = field(default_factory=dict)  # name -> per combination, each process's level
+    # a plain time_ benchmark's instruction counts per call (history/counts.py): name -> combination -> repeats
+    counts: dict[str, dict[int, list[float]]] = field(default_factory=dict)
+    uncounted: dict[str, dict[int, str]] = field(default_factory=dict)  # name -> combination -> why not counted
 
     def levels_of(self, name: str, index: int) -> tuple[float, ...] | None:
         found = self.levels.get(name)
@@ -151,6 +172,7 @@ def _load_benchmarks(results_dir: Path, warnings: list[str]) -> dict[str, dict]:
 @functools.lru_cache(maxsize=65536)  # a history's rows repeat the same few placements in every file
 def _placement(benchmark: str, params: tuple[tuple[str, object], ...]) -> tuple[str, str, str | None, int]:
     found = dict(params)
+    benchmark = timed_benchmark(benchmark)  # a row of counts goes where its benchmark's times go
     if set(TASK_SPEC_PARAMS) <= found.keys():
         return (str(found["label"]), str(found["sub_label"]), str(found["description"]), int(found["num_threads"]))
     return benchmark, ", ".join(f"{k}={v!r}" for k, v in params) or benchmark, None, 1
@@ -178,15 +200,28 @@ def _rows(results, machine: str, benchmarks: dict[str, dict], outcome: Outcome |
     rows = []
     outcome = outcome or Outcome(None, {})
     for key, info, cells in _benchmarks_of(results, benchmarks):
+        combos = []
         for index, (combo, value, stat, sample) in enumerate(cells):
             number = stat.get("number") if stat else None
+            combos.append(combo)
             rows.append(Row(
                 machine=machine, commit=results.commit_hash, env_name=results.env_name, benchmark=key, index=index,
                 params=combo, value=value,
                 samples=tuple(sample) if sample else None,
                 number=int(number) if number else None, stats=stat or None, unit=info.get("unit"),
                 date=results.date, processes=outcome.processes.get(key), levels=outcome.levels_of(key, index)))
+        for index, counts in _counts_cells(outcome, key, len(combos)):
+            rows.append(Row(machine=machine, commit=results.commit_hash, env_name=results.env_name,
+                            benchmark=counts_row_name(key), index=index, params=combos[index],
+                            value=float(np.median(counts)), samples=tuple(counts), number=1, stats=None,
+                            unit=COUNT_UNIT, date=results.date, processes=1))
     return rows
+
+
+def _counts_cells(outcome: Outcome, key: str, combinations: int) -> list[tuple[int, list[float]]]:
+    """(combination, counts per call) of benchmark `key`'s counts in the outcome record, for the combinations
+    its results file has (one valgrind process: processes 1)."""
+    return sorted((i, c) for i, c in outcome.counts.get(key, {}).items() if 0 <= i < combinations and c)
 
 
 class PackedSamples(NamedTuple):
@@ -238,11 +273,16 @@ def _measured(results, machine: str, benchmarks: dict[str, dict], outcome: Outco
     outcome = outcome or Outcome(None, {})
     out = Measured(machine, results.commit_hash, results.env_name, results.date, [], [], [], [], [], [], [], [])
     for key, info, cells in _benchmarks_of(results, benchmarks):
+        combos = []
         for index, (combo, value, stat, sample) in enumerate(cells):
+            combos.append(combo)
             if value is None or (isinstance(value, float) and math.isnan(value)):  # failed, skipped
                 continue
             out.add(key, index, combo, info.get("unit"), sample, value, stat.get("number") if stat else None,
                     outcome.processes.get(key), outcome.levels_of(key, index))
+        for index, counts in _counts_cells(outcome, key, len(combos)):
+            out.add(counts_row_name(key), index, combos[index], COUNT_UNIT, counts, float(np.median(counts)), 1, 1,
+                    None)
     return out
 
 
@@ -279,8 +319,12 @@ def _load_outcome(path: Path, warnings: list[str]) -> Outcome | None:
             raise ValueError(f"schema is {doc.get('schema')!r}, expected {OUTCOME_SCHEMA!r}")
         processes = {str(k): int(v) for k, v in dict(doc.get("processes", {})).items()}
         levels = {str(k): [[float(x) for x in per] for per in v] for k, v in dict(doc.get("levels", {})).items()}
-        return Outcome(doc.get("build"), dict(doc.get("failures", {})), processes, levels)
-    except (ValueError, OSError, AttributeError) as e:
+        counts = {str(k): {int(i): [float(x) for x in c] for i, c in dict(v).items()}
+                  for k, v in dict(doc.get("counts", {})).items()}
+        uncounted = {str(k): {int(i): str(why) for i, why in dict(v).items()}
+                     for k, v in dict(doc.get("uncounted", {})).items()}
+        return Outcome(doc.get("build"), dict(doc.get("failures", {})), processes, levels, counts, uncounted)
+    except (ValueError, TypeError, OSError, AttributeError) as e:
         warnings.append(f"{path}: skipped, not a readable outcome record ({e})")
         return None
 

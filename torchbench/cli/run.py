@@ -45,6 +45,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="pip's --index-url for the environments (e.g. a CPU wheel index for torch)")
     parser.add_argument("--extra-index-url", action="append", default=[], metavar="URL",
                         help="pip's --extra-index-url for the environments; repeatable")
+    parser.add_argument("--no-counts", action="store_true",
+                        help="do not count the instructions of plain asv time_ methods under valgrind (a "
+                             "TimerSuite's are its CountsSuite's rows, which asv measures)")
     parser.add_argument("--no-publish", action="store_true", help="do not publish the site")
 
 
@@ -54,7 +57,7 @@ def main(args: argparse.Namespace) -> int:
     if args.commit is not None and args.existing is None:
         raise UserError("--commit goes with --existing")
     options = HistoryOptions(patterns=tuple(args.bench), rounds=args.rounds, quick=args.quick, rerun=args.rerun,
-                             benchmarks=args.benchmarks, torch=tuple(args.torch),
+                             benchmarks=args.benchmarks, torch=tuple(args.torch), counts=not args.no_counts,
                              pip=PipIndex(args.index_url, tuple(args.extra_index_url)))
     existing = Existing(args.existing.absolute(), args.commit) if args.existing is not None else None
     report = run_history(args.repo, selection_of(args), out=args.out, options=options, existing=existing,

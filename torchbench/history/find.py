@@ -263,6 +263,12 @@ def detect(out: Path, repo: git.Repo, branch: str, pattern: str | None) -> tuple
     return changepoints.find_steps(found), warnings
 
 
+def _job_of(found: changepoints.Found) -> Job:
+    """The benchmark and parameter combination that re-measures a step: a step in a row of instruction counts
+    (history/counts.py) is its timed benchmark's, whose re-measurement counts it again."""
+    return results.timed_benchmark(found.history.benchmark), found.history.index
+
+
 def _confirm(session: Session, repo: git.Repo, groups: list[list[tuple[changepoints.Found, dict]]]) -> None:
     """Re-measure the commits around the steps of each group (one pair of commits; each member a step and its
     record entry), then decide every candidate's row together: one weighted Benjamini-Hochberg at the
@@ -272,7 +278,7 @@ def _confirm(session: Session, repo: git.Repo, groups: list[list[tuple[changepoi
     prepared = []
     for group in groups:
         before, after = group[0][0].before, group[0][0].after
-        jobs = {(f.history.benchmark, f.history.index) for f, _ in group}
+        jobs = {_job_of(f) for f, _ in group}
         evidence = session.measure(commits.resolve(repo, before), commits.resolve(repo, after), jobs, "confirm",
                                    policy)
         prepared.append(prepare(evidence, policy))
@@ -286,7 +292,7 @@ def _record_confirmation(group: list[tuple[changepoints.Found, dict]], rows: dic
     """Each step's entry from its row's verdict: confirmed when it agrees in direction, refuted when it says
     unchanged or the opposite, otherwise inconclusive."""
     for f, entry in group:
-        row = rows.get((f.history.benchmark, f.history.index))
+        row = rows.get(_job_of(f))
         want = stats.REGRESSED if f.step.ratio > 1 else stats.IMPROVED
         status = row.status if row else "failed"
         entry["confirmation"] = _summary(row)
@@ -307,7 +313,7 @@ def _culprit(session: Session, repo: git.Repo, entries: list[dict]) -> None:
     """A confirmed step's commit: the first commit at the new level, or bisected when the step spans more."""
     first = entries[0]
     good, bad = commits.resolve(repo, first["before"]), commits.resolve(repo, first["after"])
-    steps = {(e["benchmark"], e["index"]): e["confirmation"]["ratio"] for e in entries}
+    steps = {(results.timed_benchmark(e["benchmark"]), e["index"]): e["confirmation"]["ratio"] for e in entries}
     result = bisect(session, repo, good, bad, steps, "")  # adjacent commits: found at once, nothing measured
     if result["status"] == FOUND and session.options.profile:
         _profiles(session, result, set(steps))

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from ..asv_bridge.driver import Timings
 from ..project.commits import Commit
 from ..errors import EXIT_FAILURE, EXIT_OK, last_line
-from ..asv_bridge.results import ResultSet
+from ..asv_bridge.results import COUNTS_OF, ResultSet
 
 __all__ = ["CommitReport", "RunReport", "summarize"]
 
@@ -22,6 +22,7 @@ __all__ = ["CommitReport", "RunReport", "summarize"]
 class CommitReport:
     commit: Commit
     measured: int = 0
+    counted: int = 0  # plain time_ rows with instruction counts (history/counts.py)
     skipped: int = 0
     failed: list[tuple[str, str]] = field(default_factory=list)  # (row name, reason)
     not_built: dict[str, str] = field(default_factory=dict)  # env name -> last line of the build log
@@ -39,6 +40,8 @@ class CommitReport:
             reasons = "; ".join(f"{env}: {why}" for env, why in self.not_built.items())
             return f"  {head}: NOT BUILT ({reasons})"
         parts = [f"{self.measured} measured"]
+        if self.counted:
+            parts.append(f"{self.counted} with instruction counts")
         if self.failed:
             parts.append(f"{len(self.failed)} FAILED")
         if self.skipped:
@@ -55,6 +58,7 @@ class RunReport:
     setup_cache_seconds: float = 0.0
     problems: list[str] = field(default_factory=list)  # tool failures, interruption
     notes: list[str] = field(default_factory=list)  # what the caller wants said after the report (publish's)
+    counts: list[str] = field(default_factory=list)  # what counting the time_ rows did, and rows left without
     environments: list[tuple[str, str, int]] = field(default_factory=list)  # (asv name, torch, bytes on disk)
     quick: bool = False  # a smoke test (--quick): nothing was saved, so there is nothing to report per commit
 
@@ -71,6 +75,7 @@ class RunReport:
         for c in self.commits:
             for name, reason in c.failed:
                 lines.append(f"  FAILED {c.commit.short} {name}: {reason}")
+        lines += [f"  counts: {line}" for line in self.counts]
         lines += [f"  WARNING {w}" for w in self.warnings]
         lines += [f"  ERROR {p}" for p in self.problems]
         if self.environments:
@@ -97,7 +102,9 @@ def summarize(commits: list[Commit], results: ResultSet, timings: Timings) -> Ru
         if report is None:
             continue
         report.has_results = True
-        if row.status == "ok":
+        if row.benchmark.endswith(COUNTS_OF):  # the counts of a measured row, not a row of its own
+            report.counted += 1
+        elif row.status == "ok":
             report.measured += 1
         elif row.status == "skipped":
             report.skipped += 1

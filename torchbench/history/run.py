@@ -23,16 +23,18 @@ from pathlib import Path
 
 from .. import resources
 from ..asv_bridge import asv_compare, results
-from ..asv_bridge.driver import PipIndex, Timings, python_can_import
+from ..asv_bridge.driver import PipIndex, Timings, machine_name, python_can_import
 from ..asv_bridge.workspace import Workspace, open_workspace
 from ..errors import UserError, last_line
 from ..project import commits, config
 from ..project.folders import Folders
 from ..validate import POSITIVE_WHOLE, check_all
+from .counts import count_history
 from .report import RunReport, summarize
 
 __all__ = ["DEFAULT_ROUNDS", "Existing", "HistoryOptions", "measure_history"]
 
+MAX_FAILURES_SHOWN = 10  # rows left without counts named in the report (the outcome records keep every reason)
 DEFAULT_ROUNDS = 4  # a 10% step found and confirmed at its commit in 96% of synthetic histories made of real
 # per-process values here, against 16% with one process a commit and 54% with two
 # (evaluation/changepoint_validation.py); the measuring costs 4x, the set-up does not
@@ -49,6 +51,7 @@ class HistoryOptions:
     benchmarks: Path | None = None  # the suite folder (default: REPO/benchmarks, else torchbench's own)
     torch: tuple[str, ...] = ()  # torch releases, one asv environment each (default: the pinned one)
     pip: PipIndex = PipIndex()  # package indexes the environments install from (e.g. a CPU wheel index)
+    counts: bool = True  # count each commit's plain asv time_ rows under valgrind, beside their times (counts.py)
 
     RULES = {"rounds": POSITIVE_WHOLE}
 
@@ -137,7 +140,16 @@ def measure_history(folders: Folders, selection: commits.Selection = commits.Sel
                                 names={c.sha: c.subject[:40] for c in (base, head)})
         except Exception as e:  # asv's compare must not cost us the report
             problems.append(f"asv compare failed: {type(e).__name__}: {e}")
+    counted = None
+    if options.counts and existing is None:  # an existing build is not installed per commit here: not counted
+        counted = count_history(ws, found, machine_name(), options.patterns)
+        timings.add("instruction counts (time_ rows)", counted.seconds)
+        found = results.load(folders.out / "results", commits={c.sha for c in selected})
     report = summarize(selected, found, timings)
+    if counted is not None and counted.line():
+        report.counts = [counted.line(), *counted.failed[:MAX_FAILURES_SHOWN]]
+        if len(counted.failed) > MAX_FAILURES_SHOWN:
+            report.counts.append(f"... and {len(counted.failed) - MAX_FAILURES_SHOWN} more rows without counts")
     report.environments = [(e.name, e.torch, e.disk_bytes()) for e in ws.asv.environments]
     report.problems += problems
     return report, ws

@@ -31,7 +31,7 @@ from torchbench_core.compare import TableView
 from torchbench_core.units import _UNITS, select_unit, unit_to_english
 
 from .. import stats
-from ..asv_bridge.results import Measured, Row, measured_of, placement
+from ..asv_bridge.results import COUNT_UNIT, Measured, Row, measured_of, placement
 from ..history.step_record import CONFIRMED, REFUTED
 
 __all__ = ["CellData", "CellKind", "Cells", "ComparePage", "EnvInfo", "FileCells", "Point", "Series", "SeriesPage",
@@ -39,7 +39,6 @@ __all__ = ["CellData", "CellKind", "Cells", "ComparePage", "EnvInfo", "FileCells
 
 DEFAULT_COMMITS = 5  # the Compare pages open on the last five commits
 _TORCH_IN_NAME = re.compile(r"(?:^|-)torch([0-9][^-]*)")  # asv names an environment by its requirements
-COUNT_UNIT = "instructions"
 TIME_UNIT = "time"
 OVERHEAD_BASELINE = "Tensor"  # the sub_label the overhead of the other cases is measured against
 

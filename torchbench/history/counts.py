@@ -1,0 +1,184 @@
+"""Instruction counts of a history's plain asv `time_` rows, recorded beside their times.
+
+    measure (asv run) -> count (here: each commit's countable time_ rows) -> record (its outcome record)
+
+A TimerSuite's cases get counts in a history from the suite's CountsSuite (a
+`track_` row that asv measures itself). A library's own asv suite (classes
+with params, setup and `time_` methods) has none. So after asv has measured
+the commits, `torchbench run` counts each commit's plain `time_` rows as the
+alert does (torchbench.ab: one valgrind process per commit and environment,
+asv's setup outside the counted calls, one plan of calls per counted run for
+each case kept in OUT/counts/plans, the counts cached in OUT/counts by
+commit, so that `alert` and `find` on the same output folder reuse them and
+count under the same plans), and adds them to the commit's outcome record
+(asv_bridge.plugin.record_counts), with the reason of each row left without.
+
+Read back (asv_bridge.results), each becomes a row "<benchmark>:instructions"
+placed where the benchmark's times are: the Compare pages show a cell's
+instructions per call beside its time, as a CountsSuite's, and `find` looks
+for steps in the counts as in any series (and confirms one by re-measuring
+the timed benchmark, counts included).
+
+Only what has neither counts nor a reason yet is counted: a second run (or
+one after an interruption, or after valgrind was installed) counts what the
+first did not. A commit that does not build here, or a benchmark that fails
+under valgrind, keeps its times and gets its reason.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .. import tools
+from ..ab.evidence import Evidence, Job, Side
+from ..ab.counts_cache import CountsCache
+from ..ab.pair import count_plans, select_jobs
+from ..ab.rounds import collect_counts, side_env
+from ..asv_bridge import results
+from ..asv_bridge.plugin import record_counts
+from ..asv_bridge.worker import list_benchmarks
+from ..asv_bridge.workspace import Workspace
+from ..errors import UserError
+from ..project import commits
+
+__all__ = ["HistoryCounts", "count_history", "plain_time_benchmarks"]
+
+SIDE = "head"  # the name of the one side each commit is counted as (ab's counting speaks of sides)
+
+
+@dataclass
+class HistoryCounts:
+    """What counting a history's plain `time_` rows did, in rows (benchmark and parameter combination)."""
+
+    counted: int = 0  # counted now, in a valgrind process
+    cached: int = 0  # found in OUT/counts (counted by an earlier run, alert or find)
+    uncountable: int = 0
+    failed: list[str] = field(default_factory=list)  # "commit row: why", one per row left without counts
+    off: str = ""  # why nothing was counted, where rows wanted counts
+    seconds: float = 0.0
+
+    def line(self) -> str | None:
+        """The report's line, or None where no row wanted counts."""
+        if self.off:
+            return f"instruction counts of time_ rows: none ({self.off})"
+        if not (self.counted or self.cached or self.uncountable or self.failed):
+            return None
+        return (f"instruction counts of time_ rows: {self.counted} counted, {self.cached} from the cache, "
+                f"{self.uncountable} not countable, {len(self.failed)} failed ({self.seconds:.0f} s)")
+
+
+def plain_time_benchmarks(benchmarks: dict[str, dict]) -> set[str]:
+    """The names of a suite's plain asv `time_` benchmarks (benchmarks.json): a TimerSuite's cases are `track_`
+    rows, and a `timeraw_` one times an interpreter of its own."""
+    return {name for name, b in benchmarks.items() if isinstance(b, dict) and b.get("type") == "time"
+            and not name.rsplit(".", 1)[-1].startswith("timeraw_")}
+
+
+@dataclass
+class _File:
+    """A results file of this machine whose measured time_ rows want counts."""
+
+    filename: str  # asv's "machine/file.json"
+    commit: str
+    env_name: str
+    jobs: list[Job]
+
+
+def _wanting(found: results.ResultSet, machine: str, plain: set[str]) -> list[_File]:
+    """The files of `machine` with measured plain time_ rows that have neither counts nor a reason yet."""
+    out = []
+    for file_machine, res in found.files:
+        if file_machine != machine:
+            continue
+        outcome = found.outcomes.get((machine, res.commit_hash, res.env_name)) or results.Outcome(None, {})
+        jobs = sorted({(r.benchmark, r.index) for r in found.rows
+                       if r.machine == machine and r.commit == res.commit_hash and r.env_name == res.env_name
+                       and r.benchmark in plain and r.status == "ok"
+                       and r.index not in outcome.counts.get(r.benchmark, {})
+                       and r.index not in outcome.uncounted.get(r.benchmark, {})})
+        if jobs:
+            out.append(_File(res._filename, res.commit_hash, res.env_name, jobs))
+    return out
+
+
+def count_history(ws: Workspace, found: results.ResultSet, machine: str, patterns: tuple[str, ...] = ()) -> HistoryCounts:
+    """Count the plain `time_` rows of `machine`'s measured files in `found` (this run's commits) that have no
+    counts yet, in the workspace's environments, and record them (or why not) in the files' outcome records."""
+    report = HistoryCounts()
+    files = _wanting(found, machine, plain_time_benchmarks(found.benchmarks))
+    if not files:
+        return report
+    rows = sum(len(f.jobs) for f in files)
+    valgrind = tools.find("valgrind")
+    if valgrind is None:
+        report.off = "valgrind is not installed"
+        return report
+    print(f"\n== instruction counts of {rows} plain asv time_ row(s) in {len(files)} result file(s), one valgrind "
+          f"process each", flush=True)
+    start = time.monotonic()
+    results_dir = ws.out / "results"
+    for env in ws.asv.environments:
+        mine = [f for f in files if f.env_name == env.name]
+        if mine:
+            _count_environment(ws, env.python, mine, valgrind, results_dir, patterns, report)
+    report.seconds = time.monotonic() - start
+    return report
+
+
+def _count_environment(ws: Workspace, python: Path, files: list[_File], valgrind: Path, results_dir: Path,
+                       patterns: tuple[str, ...], report: HistoryCounts) -> None:
+    """Count one environment's files: the suite listed once (with the newest commit's code), the cases planned
+    once, then one valgrind process per commit (the cache's counts where it has them)."""
+    sides = {}
+    for f in files:
+        install, why = ws.install(commits.resolve(ws.repo, f.commit), python)
+        if why:
+            _record(results_dir, f, {}, {job: f"counting failed: the commit does not build here: {why[-300:]}"
+                                         for job in f.jobs}, report)
+        else:
+            sides[f.commit] = Side(SIDE, f.commit, install, python)
+    if not sides:
+        return
+    newest = sides[files[-1].commit] if files[-1].commit in sides else next(iter(sides.values()))
+    evidence = Evidence()
+    try:
+        listing = list_benchmarks(python, ws.bench_dir, side_env(newest), f" with the commit {newest.commit[:8]}")
+    except UserError as e:
+        for f in files:
+            if f.commit in sides:
+                _record(results_dir, f, {}, {job: f"counting failed: {e}" for job in f.jobs}, report)
+        return
+    listed = set(select_jobs({SIDE: listing}, patterns, evidence))
+    cache = CountsCache(ws.out / "counts", python, ws.bench_dir, valgrind)
+    plans = count_plans(ws.out / "counts", ws.bench_dir, [newest], sorted(listed), evidence)
+    for f in files:
+        side = sides.get(f.commit)
+        if side is None:
+            continue
+        jobs = [job for job in f.jobs if job in listed]
+        evidence.counts[SIDE].clear()
+        evidence.uncounted[SIDE].clear()
+        tally = collect_counts(ws.bench_dir, side, jobs, evidence, cache, plans=plans)
+        report.counted += tally["counted"]
+        report.cached += tally["cached"]
+        uncounted = dict(evidence.uncounted[SIDE])
+        uncounted.update({job: "counting failed: the suite does not list it" for job in f.jobs if job not in listed})
+        _record(results_dir, f, dict(evidence.counts[SIDE]), uncounted, report)
+
+
+def _record(results_dir: Path, f: _File, counts: dict[Job, list[float]], uncounted: dict[Job, str],
+            report: HistoryCounts) -> None:
+    """Write one file's counts and reasons into its outcome record, and tally them."""
+    by_name: dict[str, dict[int, list[float]]] = {}
+    for (name, index), values in counts.items():
+        by_name.setdefault(name, {})[index] = values
+    reasons: dict[str, dict[int, str]] = {}
+    for (name, index), why in uncounted.items():
+        reasons.setdefault(name, {})[index] = why
+        if why.startswith("not countable"):
+            report.uncountable += 1
+        else:
+            report.failed.append(f"{f.commit[:8]} {name}[{index}]: {why}")
+    record_counts(results_dir, f.filename, f.commit, f.env_name, by_name, reasons)
