@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from torchbench.ab.evidence import Side
+from torchbench import tools
+from torchbench.ab.evidence import Evidence, JobInfo, Side
 from torchbench.ab.options import Rounds
-from torchbench.ab.rounds import _duet, _one_process, duet_cores
+from torchbench.ab.rounds import _duet, _one_process, collect_counts, duet_cores, plan_counts
 from torchbench.errors import UserError
 
 SUITE = '''
@@ -34,6 +35,16 @@ class Cached:
 
     def track_cached(self, cache):
         return cache[1]
+
+
+class Made:
+    def setup_cache(self):
+        with open(delays.LOG, "a") as f:  # one line each time the value is made
+            f.write(f"{os.getpid()}\\n")
+        return 1
+
+    def time_read(self, cache):
+        pass
 
 
 class Meet:
@@ -64,7 +75,7 @@ def _sides(tmp_path: Path, head_dies_at: int | None = None) -> tuple[Path, dict[
     for name, setup, dies in (("base", [0.8, 0.0, 0.8], None), ("head", [0.0, 0.8, 0.0], head_dies_at)):
         install = tmp_path / name
         install.mkdir()
-        (install / "delays.py").write_text(f"SETUP = {setup}\nDIE_AT = {dies}\n")
+        (install / "delays.py").write_text(f"SETUP = {setup}\nDIE_AT = {dies}\nLOG = {str(tmp_path / name)!r} + '.log'\n")
         sides[name] = Side(name, name, install, Path(sys.executable))
     return suite, sides
 
@@ -117,3 +128,19 @@ def test_setup_cache_is_each_sides_own_though_its_key_is_the_same(tmp_path):
     for name, expected in (("base", 0.0), ("head", 0.8), ("base", 0.0)):  # base first, so its value exists
         results, died = _one_process(suite, sides[name], [job], tmp_path / "cache", 120, {})
         assert died is None and results[job]["value"] == expected, (name, results)
+
+
+@pytest.mark.skipif(tools.find("valgrind") is None, reason="counts need valgrind")
+def test_a_sides_setup_cache_is_made_once_for_its_plan_its_counts_and_its_rounds(tmp_path):
+    suite, sides = _sides(tmp_path)
+    job, cache_dir = ("bench_meet.Made.time_read", 0), tmp_path / "cache"
+    evidence = Evidence()
+    evidence.add_job(job, JobInfo("bench_meet.Made.time_read", by_call=True), "base")
+    plans, problems = plan_counts(suite, [sides["base"]], [job], cache_dir)
+    assert not problems and job in plans
+    tally = collect_counts(suite, sides["base"], [job], evidence, plans=plans, cache_dir=cache_dir)
+    assert tally["counted"] == 1 and evidence.counts["base"][job], evidence.notes
+    results, died = _one_process(suite, sides["base"], [job], cache_dir, 120, {})
+    assert died is None and results[job]["samples"], results
+    made = (tmp_path / "base.log").read_text().split()
+    assert len(made) == 1, made  # natively, by the plan: the counts and the rounds read its value

@@ -9,8 +9,8 @@ runner runs one (setup_cache result loaded, setup, run, teardown).
 
     python -m torchbench_core.asv_worker list  SUITE_DIR [--out LISTING.json]
     python -m torchbench_core.asv_worker run   SUITE_DIR --jobs JOBS.json --out OUT.jsonl [--cache-dir DIR]
-    python -m torchbench_core.asv_worker plan   SUITE_DIR --jobs JOBS.json --out PLANS.json
-    python -m torchbench_core.asv_worker counts SUITE_DIR --jobs JOBS.json --out OUT.json
+    python -m torchbench_core.asv_worker plan   SUITE_DIR --jobs JOBS.json --out PLANS.json [--cache-dir DIR]
+    python -m torchbench_core.asv_worker counts SUITE_DIR --jobs JOBS.json --out OUT.json [--cache-dir DIR]
     python -m torchbench_core.asv_worker profile SUITE_DIR --out OUT.jsonl --seconds S [--cache-dir DIR]
 
 `run` appends one JSON line per job as it goes ({"start": job} before it, the
@@ -424,24 +424,26 @@ def _by_call(benchmarks: dict, jobs: list[list], tmp: Path, fail) -> list[tuple]
     return out
 
 
-def plan(suite: Path, jobs: list[list], out: Path) -> None:
+def plan(suite: Path, jobs: list[list], out: Path, cache_dir: Path | None = None) -> None:
     """{job key: {"plan": [calls per counted run, warm-up calls]} or {"error": why}} for the countable `time_`
-    jobs among `jobs` (others are left out: a TimerSuite case's plan is fixed, COUNT_NUMBER)."""
+    jobs among `jobs` (others are left out: a TimerSuite case's plan is fixed, COUNT_NUMBER). setup_cache's
+    values are read from, or made into, `cache_dir` (a temporary folder where None)."""
     import tempfile
 
     result: dict = {}
     with tempfile.TemporaryDirectory(prefix="torchbench_plan_") as tmp:
-        for key, *_, made in _by_call(_discover(suite), jobs, Path(tmp),
+        for key, *_, made in _by_call(_discover(suite), jobs, cache_dir or Path(tmp),
                                       lambda key, error: result.__setitem__(key, {"error": error})):
             result[key] = {"plan": list(made)}
     out.write_text(json.dumps(result))
 
 
-def counts(suite: Path, jobs: list[list], out: Path) -> None:
+def counts(suite: Path, jobs: list[list], out: Path, cache_dir: Path | None = None) -> None:
     """Count `jobs` ([name, index], or [name, index, calls per run, warm-up calls] for a `time_` case planned
     by the parent) in one valgrind process; writes {job key: {"counts": [...]} (a `time_` case's with its
     "plan": [calls, warm-up]), {"uncountable": why}, {"skipped": true} (a TimerSuite combination without a
-    TimerSpec, which asv skips too) or {"error": why}}."""
+    TimerSpec, which asv skips too) or {"error": why}}. setup_cache's values are read from, or made into,
+    `cache_dir` (a temporary folder where None), natively, and reach valgrind as files."""
     import tempfile
 
     from .asv_worker import AsvCall  # under `python -m` this module is __main__: pickle must name the real one
@@ -467,7 +469,7 @@ def counts(suite: Path, jobs: list[list], out: Path) -> None:
                     cases.append(spec.timer())
                     keys.append(key)
         for key, benchmark, index, cache_file, (number, warmup) in _by_call(
-                benchmarks, jobs, Path(tmp), lambda key, error: result.__setitem__(key, {"error": error})):
+                benchmarks, jobs, cache_dir or Path(tmp), lambda key, error: result.__setitem__(key, {"error": error})):
             call = AsvCall(str(suite.resolve()), benchmark.name, index, cache_file)
             cases.append(CallCase(call, label=key, number=number, each=call.each, teardown=call.teardown,
                                   warmup=warmup))
@@ -601,9 +603,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.mode == "run":
         run(args.suite, jobs, args.out, args.cache_dir)
     elif args.mode == "plan":
-        plan(args.suite, jobs, args.out)
+        plan(args.suite, jobs, args.out, args.cache_dir)
     else:
-        counts(args.suite, jobs, args.out)
+        counts(args.suite, jobs, args.out, args.cache_dir)
     return 0
 
 

@@ -127,8 +127,11 @@ def measure_pair(ws: Workspace, base: Commit, head: Commit, rounds: Rounds, poli
     elif valgrind is None:
         evidence.counts_off = "no counts: valgrind is not installed"
         evidence.notes.append("instruction counts skipped: valgrind is not installed")
-    else:
-        _count_both(ws.out / "counts", valgrind, ws.bench_dir, sides, both, evidence, policy.count_floor)
+    # each side's asv setup_cache values, made once for its plan, valgrind processes and rounds
+    cache_dir = work / "setup-cache"
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    if rounds.counts and valgrind is not None:
+        _count_both(ws.out / "counts", valgrind, ws.bench_dir, sides, both, evidence, policy.count_floor, cache_dir)
     evidence.phases["instruction counts"] = time.monotonic() - start
     start = time.monotonic()
 
@@ -138,8 +141,6 @@ def measure_pair(ws: Workspace, base: Commit, head: Commit, rounds: Rounds, poli
         if on_round:
             on_round(ev, active)
 
-    cache_dir = work / "setup-cache"
-    cache_dir.mkdir(parents=True, exist_ok=True)
     rounds_mod.measure_rounds(ws.bench_dir, sides, both, evidence, rounds=rounds, policy=policy,
                               deadline=began + 60 * rounds.budget_minutes, cache_dir=cache_dir,
                               on_round=progress)
@@ -149,7 +150,7 @@ def measure_pair(ws: Workspace, base: Commit, head: Commit, rounds: Rounds, poli
 
 
 def _count_both(root: Path, valgrind: Path, suite: Path, sides: dict[str, Side], jobs: list[Job],
-                evidence: Evidence, count_floor: float) -> None:
+                evidence: Evidence, count_floor: float, cache_dir: Path) -> None:
     """Both sides' instruction counts at once, one valgrind process each: counts do not depend on what else
     runs, and on two cores this halves the wait. Then the rows whose counts would decide them are counted
     again, in a second process a side, so that a count decision holds against the counts' noise between
@@ -159,12 +160,13 @@ def _count_both(root: Path, valgrind: Path, suite: Path, sides: dict[str, Side],
     for name, side in sides.items():
         same = next((c for other, c in caches.items() if sides[other].python == side.python), None)
         caches[name] = same.view() if same else CountsCache(root, side.python, suite, valgrind)
-    plans = count_plans(root, suite, [sides[name] for name in SIDES], jobs, evidence)
+    plans = count_plans(root, suite, [sides[name] for name in SIDES], jobs, evidence, cache_dir)
 
     def both_sides(todo: list[Job], again: bool) -> dict[str, dict[str, int]]:
         with ThreadPoolExecutor(max_workers=len(SIDES)) as pool:
             return dict(zip(SIDES, pool.map(lambda name: rounds_mod.collect_counts(
-                suite, sides[name], todo, evidence, caches[name], again=again, plans=plans), SIDES)))
+                suite, sides[name], todo, evidence, caches[name], again=again, plans=plans, cache_dir=cache_dir),
+                SIDES)))
 
     tally = both_sides(jobs, again=False)
     for name in SIDES:
@@ -183,8 +185,8 @@ def _count_both(root: Path, valgrind: Path, suite: Path, sides: dict[str, Side],
     evidence.count_tally = tally
 
 
-def count_plans(root: Path, suite: Path, sides: list[Side], jobs: list[Job],
-                evidence: Evidence) -> dict[Job, tuple[int, int]]:
+def count_plans(root: Path, suite: Path, sides: list[Side], jobs: list[Job], evidence: Evidence,
+                cache_dir: Path | None = None) -> dict[Job, tuple[int, int]]:
     """The plan of every countable `time_` case among `jobs`: kept ones (CountPlans), the rest made now by the
     base's code (natively, a few seconds) and kept, so that both sides, and every later commit, count a case
     under one plan."""
@@ -195,7 +197,7 @@ def count_plans(root: Path, suite: Path, sides: list[Side], jobs: list[Job],
     plans = {job: kept[case] for job, case in wanted.items() if case in kept}
     todo = [job for job in wanted if job not in plans]
     if todo:
-        made, problems = rounds_mod.plan_counts(suite, sides, todo)
+        made, problems = rounds_mod.plan_counts(suite, sides, todo, cache_dir)
         evidence.notes.extend(problems)
         store.store({wanted[job]: plan for job, plan in made.items()})
         plans.update(made)

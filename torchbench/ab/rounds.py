@@ -56,6 +56,16 @@ __all__ = ["collect_counts", "duet_cores", "interim_decisions", "measure_rounds"
 SHIFTED_LAYOUT = {"base": 1, "head": 2}
 
 
+def setup_cache_of(cache_dir: Path, side: Side) -> Path:
+    """The folder of a side's asv setup_cache values, made once and read by every process of the side (its
+    plan, its valgrind processes and its rounds). Never shared between sides: asv keys a value by the
+    function's place in the suite, the same on both sides, while the value is the side's own (a C++ program
+    compiled against the side's torch)."""
+    folder = cache_dir / side.name
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
 def side_env(side: Side) -> dict[str, str]:
     """The environment of a process that imports this side's installation."""
     return install_env(side.install)
@@ -73,10 +83,7 @@ class _Process:
         jobs_file, self.out, self.err = tmp / "jobs.json", tmp / "out.jsonl", tmp / "stderr.txt"
         jobs_file.write_text(json.dumps([list(j) for j in jobs]))
         env = side_env(side)
-        # asv's setup_cache once a side, never shared: its key is the function's place in the suite, the same on
-        # both sides, while its value is the side's own (a C++ program compiled against the side's torch)
-        side_cache = cache_dir / side.name
-        side_cache.mkdir(parents=True, exist_ok=True)
+        side_cache = setup_cache_of(cache_dir, side)
         if run_time:
             times = tmp / "run_times.json"
             times.write_text(json.dumps({f"{name}|{index}": t for (name, index), t in run_time.items()}))
@@ -320,14 +327,17 @@ def measure_rounds(suite: Path, sides: dict[str, Side], jobs: list[Job], evidenc
 
 def collect_counts(suite: Path, side: Side, jobs: list[Job], evidence: Evidence,
                    cache: CountsCache | None = None, again: bool = False,
-                   plans: dict[Job, tuple[int, int]] | None = None) -> dict[str, int]:
+                   plans: dict[Job, tuple[int, int]] | None = None,
+                   cache_dir: Path | None = None) -> dict[str, int]:
     """Instruction counts of the countable cases among `jobs` (TimerSuite cases and asv time_ methods), from
     the cache where it has them, the rest in one valgrind process for this side (then cached). Each job left
     without counts gets its reason in evidence.uncounted. `again`: a second valgrind process, for the jobs
     whose first counts would decide them (evidence.counts_again; cached apart from the first; a job it
     fails for keeps its first counts, which then decide nothing). `plans`: the calls per counted run and
     warm-up calls of `time_` cases (plan_counts), the same for every side and commit; the plan is part of the
-    cached case's key. Returns how many were counted, came from the cache, are not countable, and failed."""
+    cached case's key. `cache_dir`: the folder of the sides' setup_cache values (setup_cache_of), so that a
+    side's setup_cache is made once for its plan, counts and rounds (None: the worker makes its own).
+    Returns how many were counted, came from the cache, are not countable, and failed."""
     plans = plans or {}
     uncounted = evidence.uncounted[side.name]
     countable = []
@@ -342,7 +352,8 @@ def collect_counts(suite: Path, side: Side, jobs: list[Job], evidence: Evidence,
              (AGAIN.format(layout) if again else "") for job in countable}
     cached = cache.load(side.commit) if cache else {}
     missing = [job for job in countable if cases[job] not in cached]
-    found = _count(suite, side, [(*job, *plans.get(job, ())) for job in missing], layout) if missing else {}
+    found = _count(suite, side, [(*job, *plans.get(job, ())) for job in missing], layout,
+                   cache_dir) if missing else {}
     counted, failures = {}, {}
     for job in missing:
         result = found.get(f"{job[0]}|{job[1]}") or {"error": "the counting worker returned nothing for it"}
@@ -375,7 +386,8 @@ def collect_counts(suite: Path, side: Side, jobs: list[Job], evidence: Evidence,
             "failed": sum(len(names) for names in failures.values())}
 
 
-def plan_counts(suite: Path, sides: list[Side], jobs: list[Job]) -> tuple[dict[Job, tuple[int, int]], list[str]]:
+def plan_counts(suite: Path, sides: list[Side], jobs: list[Job],
+                cache_dir: Path | None = None) -> tuple[dict[Job, tuple[int, int]], list[str]]:
     """Plans (calls per counted run, warm-up calls) for the `time_` cases among `jobs`, made natively by the
     first side's code, and by the next side's for the cases the first could not plan (a benchmark that fails
     there). Returns the plans and one problem per side whose planning process failed; a job without a plan is
@@ -386,7 +398,7 @@ def plan_counts(suite: Path, sides: list[Side], jobs: list[Job]) -> tuple[dict[J
         todo = [job for job in jobs if job not in plans]
         if not todo:
             break
-        found = _worker(suite, side, "plan", todo, timeout=600)
+        found = _worker(suite, side, "plan", todo, timeout=600, cache_dir=cache_dir)
         if "error" in found:
             problems.append(f"planning instruction counts with the {side.name} commit failed: {found['error']}")
             continue
@@ -397,26 +409,28 @@ def plan_counts(suite: Path, sides: list[Side], jobs: list[Job]) -> tuple[dict[J
     return plans, problems
 
 
-def _count(suite: Path, side: Side, jobs: list[tuple], layout: int = 0) -> dict:
+def _count(suite: Path, side: Side, jobs: list[tuple], layout: int = 0, cache_dir: Path | None = None) -> dict:
     """One valgrind process for this side counts every case among `jobs` ((name, index) or (name, index,
     calls per run, warm-up calls)), its memory layout shifted by `layout` (torchbench_core._callgrind_worker):
     {"name|index": result}."""
-    found = _worker(suite, side, "counts", jobs, timeout=3600, env={LAYOUT_ENV: str(layout)} if layout else {})
+    found = _worker(suite, side, "counts", jobs, timeout=3600, env={LAYOUT_ENV: str(layout)} if layout else {},
+                    cache_dir=cache_dir)
     if "error" in found:
         return {f"{job[0]}|{job[1]}": {"error": found["error"]} for job in jobs}  # each job keeps the reason
     return found
 
 
 def _worker(suite: Path, side: Side, mode: str, jobs: list[tuple], timeout: float,
-            env: dict[str, str] | None = None) -> dict:
+            env: dict[str, str] | None = None, cache_dir: Path | None = None) -> dict:
     """The worker's JSON answer in `mode` (plan or counts) for `jobs`, or {"error": why} where it failed."""
     what = "instruction counts" if mode == "counts" else "planning instruction counts"
     with tempfile.TemporaryDirectory() as tmp:
         jobs_file, out = Path(tmp) / "jobs.json", Path(tmp) / f"{mode}.json"
         jobs_file.write_text(json.dumps([list(j) for j in jobs]))
         try:
+            shared = ["--cache-dir", str(setup_cache_of(cache_dir, side))] if cache_dir else []
             proc = subprocess.run([str(side.python), *WORKER, mode, str(suite), "--jobs", str(jobs_file), "--out",
-                                   str(out)], capture_output=True, text=True, env=side_env(side) | (env or {}),
+                                   str(out), *shared], capture_output=True, text=True, env=side_env(side) | (env or {}),
                                   timeout=timeout)
         except subprocess.TimeoutExpired:
             return {"error": f"{what} for {side.name} took over {timeout:.0f} s"}
