@@ -10,7 +10,7 @@ import pytest
 from torchbench import stats
 from torchbench.ab import rounds
 from torchbench.ab.allocation import MAX_RUN_TIME, MIN_RUN_TIME, run_time_for
-from torchbench.ab.counts import (ADVISORY, COMPUTE, NO_COUNTS, PRIOR_WEIGHT, WALL_ONLY, count_change, to_confirm,
+from torchbench.ab.counts import (ADVISORY, COMPUTE, NO_COUNTS, NOISE_FLOOR, PRIOR_WEIGHT, WALL_ONLY, count_change, to_confirm,
                                   weights)
 from torchbench.ab.counts_cache import CountPlans, CountsCache
 from torchbench.ab.evidence import Evidence, JobInfo
@@ -184,21 +184,32 @@ def test_counts_that_differ_between_valgrind_processes_do_not_decide():
     assert change.label == WALL_ONLY
 
 
-def test_a_time_methods_counts_label_beyond_3_and_decide_beyond_5_percent():
-    """A time_ method counted call by call moves with the memory layout by up to 4%: a 2.8% move is not
-    compute, a 4% one is compute but decides nothing, a 6% one decides (after its second process)."""
+def test_a_time_methods_counts_are_compared_layout_by_layout():
+    """A time_ method counted call by call: a shifted layout moves its counts wholesale (by up to 9% in the
+    plain suite), two commits under one layout by at most 0.21%. So the sides' first processes are compared, then
+    their confirming ones (the same shifted layout on both sides); a change decides when both layouts show it
+    beyond the floor and the margin (the repeats' spread, the layouts' disagreement about the change)."""
     evidence = Evidence()
     job = ("b.time_x", 0)
     evidence.jobs[job] = JobInfo("b.time_x", by_call=True)
-    for moved, label, pending in ((1.028, WALL_ONLY, False), (1.04, COMPUTE, False), (1.06, COMPUTE, True)):
-        evidence.counts["base"][job], evidence.counts["head"][job] = [100.0] * 3, [100.0 * moved] * 3
-        change = count_change(evidence, job, 0.01)
-        assert (change.label, change.pending, change.decides) == (label, pending, False), moved
-    evidence.counts_again["base"][job], evidence.counts_again["head"][job] = [100.0] * 3, [106.0] * 3
-    assert count_change(evidence, job, 0.01).decides
-    evidence.jobs[job] = JobInfo("b.time_x")  # a TimerSuite case: 1% decides
-    evidence.counts["head"][job] = evidence.counts_again["head"][job] = [102.0] * 3
-    assert count_change(evidence, job, 0.01).decides
+    evidence.counts["base"][job], evidence.counts["head"][job] = [100.0] * 3, [102.0] * 3
+    first = count_change(evidence, job, 0.01)
+    assert (first.label, first.pending, first.decides) == (COMPUTE, True, False)  # +2%: counted again first
+    evidence.counts_again["base"][job], evidence.counts_again["head"][job] = [109.0] * 3, [111.2] * 3
+    both = count_change(evidence, job, 0.01)  # +2.0% and +2.02% under the two layouts
+    assert both.decides and both.delta == pytest.approx(0.02) and both.margin == pytest.approx(NOISE_FLOOR)
+    evidence.counts_again["head"][job] = [109.0] * 3  # the shifted layout shows no change: not compute
+    alone = count_change(evidence, job, 0.01)
+    assert (alone.label, alone.decides, alone.pending) == (WALL_ONLY, False, False)
+    evidence.counts_again["head"][job] = [110.0] * 3  # +0.9% there: compute under both, below the floor in one
+    assert not count_change(evidence, job, 0.01).decides
+    # repeats 1% apart inside a process: a margin of 5%, beyond the +2% change
+    evidence.counts_again["base"][job], evidence.counts_again["head"][job] = [100.0, 100.5, 101.0], [102.0] * 3
+    wide = count_change(evidence, job, 0.01)
+    assert wide.margin == pytest.approx(0.05, rel=0.01) and wide.label == WALL_ONLY and not wide.decides
+    evidence.jobs[job] = JobInfo("b.time_x")  # a TimerSuite case: its processes pooled, their difference noise
+    evidence.counts_again["base"][job], evidence.counts_again["head"][job] = [109.0] * 3, [111.2] * 3
+    assert not count_change(evidence, job, 0.01).decides
 
 
 def test_counts_advisory_between_builds_are_never_counted_again():

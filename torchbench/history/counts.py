@@ -27,7 +27,9 @@ under valgrind, keeps its times and gets its reason.
 
 from __future__ import annotations
 
+import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -45,6 +47,7 @@ from ..project import commits
 
 __all__ = ["HistoryCounts", "count_history", "plain_time_benchmarks"]
 
+MAX_PROCESSES = 4  # valgrind processes at once (each holds torch and the suite under valgrind: ~1 GB)
 SIDE = "head"  # the name of the one side each commit is counted as (ab's counting speaks of sides)
 
 
@@ -130,7 +133,7 @@ def count_history(ws: Workspace, found: results.ResultSet, machine: str, pattern
 def _count_environment(ws: Workspace, python: Path, files: list[_File], valgrind: Path, results_dir: Path,
                        patterns: tuple[str, ...], report: HistoryCounts) -> None:
     """Count one environment's files: the suite listed once (with the newest commit's code), the cases planned
-    once, then one valgrind process per commit (the cache's counts where it has them)."""
+    once, then one valgrind process per commit, a core each (the cache's counts where it has them)."""
     sides = {}
     for f in files:
         install, why = ws.install(commits.resolve(ws.repo, f.commit), python)
@@ -153,19 +156,22 @@ def _count_environment(ws: Workspace, python: Path, files: list[_File], valgrind
     listed = set(select_jobs({SIDE: listing}, patterns, evidence))
     cache = CountsCache(ws.out / "counts", python, ws.bench_dir, valgrind)
     plans = count_plans(ws.out / "counts", ws.bench_dir, [newest], sorted(listed), evidence)
-    for f in files:
-        side = sides.get(f.commit)
-        if side is None:
-            continue
-        jobs = [job for job in f.jobs if job in listed]
-        evidence.counts[SIDE].clear()
-        evidence.uncounted[SIDE].clear()
-        tally = collect_counts(ws.bench_dir, side, jobs, evidence, cache, plans=plans)
-        report.counted += tally["counted"]
-        report.cached += tally["cached"]
-        uncounted = dict(evidence.uncounted[SIDE])
-        uncounted.update({job: "counting failed: the suite does not list it" for job in f.jobs if job not in listed})
-        _record(results_dir, f, dict(evidence.counts[SIDE]), uncounted, report)
+
+    def count(f: _File) -> tuple[_File, Evidence, dict[str, int]]:
+        mine = Evidence(jobs=evidence.jobs)  # the jobs as listed; its own counts and reasons
+        tally = collect_counts(ws.bench_dir, sides[f.commit], [job for job in f.jobs if job in listed], mine,
+                               cache.view(), plans=plans)
+        return f, mine, tally
+
+    # valgrind runs one thread: a commit a core, as the alert counts its two sides at once
+    with ThreadPoolExecutor(max_workers=max(1, min(MAX_PROCESSES, len(os.sched_getaffinity(0))))) as pool:
+        for f, mine, tally in pool.map(count, [f for f in files if f.commit in sides]):
+            report.counted += tally["counted"]
+            report.cached += tally["cached"]
+            uncounted = dict(mine.uncounted[SIDE])
+            uncounted.update({job: "counting failed: the suite does not list it"
+                              for job in f.jobs if job not in listed})
+            _record(results_dir, f, dict(mine.counts[SIDE]), uncounted, report)
 
 
 def _record(results_dir: Path, f: _File, counts: dict[Job, list[float]], uncounted: dict[Job, str],
