@@ -1,8 +1,9 @@
 """How far do a plain asv suite's instruction counts move with the memory layout, now (issue 27)?
 
 A `time_` method is counted call by call, with asv's setup between the calls,
-and its counts decide a row only beyond BY_CALL_COUNT_FLOOR (5%), set above
-the moves measured on 2026-11-25 (torch.neg(1) 2.8% between commits that
+and its counts decided a row only beyond 5% (BY_CALL_COUNT_FLOOR, until this
+script's figures replaced it with the layout-by-layout rule of
+torchbench/ab/counts.py), set above the moves measured on 2026-11-25 (torch.neg(1) 2.8% between commits that
 change nothing it runs, torch clone(16) 4.1% under a shifted layout). Since
 then the counting harness changed (valgrind processes start uninstrumented
 and switch on at the first count). This script measures the moves again, on

@@ -38,13 +38,12 @@ processes a side):
     up to 0.53%; a README edit moved none. A second process of the same
     commit cannot see that: it is the code's layout in memory, fixed per
     commit. NOISE_FLOOR (0.6%) sits above it for the label, and
-    Policy.count_floor (1%) for a decision. Rows whose calls allocate (a
-    plain suite's torch ops, counted call by call with asv's setup between
-    calls) move more: up to 1.5% between a commit and one that changed an
-    unrelated function, beyond that floor. A process whose layout is shifted
-    (torchbench_core._callgrind_worker._shift_layout) moves the same rows as
-    far (up to 1.8%) and the others not, so the confirming process runs
-    shifted, and its difference from the first widens those rows' margin;
+    Policy.count_floor (1%) for a decision. A process whose layout is
+    shifted (torchbench_core._callgrind_worker._shift_layout) moves the rows
+    a layout moves, so the confirming process runs shifted, and its
+    difference from the first widens those rows' margin (a plain suite's
+    `time_` rows, which a layout moves wholesale, are compared layout by
+    layout instead: below);
   * repeats inside a process spread by 0.13% (median) to 1.4%.
 The rule decided 0 rows in 117 replayed A/A suites (8,073 rows). So the floor,
 not the margin, does most of the work, and the second process is cheap
