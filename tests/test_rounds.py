@@ -75,7 +75,8 @@ def _sides(tmp_path: Path, head_dies_at: int | None = None) -> tuple[Path, dict[
     for name, setup, dies in (("base", [0.8, 0.0, 0.8], None), ("head", [0.0, 0.8, 0.0], head_dies_at)):
         install = tmp_path / name
         install.mkdir()
-        (install / "delays.py").write_text(f"SETUP = {setup}\nDIE_AT = {dies}\nLOG = {str(tmp_path / name)!r} + '.log'\n")
+        log = str(tmp_path / f"{name}.log")  # one line each time Made's setup_cache runs
+        (install / "delays.py").write_text(f"SETUP = {setup}\nDIE_AT = {dies}\nLOG = {log!r}\n")
         sides[name] = Side(name, name, install, Path(sys.executable))
     return suite, sides
 

@@ -10,8 +10,8 @@ import pytest
 from torchbench import stats
 from torchbench.ab import rounds
 from torchbench.ab.allocation import MAX_RUN_TIME, MIN_RUN_TIME, run_time_for
-from torchbench.ab.counts import (ADVISORY, COMPUTE, NO_COUNTS, NOISE_FLOOR, PRIOR_WEIGHT, WALL_ONLY, count_change, to_confirm,
-                                  weights)
+from torchbench.ab.counts import (ADVISORY, COMPUTE, NO_COUNTS, NOISE_FLOOR, PRIOR_WEIGHT, WALL_ONLY, count_change,
+                                  to_confirm, weights)
 from torchbench.ab.counts_cache import CountPlans, CountsCache
 from torchbench.ab.evidence import Evidence, JobInfo
 from torchbench.ab.options import Policy, Rounds

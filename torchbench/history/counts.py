@@ -86,27 +86,30 @@ class _File:
     filename: str  # asv's "machine/file.json"
     commit: str
     env_name: str
+    date: int  # the commit's (asv's), to list the suite with the newest commit's code
     jobs: list[Job]
 
 
 def _wanting(found: results.ResultSet, machine: str, plain: set[str]) -> list[_File]:
     """The files of `machine` with measured plain time_ rows that have neither counts nor a reason yet."""
+    measured: dict[tuple[str, str], set[Job]] = {}  # (commit, env) -> its measured plain time_ rows
+    for r in found.rows:
+        if r.machine == machine and r.benchmark in plain and r.status == "ok":
+            measured.setdefault((r.commit, r.env_name), set()).add((r.benchmark, r.index))
     out = []
     for file_machine, res in found.files:
         if file_machine != machine:
             continue
         outcome = found.outcomes.get((machine, res.commit_hash, res.env_name)) or results.Outcome(None, {})
-        jobs = sorted({(r.benchmark, r.index) for r in found.rows
-                       if r.machine == machine and r.commit == res.commit_hash and r.env_name == res.env_name
-                       and r.benchmark in plain and r.status == "ok"
-                       and r.index not in outcome.counts.get(r.benchmark, {})
-                       and r.index not in outcome.uncounted.get(r.benchmark, {})})
+        jobs = sorted((name, index) for name, index in measured.get((res.commit_hash, res.env_name), ())
+                      if index not in outcome.counts.get(name, {}) and index not in outcome.uncounted.get(name, {}))
         if jobs:
-            out.append(_File(res._filename, res.commit_hash, res.env_name, jobs))
+            out.append(_File(res._filename, res.commit_hash, res.env_name, res.date or 0, jobs))
     return out
 
 
-def count_history(ws: Workspace, found: results.ResultSet, machine: str, patterns: tuple[str, ...] = ()) -> HistoryCounts:
+def count_history(ws: Workspace, found: results.ResultSet, machine: str,
+                  patterns: tuple[str, ...] = ()) -> HistoryCounts:
     """Count the plain `time_` rows of `machine`'s measured files in `found` (this run's commits) that have no
     counts yet, in the workspace's environments, and record them (or why not) in the files' outcome records."""
     report = HistoryCounts()
@@ -144,7 +147,7 @@ def _count_environment(ws: Workspace, python: Path, files: list[_File], valgrind
             sides[f.commit] = Side(SIDE, f.commit, install, python)
     if not sides:
         return
-    newest = sides[files[-1].commit] if files[-1].commit in sides else next(iter(sides.values()))
+    newest = sides[max((f for f in files if f.commit in sides), key=lambda f: f.date).commit]
     evidence = Evidence()
     try:
         listing = list_benchmarks(python, ws.bench_dir, side_env(newest), f" with the commit {newest.commit[:8]}")
