@@ -128,12 +128,17 @@ def _processes(evidence: Evidence, side: str, job: Job) -> list[list[float]]:
     return [v for v in (evidence.counts[side].get(job), evidence.counts_again[side].get(job)) if v]
 
 
+def _inside(processes: list[list[float]]) -> float:
+    """The widest range of the repeats inside any one of these valgrind processes, relative to its median."""
+    return max((max(v) - min(v)) / max(float(np.median(v)), 1e-300) for v in processes)
+
+
 def _spread(processes: list[list[float]]) -> float:
     """The relative noise of one side's counts: the widest range of repeats inside a process, and, with two
     processes, the difference of their medians (the second's memory layout is shifted: what the layout does
     to the counts, which a code change elsewhere does too)."""
     medians = [float(np.median(v)) for v in processes]
-    spread = max((max(v) - min(v)) / max(m, 1e-300) for v, m in zip(processes, medians))
+    spread = _inside(processes)
     if len(medians) == 2:
         spread = max(spread, abs(medians[0] - medians[1]) / max(min(medians), 1e-300))
     return spread
@@ -149,7 +154,7 @@ def _matched(runs: dict[str, list[list[float]]]) -> tuple[float, float, list[flo
     if any(mb <= 0 for mb, _ in medians):
         return None
     deltas = [mh / mb - 1 for mb, mh in medians]
-    inside = max((max(v) - min(v)) / max(float(np.median(v)), 1e-300) for pair in pairs for v in pair)
+    inside = _inside([v for pair in pairs for v in pair])
     margin = max(SPREAD_FACTOR * max(inside, max(deltas) - min(deltas)), NOISE_FLOOR)
     return medians[0][0], medians[0][1], deltas, margin
 

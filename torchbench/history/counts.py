@@ -62,11 +62,16 @@ class HistoryCounts:
     off: str = ""  # why nothing was counted, where rows wanted counts
     seconds: float = 0.0
 
+    @property
+    def recorded(self) -> bool:
+        """Whether any outcome record got counts or a reason (the results are then worth reading again)."""
+        return bool(self.counted or self.cached or self.uncountable or self.failed)
+
     def line(self) -> str | None:
         """The report's line, or None where no row wanted counts."""
         if self.off:
             return f"instruction counts of time_ rows: none ({self.off})"
-        if not (self.counted or self.cached or self.uncountable or self.failed):
+        if not self.recorded:
             return None
         return (f"instruction counts of time_ rows: {self.counted} counted, {self.cached} from the cache, "
                 f"{self.uncountable} not countable, {len(self.failed)} failed ({self.seconds:.0f} s)")

@@ -143,8 +143,9 @@ def measure_history(folders: Folders, selection: commits.Selection = commits.Sel
     counted = None
     if options.counts and existing is None:  # an existing build is not installed per commit here: not counted
         counted = count_history(ws, found, machine_name(), options.patterns)
-        timings.add("instruction counts (time_ rows)", counted.seconds)
-        found = results.load(folders.out / "results", commits={c.sha for c in selected})
+        if counted.recorded:  # read back with the counts (a suite without plain time_ rows: nothing to read)
+            timings.add("instruction counts (time_ rows)", counted.seconds)
+            found = results.load(folders.out / "results", commits={c.sha for c in selected})
     report = summarize(selected, found, timings)
     if counted is not None and counted.line():
         report.counts = [counted.line(), *counted.failed[:MAX_FAILURES_SHOWN]]
