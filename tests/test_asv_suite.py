@@ -217,7 +217,9 @@ def test_the_worker_reports_each_jobs_seconds_and_takes_allocated_run_times(tmp_
 def test_a_plain_time_method_is_timed_for_its_allotted_seconds_with_asv_semantics_kept(tmp_path):
     """A plain asv `time_` method gets the seconds a TimerSuite case gets (0.2 s a process, or what
     TORCHBENCH_RUN_TIMES allots), in samples of many calls each after its setup, where asv alone would time
-    one call a sample and at most 10 samples; a `number` and `repeat` the suite sets are kept."""
+    one call a sample and at most 10 samples; a short allotment is cut into samples of a 25th of it (asv's
+    10 ms samples would give 50 ms 2-5), after a warm-up of five samples (asv's is 0.1 s, twice that
+    allotment). A `number`, `repeat`, `sample_time` and `warmup_time` the suite sets are kept."""
     import json
 
     suite = write_suite(tmp_path, """
@@ -237,26 +239,41 @@ def test_a_plain_time_method_is_timed_for_its_allotted_seconds_with_asv_semantic
             def time_pop(self):
                 self.items.pop()
 
+        class Warm:
+            warmup_time, sample_time = 0.6, 0.02
+
+            def time_sum(self):
+                sum(range(100))
+
         def time_sum():
             sum(range(100))
         """)
-    jobs, times = tmp_path / "jobs.json", tmp_path / "times.json"
-    names = ["bench_ops.Fresh.time_pop", "bench_ops.Pinned.time_pop", "bench_ops.time_sum"]
+    jobs, times, short = tmp_path / "jobs.json", tmp_path / "times.json", tmp_path / "short.json"
+    names = ["bench_ops.Fresh.time_pop", "bench_ops.Pinned.time_pop", "bench_ops.Warm.time_sum",
+             "bench_ops.time_sum"]
     jobs.write_text(json.dumps([[n, 0] for n in names]))
     times.write_text(json.dumps({f"{n}|0": 1.0 for n in names}))
+    short.write_text(json.dumps({f"{n}|0": 0.05 for n in names}))
     results = {}
-    for name, extra in (("default", {}), ("allotted", {"TORCHBENCH_RUN_TIMES": str(times)})):
+    for name, extra in (("default", {}), ("allotted", {"TORCHBENCH_RUN_TIMES": str(times)}),
+                        ("short", {"TORCHBENCH_RUN_TIMES": str(short)})):
         for r in worker_run(suite, jobs, tmp_path / f"{name}.jsonl", extra):
             assert "samples" in r, r  # no IndexError: each call had its setup
             results[name, r["job"][0]] = r
     for job in ("bench_ops.Fresh.time_pop", "bench_ops.time_sum"):
-        default, allotted = results["default", job], results["allotted", job]
+        default, allotted, shorter = (results[name, job] for name in ("default", "allotted", "short"))
         assert default["number"] > 10 and allotted["number"] > 10, (default, allotted)  # many calls a sample
         assert 0.2 <= default["elapsed"] < 0.9 and 1.0 <= allotted["elapsed"] < 2.0, (default, allotted)
         assert len(allotted["samples"]) > 2 * len(default["samples"]) > 10, (default, allotted)
-    for name in ("default", "allotted"):
+        # 2 ms samples: about 25 in 50 ms, where asv's own 10 ms samples give at most 5
+        assert len(shorter["samples"]) >= 12 and 0.05 <= shorter["elapsed"], shorter
+    for name in ("default", "allotted", "short"):
         pinned = results[name, "bench_ops.Pinned.time_pop"]
         assert pinned["number"] == 3 and len(pinned["samples"]) == 4, pinned
+        warm = results[name, "bench_ops.Warm.time_sum"]  # the suite's warm-up and 20 ms samples
+        assert warm["elapsed"] >= 0.6 and 0.015 <= sum(warm["samples"]) / len(warm["samples"]) * warm["number"], warm
+    shorter = results["short", "bench_ops.Warm.time_sum"]
+    assert len(shorter["samples"]) <= 4, shorter  # 50 ms of 20 ms samples (at least 2, asv's minimum)
 
 
 def test_a_benchmark_past_the_timeout_its_suite_sets_fails_alone_and_the_process_goes_on(tmp_path):

@@ -85,6 +85,11 @@ CALLS_SECONDS, WARMUP_SECONDS = 2e-3, 0.05  # a time_ case's calls per counted r
 PLAN_CALLS, PLAN_SECONDS = 5, 0.2  # a plan times up to this many calls, and stops once they took this long
 DEFAULT_RUN_TIME = 0.2  # a time_ method's seconds of samples a process until `torchbench alert` allots its own
 MAX_CALLS_A_SAMPLE = 10_000
+# A time_ method's samples a process, where the suite leaves asv's `sample_time` to it: asv's 10 ms samples
+# give a 50 ms allotment 2-5 samples (a median of so few is loose), so a sample is the run time's 1/SAMPLES_A_RUN,
+# between MIN_SAMPLE_TIME and asv's own 10 ms; and asv's 0.1 s warm-up (2x a 50 ms allotment) becomes
+# WARMUP_SAMPLES samples' time, as a TimerSuite case's block-size probes warm it up
+SAMPLES_A_RUN, MIN_SAMPLE_TIME, ASV_SAMPLE_TIME, WARMUP_SAMPLES = 25, 1e-3, 0.01, 5
 PROFILE_BATCH_SECONDS = 0.01  # a profiled batch: long enough that the loop's own frames are rare samples
 PROFILE_MARKER = "torchbench_profile_{}"
 PR_SET_PTRACER = 0x59616D61  # <linux/prctl.h>, Yama
@@ -175,9 +180,15 @@ def _allot(benchmark, run_time: float) -> None:
     gets its seconds of blocks: samples are taken until `run_time` has passed (asv's `repeat` as (min, max,
     max time)), and where the benchmark has a setup (asv then re-runs it before every timed call and, with
     `number` left to it, times one call a sample), each sample is `number` calls, each after its setup and
-    timed alone (asv_runner's interleaved timer), about asv's `sample_time` of calls with their setups. A
-    `repeat` or `number` the suite sets is its own and kept, as are `warmup_time`, `sample_time`, `timeout`
-    and the setups. Called after asv's setup; a setup reloads those attributes, so they are set last."""
+    timed alone (asv_runner's interleaved timer), about a `sample_time` of calls with their setups. Where
+    the suite leaves them to asv, a sample is a 25th of `run_time` (at most asv's 10 ms) and the warm-up five
+    samples (asv's 0.1 s would double a 50 ms allotment): per process, 3.8 s for the 42-row plain suite at
+    50 ms a row, was 8.2 s, its processes' spread 0.029 (log sd, median row), was 0.035, the twin TimerSuite's
+    0.030 (evaluation/results/plain_timing-2026-11-26.txt). A `repeat`, `number`, `sample_time` or
+    `warmup_time` the suite sets is its own and kept, as are `timeout` and the setups. Called after asv's
+    setup; a setup (asv re-runs it between timed calls) reloads those attributes, so they are set last."""
+    sample_time = (benchmark.sample_time if _user_set(benchmark, "sample_time")
+                   else min(ASV_SAMPLE_TIME, max(MIN_SAMPLE_TIME, run_time / SAMPLES_A_RUN)))
     number = None
     if benchmark._setups and not _user_set(benchmark, "number"):
         timer = benchmark._get_interleaved_timer(*benchmark._build_params())
@@ -187,10 +198,13 @@ def _allot(benchmark, run_time: float) -> None:
             start = time.perf_counter()
             timer.timeit(1)
             each = min(each, time.perf_counter() - start)
-        number = max(1, min(MAX_CALLS_A_SAMPLE, int(benchmark.sample_time / max(each, 1e-9))))
+        number = max(1, min(MAX_CALLS_A_SAMPLE, int(sample_time / max(each, 1e-9))))
         benchmark._redo_setup_next = True  # asv's first timed call gets a fresh set-up too
     if not _user_set(benchmark, "repeat"):
         benchmark.repeat = (2, 10**6, run_time)
+    benchmark.sample_time = sample_time
+    if not _user_set(benchmark, "warmup_time"):
+        benchmark.warmup_time = WARMUP_SAMPLES * sample_time
     if number is not None:
         benchmark.number = number
 
