@@ -16,13 +16,18 @@ every repeat, so the machine's drift falls on all three):
   same run time), the reference the issue's goal names.
 
 Printed for each: a process's seconds (median), samples a row, the spread of
-a row's per-process values between processes (sd of log, median row and
-quartiles), and the minimum detectable effect of the alert's test splitting
-the processes into two halves at a lone row's bar among 42 (alpha 0.01 / 42),
-median row. Also how far our per-row medians sit from asv's (the shorter
-warm-up must not shift what is measured).
+a row's per-process values between processes (robust: 1.4826 x the median
+absolute deviation of the logs, median row; a fresh process here lands now and
+then in a slow group, +10-100%, which a standard deviation of 20 would mostly
+measure), the same spread once each process's own level (its median over rows)
+is taken out, which is what the timing inside a process adds, the processes
+in the slow group (level > +10%), and the minimum detectable effect of the
+alert's test splitting the processes into two halves at a lone row's bar
+among 42 (alpha 0.01 / 42), median row. Also how far our per-row medians sit
+from asv's (the shorter warm-up must not shift what is measured).
 
     python evaluation/plain_timing.py [--processes 20] [--run-time 0.05] [--json OUT]
+    python evaluation/plain_timing.py --replay OUT   # print a saved run again
 """
 
 from __future__ import annotations
@@ -80,7 +85,12 @@ def main() -> None:
     parser.add_argument("--processes", type=int, default=20, help="fresh processes of each kind (default 20)")
     parser.add_argument("--run-time", type=float, default=0.05, help="each row's seconds a process (0.05)")
     parser.add_argument("--json", type=Path, help="also write every process's values here")
+    parser.add_argument("--replay", type=Path, help="print a run saved with --json again, measuring nothing")
     args = parser.parse_args()
+    if args.replay:
+        saved = json.loads(args.replay.read_text())
+        report(saved["values"], saved["seconds"], saved["settings"]["processes"], saved["settings"]["run_time"])
+        return
     tmp = Path(tempfile.mkdtemp(prefix="plain-timing-"))
     suites = make_suites(tmp)
     env = dict(os.environ, PYTHONPATH=f"{tmp}{os.pathsep}{ROOT}")
@@ -108,17 +118,27 @@ def main() -> None:
                     values[kind].setdefault(f"{record['job'][0]}|{record['job'][1]}", []).append(
                         [stats.process_summary(record["samples"]), len(record["samples"])])
         print(f"  {rep + 1}/{args.processes} processes of each kind", file=sys.stderr, flush=True)
-    print(f"== {args.processes} fresh processes of each kind, {args.run_time * 1000:g} ms a row")
-    print(f"  {'kind':16} {'rows':>4} {'s a process':>11} {'samples a row':>13} "
-          f"{'spread (log sd): median [q25, q75]':>36} {'MDE, halves, lone row of 42':>28}")
+    if args.json:
+        args.json.write_text(json.dumps({"settings": vars(args) | {"json": str(args.json)}, "seconds": seconds,
+                                         "values": values}, indent=1))
+    report(values, seconds, args.processes, args.run_time)
+
+
+def report(values: dict, seconds: dict, processes: int, run_time: float) -> None:
+    print(f"== {processes} fresh processes of each kind, {run_time * 1000:g} ms a row")
+    print(f"  {'kind':16} {'rows':>4} {'s a process':>11} {'samples a row':>13} {'spread':>7} "
+          f"{'inside a process':>16} {'slow processes':>14} {'MDE, halves, lone row of 42':>28}")
     for kind, rows in values.items():
-        spread = [np.std(np.log([v for v, _ in row]), ddof=1) for row in rows.values()]
+        logs = np.log([[v for v, _ in row] for row in rows.values()])  # rows x processes
+        deviation = logs - np.median(logs, axis=1, keepdims=True)
+        level = np.median(deviation, axis=0)  # each process's own level, over the rows
+        spread = np.median(np.median(np.abs(deviation), axis=1)) * 1.4826
+        inside = np.median(np.median(np.abs(deviation - level), axis=1)) * 1.4826
         mde = [stats.compare([v for v, _ in row[0::2]], [v for v, _ in row[1::2]], alpha=0.01 / len(rows)).mde
                for row in rows.values()]
         samples = np.median([n for row in rows.values() for _, n in row])
-        print(f"  {kind:16} {len(rows):4} {np.median(seconds[kind]):11.2f} {samples:13.0f} "
-              f"{np.median(spread):20.4f} [{np.quantile(spread, 0.25):.4f}, {np.quantile(spread, 0.75):.4f}] "
-              f"{np.median(mde):27.1%}")
+        print(f"  {kind:16} {len(rows):4} {np.median(seconds[kind]):11.2f} {samples:13.0f} {spread:7.4f} "
+              f"{inside:16.4f} {int(np.sum(level > np.log(1.1))):>8} of {logs.shape[1]:<3} {np.median(mde):27.1%}")
     shift = sorted(np.median([v for v, _ in values["ours"][k]]) / np.median([v for v, _ in values["asv's defaults"][k]])
                    for k in values["ours"])
     print(f"  ours / asv's defaults, each row's median over processes: min {shift[0]:.3f}, "
@@ -126,9 +146,6 @@ def main() -> None:
     ratio = np.median(seconds["asv's defaults"]) / np.median(seconds["ours"])
     print(f"  a process of ours takes 1/{ratio:.2f} of asv's defaults' time; the twin's "
           f"{np.median(seconds['twin']) / np.median(seconds['ours']):.2f}x ours")
-    if args.json:
-        args.json.write_text(json.dumps({"settings": vars(args) | {"json": str(args.json)}, "seconds": seconds,
-                                         "values": values}, indent=1))
 
 
 if __name__ == "__main__":

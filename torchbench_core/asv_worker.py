@@ -182,11 +182,12 @@ def _allot(benchmark, run_time: float) -> None:
     `number` left to it, times one call a sample), each sample is `number` calls, each after its setup and
     timed alone (asv_runner's interleaved timer), about a `sample_time` of calls with their setups. Where
     the suite leaves them to asv, a sample is a 25th of `run_time` (at most asv's 10 ms) and the warm-up five
-    samples (asv's 0.1 s would double a 50 ms allotment): per process, 3.8 s for the 42-row plain suite at
-    50 ms a row, was 8.2 s, its processes' spread 0.029 (log sd, median row), was 0.035, the twin TimerSuite's
-    0.030 (evaluation/results/plain_timing-2026-11-26.txt). A `repeat`, `number`, `sample_time` or
-    `warmup_time` the suite sets is its own and kept, as are `timeout` and the setups. Called after asv's
-    setup; a setup (asv re-runs it between timed calls) reloads those attributes, so they are set last."""
+    samples (asv's 0.1 s would double a 50 ms allotment): per process, 3.7 s for the 42-row plain suite at
+    50 ms a row, was 8.2 s, and what the timing inside a process adds to a row's spread 0.019 (log, robust),
+    was 0.022, the twin TimerSuite's 0.016 (evaluation/results/plain_timing-2026-11-26.txt). A `repeat`,
+    `number`, `sample_time` or `warmup_time` the suite sets is its own and kept, as are `timeout` and the
+    setups. Called after asv's setup; a setup (asv re-runs it between timed calls) reloads those attributes,
+    so they are set last."""
     sample_time = (benchmark.sample_time if _user_set(benchmark, "sample_time")
                    else min(ASV_SAMPLE_TIME, max(MIN_SAMPLE_TIME, run_time / SAMPLES_A_RUN)))
     number = None
