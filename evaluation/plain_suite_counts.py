@@ -206,7 +206,8 @@ def make_validation_repo(path: Path, effects: list[float], wall_effect: float) -
     """The plain suite's repository with every commit the validation compares: {"base", "docs" (A/A),
     "+2%"... (compute, `work` slowed by an extra range sum of that share of its length), "wall" (index(1000)
     slowed by page faults: wall time only), "twin" and "twin docs" (the same library, the suite as
-    TimerSuite rows)}, and "wall_pages"."""
+    TimerSuite rows), "both" and "both docs" (the plain suite and its twin side by side: the same
+    processes time both)}, and "wall_pages"."""
     base, docs, _ = make_repo(path)
     repo = git.Repo(path)
     out = {"base": base, "docs": docs}
@@ -228,6 +229,8 @@ def make_validation_repo(path: Path, effects: list[float], wall_effect: float) -
     out["wall_pages"] = k
     out["twin"] = commit(base, {"benchmarks/bench_plain.py": TWIN_SUITE}, "the suite as TimerSuite rows")
     out["twin docs"] = commit(out["twin"], {"README": "plainlib\n\nA note.\n"}, "README: a note")
+    out["both"] = commit(base, {"benchmarks/bench_twin.py": TWIN_SUITE}, "the suite and its TimerSuite twin")
+    out["both docs"] = commit(out["both"], {"README": "plainlib\n\nA note.\n"}, "README: a note")
     repo.git.checkout("--detach", base)
     return out
 

@@ -82,6 +82,7 @@ from torchbench.project import example  # noqa: E402
 OWN_BASE, OWN_HEAD = "f44a082df2135eeee8310cf4351e6a7012a41259", "6787c9de0f993e3af3e21263f9e49ccfd44d537f"
 TARGET_TYPE, TARGET_OP = "TensorLike", "torch.mul"  # the narrow code path: torch.mul on a TensorLike
 SUITE_FILE = "benchmarks/bench_suite.py"
+PLAIN_PAIRS = ("aa", "effects", "wall", "twin", "both")  # --plain-pairs, in the order they run
 SUITE = '''"""Seven torch ops on three kinds of tensor at three sizes: a suite of 63 small rows."""
 
 import torch
@@ -469,6 +470,8 @@ def _ours_record(report: dict, minutes: float, target) -> dict:
         "rows": len(rows), "counts": report.get("counts"), "flagged": flagged, "failed": failed,
         "false": [t for t in flagged if not target(t)],
         "mde": {r["title"]: (r["comparison"] or {}).get("mde") for r in rows},
+        # the MDE read from the relabellings alone, where the machine's slow processes raised it (else nan)
+        "relabelled_mde": {r["title"]: (r["comparison"] or {}).get("relabelled_mde") for r in rows},
         "status": {r["title"]: r["status"] for r in rows},
         "targets": [{"title": r["title"], "status": r["status"], "label": r.get("label"),
                      "decided_by": r.get("decided_by"), "ratio": (r["comparison"] or {}).get("ratio"),
@@ -610,11 +613,16 @@ def plain_suite_records(tmp: Path, envs: Path, args, flags: list[str]) -> tuple[
                   ["--budget-minutes", "0.01", "--min-rounds", "2", "--no-counts", "--no-profile"])
     computed = lambda title: plain.TARGET in title  # noqa: E731 - the three rows of `work`
     walled = lambda title: plain.WALL_TARGET in title  # noqa: E731
-    pairs = [("plain A/A", "plain: README only", "base", "docs", False, computed)]
-    pairs += [(f"plain {e}", f"plain: work {e} compute", "base", e, True, computed)
-              for e in commits if e.startswith("+")]
-    pairs += [("plain wall-only", f"plain: index(1000) +{args.wall_effect:.0%} wall time", "base", "wall", True,
-               walled), ("twin A/A", "twin (TimerSuite): README only", "twin", "twin docs", False, computed)]
+    chosen = {  # --plain-pairs: (kind, name, base, head, targeted, target) of each
+        "aa": [("plain A/A", "plain: README only", "base", "docs", False, computed)],
+        "effects": [(f"plain {e}", f"plain: work {e} compute", "base", e, True, computed)
+                    for e in commits if e.startswith("+")],
+        "wall": [("plain wall-only", f"plain: index(1000) +{args.wall_effect:.0%} wall time", "base", "wall",
+                  True, walled)],
+        "twin": [("twin A/A", "twin (TimerSuite): README only", "twin", "twin docs", False, computed)],
+        "both": [("both A/A", "plain and twin in the same processes: README only", "both", "both docs", False,
+                  computed)]}
+    pairs = [pair for key in PLAIN_PAIRS if key in args.plain_pairs for pair in chosen[key]]
     records = []
     repo = git.Repo(path)
     for rep in range(args.repeats):
@@ -628,6 +636,47 @@ def plain_suite_records(tmp: Path, envs: Path, args, flags: list[str]) -> tuple[
                                         asv_continuous_too=not args.no_asv))
             print(_progress(records[-1]), flush=True)
     return records, commits
+
+
+def print_same_processes(runs: list[dict], twin_key) -> dict:
+    """Each plain row beside its twin row timed in the same processes (the "both" suite, A/A): the two
+    suites' A/A runs above each stop at their own look, and a row decided early states the MDE its suite's
+    slow processes hold it to (stats.power_ceiling), a figure of that run's machine, not of the row's timing.
+    Here both rows of an operation share every process: their MDEs as stated, and as read from the
+    relabellings alone (before the slow processes' hold), compared row by row."""
+    rows = []
+    for run in runs:
+        ours = run["ours"]
+        by_key: dict = {}
+        for title, mde in ours["mde"].items():
+            key = twin_key(title)
+            if key is None:
+                continue
+            relabelled = ours.get("relabelled_mde", {}).get(title)
+            unheld = relabelled if relabelled is not None and math.isfinite(relabelled) else mde
+            by_key.setdefault(key, {})["twin" if "time_" not in title else "plain"] = (
+                mde, unheld, ours["status"][title])
+        rows += [v for v in by_key.values() if "plain" in v and "twin" in v]
+    finite = lambda values: [v for v in values if v is not None and math.isfinite(v)]  # noqa: E731
+
+    def median(which: str, i: int) -> float | None:
+        values = finite(r[which][i] for r in rows)
+        return statistics.median(values) if values else None
+    out = {"operations": len(rows), "runs": len(runs),
+           "mde_median": {"plain": median("plain", 0), "twin": median("twin", 0)},
+           "relabelled_mde_median": {"plain": median("plain", 1), "twin": median("twin", 1)},
+           "inconclusive_plain_decided_twin": sum(r["plain"][2] == "inconclusive" and r["twin"][2] != "inconclusive"
+                                                  for r in rows),
+           "rounds": [run["ours"]["rounds"] for run in runs]}
+    print(f"\n== the same {len(rows)} operations as plain and twin rows in the same processes (both A/A, "
+          f"{out['rounds']} rounds)")
+    for name, key in (("as stated", "mde_median"), ("from the relabellings alone", "relabelled_mde_median")):
+        m = out[key]
+        ratio = f"{m['plain'] / m['twin']:.2f}x" if m["plain"] and m["twin"] else "-"
+        shown = {k: "-" if v is None else f"{v:.1%}" for k, v in m.items()}
+        print(f"  median MDE {name}: plain {shown['plain']}, twin {shown['twin']}: {ratio} (goal <= 1.2x)")
+    print(f"  plain rows inconclusive whose twin decided: {out['inconclusive_plain_decided_twin']}")
+    return out
 
 
 def print_plain(records: list[dict], twin_key) -> dict:
@@ -652,6 +701,9 @@ def print_plain(records: list[dict], twin_key) -> dict:
     ratio = f"{m['plain'] / m['twin']:.2f}x" if m["plain"] and m["twin"] else "-"
     shown = {k: "-" if v is None else f"{v:.1%}" for k, v in m.items()}  # none finite: too few processes
     print(f"  median MDE: plain {shown['plain']}, twin {shown['twin']}: {ratio} (goal <= 1.2x)")
+    same = [r for r in records if r["kind"] == "both A/A"]
+    if same:
+        out["same_processes"] = print_same_processes(same, twin_key)
     print("\n== target rows (ours): status, decided by, label, counts change, wall-time ratio")
     for r in records:
         for t in r["ours"]["targets"]:
@@ -683,6 +735,9 @@ def main() -> None:
     parser.add_argument("--own-head", default=OWN_HEAD, help="its head commit (default 6787c9d: tests only)")
     parser.add_argument("--plain-suite", action="store_true",
                         help="a plain asv suite (time_ methods, 42 rows) and its TimerSuite twin, instead of the example")
+    parser.add_argument("--plain-pairs", nargs="+", choices=PLAIN_PAIRS, default=list(PLAIN_PAIRS),
+                        help="--plain-suite: which pairs (default all: A/A, the compute effects, the wall-time-only "
+                             "change, the twin's A/A, and both suites in the same processes, A/A)")
     parser.add_argument("--plain-effects", type=float, nargs="*", default=[0.02, 0.05],
                         help="--plain-suite: compute changes of one function (default 0.02 0.05)")
     parser.add_argument("--wall-effect", type=float, default=0.05,
