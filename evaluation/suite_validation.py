@@ -23,9 +23,10 @@ The 6-row version is evaluation/alert_validation.py; this one measures a suite o
   (plain_suite_counts.py: 42 `time_` rows with params, setup and setup_cache, no torchbench_core import):
   A/A, a lone compute change of one function (its 3 rows; --plain-effects), a lone wall-time-only change
   of one row (index(1000) slowed by page faults, whose kernel time counts cannot see; --wall-effect), and
-  the twin suite (the same 42 operations as TimerSuite rows) A/A. Printed besides: the plain rows left
-  inconclusive that their twin decided, the two median MDEs, each target's channel and label, and the
-  counts phase's minutes.
+  the twin suite (the same 42 operations as TimerSuite rows) A/A, and both suites in one (84 rows, A/A:
+  every process times each operation both ways). Printed besides: the plain rows left inconclusive that
+  their twin decided and the two median MDEs (the two A/A runs, and the plain and twin rows of the same
+  processes), each target's channel and label, and the counts phase's minutes. --plain-pairs picks pairs.
 
 For each pair (--repeats times): `torchbench alert` with its default flags (instruction counts, the
 9-minute budget; --budget-minutes, --min-rounds and --no-counts are for quick trials only), then
@@ -42,7 +43,8 @@ summary and every run.
 Exit status 0 when every step ran (whatever the figures); 2 when a step failed, named.
 
     python evaluation/suite_validation.py [--repeats 1] [--designs alternating duet] [--own-suite]
-                                          [--plain-suite] [--json PATH]
+                                          [--plain-suite [--plain-pairs aa effects wall twin both]]
+                                          [--json PATH]
 
 The alerts of the example's pairs share one --out folder, as a user's successive alerts do: the base's
 instruction counts are taken once and reused (the report's time_spent says so per pair). A full run

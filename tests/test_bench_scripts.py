@@ -82,7 +82,7 @@ def test_suite_validation_prints_ours_beside_asv_for_every_pair_kind():
 
 
 @pytest.mark.slow
-@pytest.mark.validation  # 13 minutes (five alerts with instruction counts): `pytest -m validation` runs it
+@pytest.mark.validation  # 15 minutes (six alerts with instruction counts): `pytest -m validation` runs it
 def test_suite_validation_measures_a_plain_asv_suite_beside_its_timer_suite_twin():
     """--plain-suite at small settings (counts on: they are what it is about; asv's commands left out here,
     the example's test runs them): the plain suite's pairs and its twin's A/A, each target's channel and
@@ -107,6 +107,10 @@ def test_suite_validation_measures_a_plain_asv_suite_beside_its_timer_suite_twin
     assert "wall time only (memory, cache, or noise)" in wall and "instruction counts" not in wall, wall
     assert abs(float(re.search(r" ([+-]\d+\.\d+)% ", wall).group(1))) < 0.5, wall
     assert "== the plain asv suite beside its twin" in out and "median MDE: plain" in out, out[-3000:]
+    # both suites in the same processes: each operation's plain row beside its twin row
+    same = out.split("== the same 42 operations as plain and twin rows in the same processes")[1]
+    assert re.search(r"median MDE as stated: plain \S+, twin \S+", same), same
+    assert re.search(r"\n  both A/A +1 +\d+/84 / - / - ", table), table
 
 
 @pytest.mark.slow
