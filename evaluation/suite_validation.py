@@ -640,6 +640,14 @@ def plain_suite_records(tmp: Path, envs: Path, args, flags: list[str]) -> tuple[
     return records, commits
 
 
+def print_mde_medians(title: str, m: dict) -> None:
+    """One line: the plain and twin median MDEs ({"plain": x, "twin": y}; None where no row had a finite one:
+    too few processes) and their ratio against issue 27's goal."""
+    ratio = f"{m['plain'] / m['twin']:.2f}x" if m["plain"] and m["twin"] else "-"
+    shown = {k: "-" if v is None else f"{v:.1%}" for k, v in m.items()}
+    print(f"  {title}: plain {shown['plain']}, twin {shown['twin']}: {ratio} (goal <= 1.2x)")
+
+
 def print_same_processes(runs: list[dict], twin_key) -> dict:
     """Each plain row beside its twin row timed in the same processes (the "both" suite, A/A): the two
     suites' A/A runs above each stop at their own look, and a row decided early states the MDE its suite's
@@ -673,10 +681,7 @@ def print_same_processes(runs: list[dict], twin_key) -> dict:
     print(f"\n== the same {len(rows)} operations as plain and twin rows in the same processes (both A/A, "
           f"{out['rounds']} rounds)")
     for name, key in (("as stated", "mde_median"), ("from the relabellings alone", "relabelled_mde_median")):
-        m = out[key]
-        ratio = f"{m['plain'] / m['twin']:.2f}x" if m["plain"] and m["twin"] else "-"
-        shown = {k: "-" if v is None else f"{v:.1%}" for k, v in m.items()}
-        print(f"  median MDE {name}: plain {shown['plain']}, twin {shown['twin']}: {ratio} (goal <= 1.2x)")
+        print_mde_medians(f"median MDE {name}", out[key])
     print(f"  plain rows inconclusive whose twin decided: {out['inconclusive_plain_decided_twin']}")
     return out
 
@@ -699,10 +704,7 @@ def print_plain(records: list[dict], twin_key) -> dict:
     print("\n== the plain asv suite beside its twin (the same 42 operations as TimerSuite rows), A/A")
     print(f"  inconclusive rows: plain {out['inconclusive']['plain']}, twin {out['inconclusive']['twin']}; "
           f"plain rows inconclusive whose twin decided: {len(undecided)} {undecided[:6]}")
-    m = out["mde_median"]
-    ratio = f"{m['plain'] / m['twin']:.2f}x" if m["plain"] and m["twin"] else "-"
-    shown = {k: "-" if v is None else f"{v:.1%}" for k, v in m.items()}  # none finite: too few processes
-    print(f"  median MDE: plain {shown['plain']}, twin {shown['twin']}: {ratio} (goal <= 1.2x)")
+    print_mde_medians("median MDE", out["mde_median"])
     same = [r for r in records if r["kind"] == "both A/A"]
     if same:
         out["same_processes"] = print_same_processes(same, twin_key)
