@@ -37,6 +37,13 @@ What is printed, for each n:
     round corr.    how much the two processes of a round move together (log
                    scale), and the share of the contrast's variance pairing
                    should then remove: the correlation itself
+    pairing        what pairing removes, measured like for like: the paired
+                   test's MDE (the change found on 80% of fresh draws, at a
+                   lone row's bar in 60 rows) on rounds kept whole and on the
+                   pool's rounds broken apart, per case, the variance cut
+                   1 - (kept / broken)^2 beside the correlation's 95% interval;
+                   and, measured the same way, the paired test against the
+                   alert's unpaired one (which also changes the statistic)
     counts         instruction counts of identical code (a second pool,
                    evaluation/counts_pool.py: valgrind processes of three
                    commits that change nothing the suite runs, and one commit
@@ -57,6 +64,7 @@ n is near R: the rates at n <= R/2 are the trustworthy ones.
 from __future__ import annotations
 
 import argparse
+import gzip
 import itertools
 import json
 import math
@@ -81,11 +89,13 @@ ARMS = ("c5", "c6")  # identical measured code
 EFFECTS = (0.02, 0.05, 0.10)
 TESTS = ("unpaired", "paired")
 ASV_FACTOR, ASV_P = 1.1, 0.002  # asv compare's defaults
+DETECT_TOP = math.log(1.3)  # the largest change a measured MDE looks for
 
 
 def load_pool(path: Path) -> dict[str, np.ndarray]:
-    """Per case: an array (rounds, 2) of the two identical arms' values, the rounds where both measured it."""
-    pool = json.loads(path.read_text())
+    """Per case: an array (rounds, 2) of the two identical arms' values, the rounds where both measured it
+    (a pool as alert_power.py or duet_pool.py writes it, or gzipped as evaluation/results keeps them)."""
+    pool = json.loads(gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_text())
     cases: dict[str, list[list[float]]] = {}
     for r in pool["rounds"]:
         arms = [r["arms"][a]["values"] for a in ARMS]
@@ -97,6 +107,65 @@ def load_pool(path: Path) -> dict[str, np.ndarray]:
 def round_correlation(cases: dict[str, np.ndarray]) -> dict[str, float]:
     """Pearson's correlation of the log values of a round's two processes, per case."""
     return {k: float(np.corrcoef(np.log(v[:, 0]), np.log(v[:, 1]))[0, 1]) for k, v in cases.items()}
+
+
+def correlation_interval(r: float, rounds: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Fisher's z interval of a correlation measured on `rounds` rounds: how well the pool pins the cut
+    that pairing is predicted to make."""
+    from scipy import stats as scipy_stats
+
+    half = scipy_stats.norm.ppf(0.5 + confidence / 2) / math.sqrt(rounds - 3)
+    return math.tanh(math.atanh(r) - half), math.tanh(math.atanh(r) + half)
+
+
+def detection_shift(p_at, bar: float) -> float:
+    """The smallest multiplicative change (log scale, to 1/1024 of the range) that one draw's test reaches
+    the bar at, by bisection over shifts of its head (p falls as the shift grows); inf beyond +30%."""
+    low, high = 0.0, DETECT_TOP
+    if p_at(high) > bar:
+        return math.inf
+    while high - low > DETECT_TOP / 1024:
+        mid = (low + high) / 2
+        low, high = (low, mid) if p_at(mid) <= bar else (mid, high)
+    return high
+
+
+def measured_mde(shifts: list[float], power: float) -> float:
+    """The change found with probability `power` on fresh draws: that quantile of the draws' detection
+    shifts (ratio scale), inf where more than 1 - power of them never reach the bar."""
+    return math.expm1(float(np.quantile(np.asarray(shifts), power, method="higher")))
+
+
+def pairing(cases, n: int, trials: int, policy: Policy, rng, unpaired_trials: int | None = None) -> dict:
+    """What pairing itself buys, like for like: the same test (signed-rank on each pair's log ratio) on rounds
+    kept whole, and on the same pool's rounds broken apart (base and head from different rounds, so nothing
+    is shared). Its measured MDE at a lone row's bar in 60 rows (the change found on 80% of fresh draws), per
+    case; the variance cut is 1 - (kept / broken)**2 and the round correlation predicts it. Beside it, the
+    alert's unpaired test (faster halves) on the rounds kept, over all cases: the paired test against it
+    also changes the statistic, not only the pairing (`unpaired_trials` draws of it in all, `trials` if None:
+    its permutation p-values cost most of the time)."""
+    bar = policy.fdr / 60
+    resamples = stats.resamples_for(bar, 1)
+    by_case, unpaired_shifts, kept_all = {}, [], []
+    for key, values in cases.items():
+        shifts = {"kept": [], "broken": []}
+        for t in range(trials):
+            rounds = rng.choice(len(values), 2 * n, replace=False)
+            a = int(rng.random() < 0.5)
+            for way, (b, h) in {"kept": (values[rounds[:n], a], values[rounds[:n], 1 - a]),
+                                "broken": (values[rounds[:n], a], values[rounds[n:], 1 - a])}.items():
+                d = np.log(h) - np.log(b)
+                shifts[way].append(detection_shift(lambda s: paired.signed_rank_p(d + s), bar))
+            if t < -(-(unpaired_trials or trials) // len(cases)):  # the alert's test: shared by the cases
+                b, h = values[rounds[:n], a], values[rounds[:n], 1 - a]
+                unpaired_shifts.append(detection_shift(
+                    lambda s: stats.permutation_p(b, h * math.exp(s), resamples=resamples), bar))
+        kept_all += shifts["kept"]
+        kept, broken = (measured_mde(shifts[w], policy.power) for w in ("kept", "broken"))
+        by_case[key] = {"kept": kept, "broken": broken,
+                        "cut": 1 - (kept / broken) ** 2 if math.isfinite(broken) else math.nan}
+    return {"cases": by_case, "paired": measured_mde(kept_all, policy.power),
+            "unpaired": measured_mde(unpaired_shifts, policy.power)}
 
 
 def draw(cases: dict[str, np.ndarray], m: int, n: int, rng) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -338,6 +407,32 @@ def print_counts(c: dict) -> None:
               f"would decide if they were not advisory; decided now {b['decided']}")
 
 
+def print_pairing(f: dict, corr: dict[str, float], rounds: int, policy: Policy) -> None:
+    """Pairing's measured variance cut per case beside the cut its round correlation predicts, and the
+    paired test against the alert's unpaired one."""
+    def pct(x: float) -> str:
+        return f"{x:.1%}" if math.isfinite(x) else "inf"
+
+    print("  pairing, like for like (the signed-rank test on rounds kept / broken apart; measured MDE at a lone "
+          f"row's bar in 60 rows, found on {policy.power:.0%} of fresh draws; variance cut; predicted by the "
+          "round correlation, 95% interval):")
+    at_least = inside = 0
+    for key, c in f["cases"].items():
+        low, high = correlation_interval(corr[key], rounds)
+        at_least += c["cut"] >= corr[key]
+        inside += c["cut"] >= low
+        print(f"    case {key.rsplit('|', 1)[-1]}: {pct(c['kept'])} / {pct(c['broken'])}, cut {c['cut']:.0%}; "
+              f"predicted {corr[key]:.0%} [{low:.0%}, {high:.0%}]")
+    cuts = [c["cut"] for c in f["cases"].values()]
+    print(f"    cut at least the predicted in {at_least} of {len(cuts)} cases, at least its interval's low end in "
+          f"{inside} of {len(cuts)}; median cut {np.median(cuts):.0%}, median predicted "
+          f"{np.median(list(corr.values())):.0%}")
+    ratio = f["paired"] / f["unpaired"]
+    print(f"  paired against the alert's unpaired test (rounds kept, every case; the statistic changes too): "
+          f"measured MDE {pct(f['paired'])} / {pct(f['unpaired'])}, ratio {ratio:.2f} (variance cut "
+          f"{1 - ratio ** 2:.0%})")
+
+
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pool", type=Path, default=POOL)
@@ -368,6 +463,8 @@ def main(argv=None) -> dict:
         figures = {"aa": {m: aa(cases, n, m, max(4, args.trials * 6 // m), policy, rng) for m in args.rows},
                    "boundary": boundary(cases, n, args.trials, policy, rng)}
         figures["power"], figures["mde"] = power(cases, n, args.rows, args.trials, policy, rng)
+        if 2 * n <= rounds:  # broken rounds take 2n of the pool's; its own generator keeps the rest as it was
+            figures["pairing"] = pairing(cases, n, args.trials, policy, np.random.default_rng(n))
         result["by_n"][n] = figures
         print(f"\n== n = {n} processes a side ({time.monotonic() - started:.0f} s)")
         for m, f in figures["aa"].items():
@@ -389,6 +486,8 @@ def main(argv=None) -> dict:
                   f"{found} (stated {policy.power:.0%})")
         print("  power, asv's rule (no multiplicity): "
               + ", ".join(f"{e} {v:.0%}" for e, v in figures["power"]["asv"].items()))
+        if "pairing" in figures:
+            print_pairing(figures["pairing"], corr, rounds, policy)
     if str(args.counts_pool) != "none":
         result["counts"] = counts_replay(args.counts_pool, policy)
         print_counts(result["counts"])
