@@ -411,26 +411,29 @@ def print_pairing(f: dict, corr: dict[str, float], rounds: int, policy: Policy) 
     """Pairing's measured variance cut per case beside the cut its round correlation predicts, and the
     paired test against the alert's unpaired one."""
     def pct(x: float) -> str:
-        return f"{x:.1%}" if math.isfinite(x) else "inf"
+        return f"{x:.1%}" if math.isfinite(x) else f"beyond {math.expm1(DETECT_TOP):.0%}"
 
     print("  pairing, like for like (the signed-rank test on rounds kept / broken apart; measured MDE at a lone "
           f"row's bar in 60 rows, found on {policy.power:.0%} of fresh draws; variance cut; predicted by the "
           "round correlation, 95% interval):")
     at_least = inside = 0
+    measured = [key for key, c in f["cases"].items() if math.isfinite(c["kept"]) and math.isfinite(c["broken"])]
     for key, c in f["cases"].items():
         low, high = correlation_interval(corr[key], rounds)
-        at_least += c["cut"] >= corr[key]
-        inside += c["cut"] >= low
-        print(f"    case {key.rsplit('|', 1)[-1]}: {pct(c['kept'])} / {pct(c['broken'])}, cut {c['cut']:.0%}; "
+        at_least += key in measured and c["cut"] >= corr[key]
+        inside += key in measured and c["cut"] >= low
+        cut = f"cut {c['cut']:.0%}" if key in measured else "no cut measured"
+        print(f"    case {key.rsplit('|', 1)[-1]}: {pct(c['kept'])} / {pct(c['broken'])}, {cut}; "
               f"predicted {corr[key]:.0%} [{low:.0%}, {high:.0%}]")
-    cuts = [c["cut"] for c in f["cases"].values()]
-    print(f"    cut at least the predicted in {at_least} of {len(cuts)} cases, at least its interval's low end in "
-          f"{inside} of {len(cuts)}; median cut {np.median(cuts):.0%}, median predicted "
-          f"{np.median(list(corr.values())):.0%}")
+    if measured:
+        print(f"    cut at least the predicted in {at_least} of {len(measured)} cases measured (of {len(corr)}), at "
+              f"least its interval's low end in {inside}; median cut "
+              f"{np.median([f['cases'][k]['cut'] for k in measured]):.0%}, median predicted "
+              f"{np.median([corr[k] for k in measured]):.0%}")
     ratio = f["paired"] / f["unpaired"]
+    versus = (f", ratio {ratio:.2f} (variance cut {1 - ratio ** 2:.0%})" if math.isfinite(ratio) else "")
     print(f"  paired against the alert's unpaired test (rounds kept, every case; the statistic changes too): "
-          f"measured MDE {pct(f['paired'])} / {pct(f['unpaired'])}, ratio {ratio:.2f} (variance cut "
-          f"{1 - ratio ** 2:.0%})")
+          f"measured MDE {pct(f['paired'])} / {pct(f['unpaired'])}{versus}")
 
 
 def main(argv=None) -> dict:
