@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import subprocess
 import sys
@@ -50,6 +49,8 @@ sys.path.insert(0, str(ROOT / "evaluation"))
 
 import plain_suite_counts as plain  # noqa: E402
 from torchbench import stats  # noqa: E402
+from torchbench.asv_bridge.worker import MEASURED_TYPES, combinations, list_benchmarks  # noqa: E402
+from torchbench_core.storage import atomic_write_text  # noqa: E402
 
 WORKER = "import sys; import torchbench_core.asv_worker as w; {patch}sys.exit(w.main())"
 KINDS = {  # asv's own 10 ms samples and 0.1 s warm-up, given the same run time
@@ -72,12 +73,10 @@ def make_suites(tmp: Path) -> dict[str, Path]:
     return suites
 
 
-def jobs_of(suite: Path, env: dict, tmp: Path) -> list[list]:
-    listing = tmp / "listing.json"
-    subprocess.run([sys.executable, "-m", "torchbench_core.asv_worker", "list", str(suite), "--out", str(listing)],
-                   env=env, check=True, stdout=subprocess.DEVNULL)
-    return [[b["name"], i] for b in json.loads(listing.read_text()) if b["type"] in ("time", "track")
-            for i in range(math.prod(len(p) for p in b["params"]) if b.get("params") else 1)]
+def jobs_of(suite: Path, env: dict) -> list[list]:
+    """The suite's timed parameter combinations as the worker's jobs, listed as the alert lists them."""
+    return [[b["name"], index] for b in list_benchmarks(Path(sys.executable), suite, env)
+            if b["type"] in MEASURED_TYPES for index, _ in combinations(b)]
 
 
 def main() -> None:
@@ -87,22 +86,33 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write every process's values here")
     parser.add_argument("--replay", type=Path, help="print a run saved with --json again, measuring nothing")
     args = parser.parse_args()
+    if args.processes < 2:
+        parser.error("--processes: at least 2 (the MDE splits each kind's processes into two halves)")
     if args.replay:
         saved = json.loads(args.replay.read_text())
         report(saved["values"], saved["seconds"], saved["settings"]["processes"], saved["settings"]["run_time"])
         return
-    tmp = Path(tempfile.mkdtemp(prefix="plain-timing-"))
+    with tempfile.TemporaryDirectory(prefix="plain-timing-") as folder:
+        values, seconds = measure(Path(folder), args.processes, args.run_time)
+    if args.json:
+        atomic_write_text(args.json, json.dumps({"settings": vars(args) | {"json": str(args.json)},
+                                                 "seconds": seconds, "values": values}, indent=1))
+    report(values, seconds, args.processes, args.run_time)
+
+
+def measure(tmp: Path, processes: int, run_time: float) -> tuple[dict, dict]:
+    """Per kind: each row's [value, samples] of every process, and each process's seconds."""
     suites = make_suites(tmp)
     env = dict(os.environ, PYTHONPATH=f"{tmp}{os.pathsep}{ROOT}")
-    jobs = {name: jobs_of(suite, env, tmp) for name, suite in suites.items()}
+    jobs = {name: jobs_of(suite, env) for name, suite in suites.items()}
     values: dict[str, dict[str, list]] = {kind: {} for kind in KINDS}
     seconds: dict[str, list[float]] = {kind: [] for kind in KINDS}
-    for rep in range(args.processes):
+    for rep in range(processes):
         for kind in (list(KINDS) if rep % 2 == 0 else list(KINDS)[::-1]):
             suite = "twin" if kind == "twin" else "plain"
             job_file, run_times, out = tmp / "jobs.json", tmp / "run_times.json", tmp / f"{kind}-{rep}.jsonl"
             job_file.write_text(json.dumps(jobs[suite]))
-            run_times.write_text(json.dumps({f"{n}|{i}": args.run_time for n, i in jobs[suite]}))
+            run_times.write_text(json.dumps({f"{n}|{i}": run_time for n, i in jobs[suite]}))
             cache = tmp / f"cache-{kind}"
             cache.mkdir(exist_ok=True)
             started = time.perf_counter()
@@ -117,11 +127,8 @@ def main() -> None:
                 if "job" in record and "samples" in record:
                     values[kind].setdefault(f"{record['job'][0]}|{record['job'][1]}", []).append(
                         [stats.process_summary(record["samples"]), len(record["samples"])])
-        print(f"  {rep + 1}/{args.processes} processes of each kind", file=sys.stderr, flush=True)
-    if args.json:
-        args.json.write_text(json.dumps({"settings": vars(args) | {"json": str(args.json)}, "seconds": seconds,
-                                         "values": values}, indent=1))
-    report(values, seconds, args.processes, args.run_time)
+        print(f"  {rep + 1}/{processes} processes of each kind", file=sys.stderr, flush=True)
+    return values, seconds
 
 
 def report(values: dict, seconds: dict, processes: int, run_time: float) -> None:
