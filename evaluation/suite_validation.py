@@ -533,7 +533,7 @@ def summarize(records: list[dict]) -> list[dict]:
                          "targets_found": found, "targets": len(targets),
                          "minutes": statistics.median(run["minutes"] for run in runs)}
             if ours:
-                mdes = [m for run in runs for m in run["mde"].values() if m is not None and math.isfinite(m)]
+                mdes = finite(m for run in runs for m in run["mde"].values())
                 row[tool]["mde"] = ({"median": statistics.median(mdes), "min": min(mdes), "max": max(mdes)}
                                     if mdes else None)
                 rates = [(run["time_spent"] or {}).get("rounds_per_minute") for run in runs]
@@ -640,6 +640,17 @@ def plain_suite_records(tmp: Path, envs: Path, args, flags: list[str]) -> tuple[
     return records, commits
 
 
+def finite(values) -> list[float]:
+    """The finite MDEs among `values` (None or inf: a row whose rounds could not reach its bar)."""
+    return [v for v in values if v is not None and math.isfinite(v)]
+
+
+def finite_median(values) -> float | None:
+    """The median of the finite MDEs among `values`; None where there are none (too few processes)."""
+    kept = finite(values)
+    return statistics.median(kept) if kept else None
+
+
 def print_mde_medians(title: str, m: dict) -> None:
     """One line: the plain and twin median MDEs ({"plain": x, "twin": y}; None where no row had a finite one:
     too few processes) and their ratio against issue 27's goal."""
@@ -667,11 +678,8 @@ def print_same_processes(runs: list[dict], twin_key) -> dict:
             by_key.setdefault(key, {})["twin" if "time_" not in title else "plain"] = (
                 mde, unheld, ours["status"][title])
         rows += [v for v in by_key.values() if "plain" in v and "twin" in v]
-    finite = lambda values: [v for v in values if v is not None and math.isfinite(v)]  # noqa: E731
-
     def median(which: str, i: int) -> float | None:
-        values = finite(r[which][i] for r in rows)
-        return statistics.median(values) if values else None
+        return finite_median(r[which][i] for r in rows)
     out = {"operations": len(rows), "runs": len(runs),
            "mde_median": {"plain": median("plain", 0), "twin": median("twin", 0)},
            "relabelled_mde_median": {"plain": median("plain", 1), "twin": median("twin", 1)},
@@ -693,14 +701,12 @@ def print_plain(records: list[dict], twin_key) -> dict:
         return {twin_key(t): v for r in records if r["kind"] == kind for t, v in r["ours"][field].items()}
     status, twin_status = by_op("plain A/A", "status"), by_op("twin A/A", "status")
     mde, twin_mde = by_op("plain A/A", "mde"), by_op("twin A/A", "mde")
-    finite = lambda d: [v for v in d.values() if v is not None and math.isfinite(v)]  # noqa: E731
     undecided = sorted(str(k) for k, v in status.items() if v == "inconclusive"
                        and twin_status.get(k) not in (None, "inconclusive"))
     out = {"inconclusive_plain_decided_twin": undecided,
            "inconclusive": {"plain": sum(v == "inconclusive" for v in status.values()),
                             "twin": sum(v == "inconclusive" for v in twin_status.values())},
-           "mde_median": {"plain": statistics.median(finite(mde)) if finite(mde) else None,
-                          "twin": statistics.median(finite(twin_mde)) if finite(twin_mde) else None}}
+           "mde_median": {"plain": finite_median(mde.values()), "twin": finite_median(twin_mde.values())}}
     print("\n== the plain asv suite beside its twin (the same 42 operations as TimerSuite rows), A/A")
     print(f"  inconclusive rows: plain {out['inconclusive']['plain']}, twin {out['inconclusive']['twin']}; "
           f"plain rows inconclusive whose twin decided: {len(undecided)} {undecided[:6]}")
