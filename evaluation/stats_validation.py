@@ -109,13 +109,16 @@ def round_correlation(cases: dict[str, np.ndarray]) -> dict[str, float]:
     return {k: float(np.corrcoef(np.log(v[:, 0]), np.log(v[:, 1]))[0, 1]) for k, v in cases.items()}
 
 
-def correlation_interval(r: float, rounds: int, confidence: float = 0.95) -> tuple[float, float]:
-    """Fisher's z interval of a correlation measured on `rounds` rounds: how well the pool pins the cut
-    that pairing is predicted to make."""
+def correlation_intervals(cases: dict[str, np.ndarray], confidence: float) -> dict[str, tuple[float, float]]:
+    """Each case's round correlation's interval (Fisher's z, scipy's pearsonr): how well the pool pins the
+    cut that pairing is predicted to make."""
     from scipy import stats as scipy_stats
 
-    half = scipy_stats.norm.ppf(0.5 + confidence / 2) / math.sqrt(rounds - 3)
-    return math.tanh(math.atanh(r) - half), math.tanh(math.atanh(r) + half)
+    out = {}
+    for k, v in cases.items():
+        ci = scipy_stats.pearsonr(np.log(v[:, 0]), np.log(v[:, 1])).confidence_interval(confidence)
+        out[k] = (float(ci.low), float(ci.high))
+    return out
 
 
 def detection_shift(p_at, bar: float) -> float:
@@ -152,12 +155,12 @@ def pairing(cases, n: int, trials: int, policy: Policy, rng, unpaired_trials: in
         for t in range(trials):
             rounds = rng.choice(len(values), 2 * n, replace=False)
             a = int(rng.random() < 0.5)
-            for way, (b, h) in {"kept": (values[rounds[:n], a], values[rounds[:n], 1 - a]),
-                                "broken": (values[rounds[:n], a], values[rounds[n:], 1 - a])}.items():
+            whole = values[rounds[:n], a], values[rounds[:n], 1 - a]
+            for way, (b, h) in {"kept": whole, "broken": (values[rounds[:n], a], values[rounds[n:], 1 - a])}.items():
                 d = np.log(h) - np.log(b)
                 shifts[way].append(detection_shift(lambda s: paired.signed_rank_p(d + s), bar))
             if t < -(-(unpaired_trials or trials) // len(cases)):  # the alert's test: shared by the cases
-                b, h = values[rounds[:n], a], values[rounds[:n], 1 - a]
+                b, h = whole
                 unpaired_shifts.append(detection_shift(
                     lambda s: stats.permutation_p(b, h * math.exp(s), resamples=resamples), bar))
         kept_all += shifts["kept"]
@@ -407,7 +410,8 @@ def print_counts(c: dict) -> None:
               f"would decide if they were not advisory; decided now {b['decided']}")
 
 
-def print_pairing(f: dict, corr: dict[str, float], rounds: int, policy: Policy) -> None:
+def print_pairing(f: dict, corr: dict[str, float], intervals: dict[str, tuple[float, float]],
+                  policy: Policy) -> None:
     """Pairing's measured variance cut per case beside the cut its round correlation predicts, and the
     paired test against the alert's unpaired one."""
     def pct(x: float) -> str:
@@ -419,7 +423,7 @@ def print_pairing(f: dict, corr: dict[str, float], rounds: int, policy: Policy) 
     at_least = inside = 0
     measured = [key for key, c in f["cases"].items() if math.isfinite(c["kept"]) and math.isfinite(c["broken"])]
     for key, c in f["cases"].items():
-        low, high = correlation_interval(corr[key], rounds)
+        low, high = intervals[key]
         at_least += key in measured and c["cut"] >= corr[key]
         inside += key in measured and c["cut"] >= low
         cut = f"cut {c['cut']:.0%}" if key in measured else "no cut measured"
@@ -452,6 +456,7 @@ def main(argv=None) -> dict:
     rounds = min(len(v) for v in cases.values())
     rng = np.random.default_rng(0)
     corr = round_correlation(cases)
+    intervals = correlation_intervals(cases, policy.confidence)
     print(f"pool: {args.pool.name}, {len(cases)} cases, {rounds} rounds of two identical arms; policy: q={policy.fdr}, "
           f"floor {policy.floor:.0%}, threshold +-{policy.threshold:.0%}, confidence {policy.confidence:.0%}")
     print("round correlation (log values of a round's two processes): "
@@ -490,7 +495,7 @@ def main(argv=None) -> dict:
         print("  power, asv's rule (no multiplicity): "
               + ", ".join(f"{e} {v:.0%}" for e, v in figures["power"]["asv"].items()))
         if "pairing" in figures:
-            print_pairing(figures["pairing"], corr, rounds, policy)
+            print_pairing(figures["pairing"], corr, intervals, policy)
     if str(args.counts_pool) != "none":
         result["counts"] = counts_replay(args.counts_pool, policy)
         print_counts(result["counts"])
