@@ -11,11 +11,17 @@ import torch
 
 from torchbench_core.operators import LOGS, LogFormatError, OperatorLog, format_sample, parse_sample, suite_log
 from torchbench_core.operators.bench import BenchOptions, benchmark, benchmark_operator, csv_header, skip_reason
-from torchbench_core.operators.inputs import SampleSkipped, build_sample, resolve_operator
+from torchbench_core.operators.inputs import INDEX_LIKE, SampleSkipped, build_sample, resolve_operator
+from torchbench_core.operators.log_format import TensorSpec
 from torchbench_core.operators.record import OperatorInputsMode, computes, record_training
 
 ROOT = Path(__file__).resolve().parents[1]
 PYTORCH_FORMAT = ROOT / "tests" / "data" / "operator_inputs" / "pytorch_format.txt"
+# PyTorch's own published logs (benchmarks/dynamo/microbenchmarks/operator_inp_logs, BSD: see the folder's
+# NOTICE); its torchbench_train logs are left out, an independent check (docs/operators.md)
+PYTORCH_LOGS = ROOT / "tests" / "data" / "pytorch" / "operator_inp_logs"
+# index-like operators PyTorch's hf_train and timm_train logs lack: embedding bags (DLRM's own lines among them)
+INDEX_LIKE_FIXTURE = ROOT / "tests" / "data" / "operator_inputs" / "index_like.txt"
 SEED_COLUMNS = ["operator", "inductor 20th", "inductor 50th", "inductor 80th", "elapsed", "eager abs", "inductor abs"]
 
 
@@ -110,6 +116,104 @@ def test_strides_dtypes_and_memory_formats_are_as_asked():
     a, _ = build_sample("aten.relu.default", "((T([64], f32),), {})")
     b, _ = build_sample("aten.relu.default", "((T([64], f32),), {})")
     assert torch.equal(a[0], b[0])  # seeded per sample: two runs build the same inputs
+
+
+# -- PyTorch's own logs ------------------------------------------------------------------------------------
+
+def _samples(*paths):
+    log = OperatorLog.read(*paths)
+    return [(name, text) for name in log for text, _ in log.samples(name)]
+
+
+def _index_like(name: str) -> bool:
+    return name.split(".")[1] in INDEX_LIKE
+
+
+@pytest.mark.parametrize("suite, samples", [("hf_train", 1960), ("timm_train", 9738)])
+def test_every_sample_of_pytorchs_published_logs_is_built_or_skipped_with_its_reason(suite, samples):
+    built, skipped = 0, []
+    everything = _samples(PYTORCH_LOGS / suite)
+    assert len(everything) == samples  # the fetched logs, whole
+    for name, text in everything:
+        try:
+            build_sample(name, text, device="meta")  # shapes, strides, dtypes and index rules; no values
+            built += 1
+        except SampleSkipped as e:
+            why, _, detail = str(e).partition(": ")
+            assert why and detail, e
+            skipped.append(str(e))
+    assert built / len(everything) >= 0.99, skipped
+
+
+def _index_tensors(args) -> list[torch.Tensor]:
+    flat = [a for arg in args for a in (arg if isinstance(arg, list) else [arg])]
+    return [a for a in flat if isinstance(a, torch.Tensor) and a.dtype in (torch.int64, torch.int32)]
+
+
+def _run_index_like(samples) -> int:
+    """Every index-like sample built on the CPU and run eagerly; each index tensor that has room for two values
+    has two (indices drawn, not a constant)."""
+    ran = 0
+    for name, text in samples:
+        args, kwargs = build_sample(name, text)
+        resolve_operator(name)(*args, **kwargs)
+        for index in _index_tensors(args):
+            distinct = index.untyped_storage().nbytes() // index.element_size()
+            if distinct > 1 and index.numel() > 1 and index.max() > 0:
+                assert index.unique().numel() > 1, (name, text)
+        ran += 1
+    return ran
+
+
+def _spec_numel(text: str) -> int:
+    args, kwargs = parse_sample(text)
+    leaves = [*args, *kwargs.values()]
+    leaves = [v for leaf in leaves for v in (leaf if isinstance(leaf, list) else [leaf])]
+    return sum(int(torch.tensor(v.size).prod()) for v in leaves if isinstance(v, TensorSpec))
+
+
+def test_index_like_samples_of_pytorchs_logs_run_eagerly_with_drawn_indices():
+    """The quick pass: index-like samples of up to 2**22 elements, and each operator's smallest (all of them: the
+    slow test below)."""
+    index_like = [(n, t) for n, t in _samples(PYTORCH_LOGS / "hf_train", PYTORCH_LOGS / "timm_train")
+                  if _index_like(n)]
+    smallest = {n: min((t for m, t in index_like if m == n), key=_spec_numel) for n, _ in index_like}
+    samples = [(n, t) for n, t in index_like if _spec_numel(t) <= 2 ** 22 or smallest[n] == t]
+    assert {n.split(".")[1] for n, _ in samples} >= {
+        "embedding", "embedding_dense_backward", "gather", "index", "index_add", "index_add_", "index_put",
+        "index_select", "max_pool2d_with_indices_backward", "nll_loss_forward", "nll_loss_backward", "scatter"}
+    assert _run_index_like(samples) == len(samples) >= 150
+
+
+@pytest.mark.slow
+def test_every_index_like_sample_of_pytorchs_logs_runs_eagerly():
+    samples = [(n, t) for n, t in _samples(PYTORCH_LOGS / "hf_train", PYTORCH_LOGS / "timm_train")
+               if _index_like(n)]
+    assert _run_index_like(samples) == len(samples) == 280
+
+
+def test_embedding_bags_and_the_other_index_like_operators_the_logs_lack_run_with_valid_offsets_and_ids():
+    samples = _samples(INDEX_LIKE_FIXTURE)
+    assert all(_index_like(n) for n, _ in samples)
+    assert _run_index_like(samples) == len(samples)
+    # DLRM's sample: ids over the table's 965 rows, offsets from 0, never decreasing, within the ids
+    args, _ = build_sample("aten._embedding_bag.default", samples[0][1])
+    ids, offsets = args[1], args[2]
+    assert ids.min() == 0 and ids.max() == 964 and ids.unique().numel() > 900
+    assert offsets[0] == 0 and bool((offsets.diff() >= 0).all()) and offsets[-1] <= ids.numel()
+    assert offsets.unique().numel() > 1000 * 0.9
+    # include_last_offset: the last offset closes the last bag at the end of the ids
+    args, _ = build_sample("aten._embedding_bag.default", samples[1][1])
+    assert args[2][0] == 0 and args[2][-1] == args[1].numel() == 4000
+    # the backward's offset2bag names each id's bag, as the offsets cut them
+    name, text = next((n, t) for n, t in samples if "per_sample_weights" in n)
+    args, _ = build_sample(name, text)
+    offsets, bag_of = args[3], args[4]
+    assert torch.equal(bag_of, torch.bucketize(torch.arange(bag_of.numel()), offsets, right=True) - 1)
+    # a sparse tensor's indices: row i below size[i]
+    text = next(t for n, t in samples if "[40, 50]" in t)
+    args, _ = build_sample("aten._sparse_coo_tensor_with_dims_and_tensors.default", text)
+    assert args[3][0].max() == 39 and args[3][1].max() == 49
 
 
 # -- recording ----------------------------------------------------------------------------------------------
