@@ -23,7 +23,7 @@ import itertools
 import re
 import textwrap
 from pathlib import Path
-from typing import Any, Iterable, Union
+from typing import Any, Iterable, Iterator, Union
 
 from .task_spec import Language
 
@@ -311,13 +311,23 @@ def parse_stmts(stmts: str) -> tuple[str, str]:
     return "\n".join(py_lines), "\n".join(cpp_lines)
 
 
+def iter_parsed_lines(stmts: str) -> Iterator[tuple[str, str]]:
+    """A side-by-side table (parse_stmts) line by line: (Python, C++) pairs, trailing spaces removed (torch's
+    definitions build one benchmark per pair, as its "Indexing" group does)."""
+    py_block, cpp_block = parse_stmts(stmts)
+    py_lines = [line.rstrip() for line in py_block.splitlines()]
+    cpp_lines = [line.rstrip() for line in cpp_block.splitlines()]
+    return zip(py_lines, cpp_lines, strict=True)
+
+
 Definition = Union[TimerArgs, GroupedBenchmark, GroupedVariants]
 Definitions = dict[Any, Any]  # nested: str / tuple-of-str / None keys -> Definition or Definitions
+FlatIntermediateDefinition = dict[tuple[str, ...], Definition]  # flatten's result, as torch's core.types names it
 
 _JIT_WARMUP_CALLS = 3  # as torch's suite: let the profiling executor settle
 
 
-def flatten(definitions: Definitions, prefix: tuple[str, ...] = ()) -> dict[tuple[str, ...], Definition]:
+def flatten(definitions: Definitions, prefix: tuple[str, ...] = ()) -> FlatIntermediateDefinition:
     """Nested definition dicts -> {label tuple: definition}; duplicate labels are an error."""
     flat: dict[tuple[str, ...], Definition] = {}
     for key, value in definitions.items():
