@@ -12,6 +12,7 @@ runner runs one (setup_cache result loaded, setup, run, teardown).
     python -m torchbench_core.asv_worker plan   SUITE_DIR --jobs JOBS.json --out PLANS.json [--cache-dir DIR]
     python -m torchbench_core.asv_worker counts SUITE_DIR --jobs JOBS.json --out OUT.json [--cache-dir DIR]
     python -m torchbench_core.asv_worker profile SUITE_DIR --out OUT.jsonl --seconds S [--cache-dir DIR]
+    python -m torchbench_core.asv_worker syscalls SUITE_DIR --jobs JOBS.json --out OUT.json [--cache-dir DIR]
 
 `run` appends one JSON line per job as it goes ({"start": job} before it, the
 result after), so a benchmark that kills the process is known by its start
@@ -36,7 +37,12 @@ on alone.
 
 `counts` collects instruction counts (callgrind) for the jobs, all in one
 valgrind process: {job key: {"counts": [per call, one per repeat]} or
-{"error": why}}. A TimerSuite case counts its statement in Timer's loop; a
+{"error": why}}; the same process simulates the caches and branch predictors
+(unless TORCHBENCH_COUNTS_SIMULATE=0), adding "cycles" (estimated cycles per
+call, one per repeat: callgrind.estimated_cycles) and "events" (the simulated
+events per call behind them, one {event: value} per repeat). `syscalls` traces
+the jobs natively under strace (torchbench_core.syscalls): {job key:
+{"syscalls": {"per_call": {name: calls}, "exact": bool, "calls": N, ...}}}. A TimerSuite case counts its statement in Timer's loop; a
 plain asv `time_` method is counted call by call, with asv's setup run before
 every call (as asv runs it between timed calls) and setup_cache's value made
 here, outside valgrind; its calls per counted run and warm-up calls are the
@@ -94,6 +100,9 @@ PROFILE_BATCH_SECONDS = 0.01  # a profiled batch: long enough that the loop's ow
 PROFILE_MARKER = "torchbench_profile_{}"
 PR_SET_PTRACER = 0x59616D61  # <linux/prctl.h>, Yama
 DUET_ENV = "TORCHBENCH_DUET_FDS"
+# "0": `counts` counts instructions alone; otherwise it simulates the caches and branches in the same valgrind
+# process and adds each job's estimated "cycles" and simulated "events" (callgrind.simulated_per_run)
+SIMULATE_ENV = "TORCHBENCH_COUNTS_SIMULATE"
 
 
 def _discover(suite: Path) -> dict:
@@ -462,7 +471,7 @@ def counts(suite: Path, jobs: list[list], out: Path, cache_dir: Path | None = No
     import tempfile
 
     from .asv_worker import AsvCall  # under `python -m` this module is __main__: pickle must name the real one
-    from .callgrind import CallCase, CallgrindError, collect_callgrind_many
+    from .callgrind import CallCase, CallgrindError, collect_callgrind_many, simulated_per_run
 
     benchmarks = _discover(suite)
     cases, keys, result, plans = [], [], {}, {}
@@ -491,12 +500,14 @@ def counts(suite: Path, jobs: list[list], out: Path, cache_dir: Path | None = No
             keys.append(key)
             plans[key] = [number, warmup]
         if cases:
-            outcomes = collect_callgrind_many(cases, COUNT_NUMBER, COUNT_REPEATS, on_error="return")
+            outcomes = collect_callgrind_many(cases, COUNT_NUMBER, COUNT_REPEATS, on_error="return",
+                                              simulate=os.environ.get(SIMULATE_ENV, "1") != "0")
             for key, outcome in zip(keys, outcomes):
                 if isinstance(outcome, CallgrindError):
                     result[key] = {"error": str(outcome)}
-                else:  # per run of the statement (per call of a time_ method)
-                    result[key] = {"counts": [s.counts(subtract_baseline=True) / s.number_per_run for s in outcome]}
+                else:  # per run of the statement (per call of a time_ method); "cycles" and "events" simulated
+                    result[key] = {"counts": [s.counts(subtract_baseline=True) / s.number_per_run for s in outcome],
+                                   **simulated_per_run(outcome)}
                     if key in plans:
                         result[key]["plan"] = plans[key]
     out.write_text(json.dumps(result))
@@ -596,7 +607,7 @@ def profile(suite: Path, out: Path, seconds: float, cache_dir: Path | None) -> N
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m torchbench_core.asv_worker")
-    parser.add_argument("mode", choices=["list", "run", "plan", "counts", "profile"])
+    parser.add_argument("mode", choices=["list", "run", "plan", "counts", "profile", "syscalls"])
     parser.add_argument("suite", type=Path)
     parser.add_argument("--jobs", type=Path)
     parser.add_argument("--out", type=Path)
@@ -619,6 +630,10 @@ def main(argv: list[str] | None = None) -> int:
         run(args.suite, jobs, args.out, args.cache_dir)
     elif args.mode == "plan":
         plan(args.suite, jobs, args.out, args.cache_dir)
+    elif args.mode == "syscalls":  # system calls per call, by type, under strace (torchbench_core.syscalls)
+        from .syscalls import collect
+
+        collect(args.suite, jobs, args.out, args.cache_dir)
     else:
         counts(args.suite, jobs, args.out, args.cache_dir)
     return 0

@@ -197,6 +197,10 @@ class CallgrindStats:
     stmt_inclusive_stats: FunctionCounts
     stmt_exclusive_stats: FunctionCounts
     stmt_callgrind_out: str | None
+    # collect_callgrind_many(simulate=True): each dump's total of every simulated event (SIM_EVENTS), for
+    # number_per_run runs; None where the caches and branches were not simulated
+    stmt_events: dict[str, int] | None = None
+    baseline_events: dict[str, int] | None = None
 
     def stats(self, inclusive: bool = False) -> FunctionCounts:
         return self.stmt_inclusive_stats if inclusive else self.stmt_exclusive_stats
@@ -212,6 +216,20 @@ class CallgrindStats:
         if denoise:
             stmt, base = stmt.denoise(), base.denoise()
         return stmt.sum() - (base.sum() if subtract_baseline else 0)
+
+    def events(self, *, subtract_baseline: bool = False) -> dict[str, int] | None:
+        """Simulated events (Ir, I1mr, D1mr, D1mw, ILmr, DLmr, DLmw, Bc, Bcm, Bi, Bim, ...) for number_per_run
+        runs, the dump's totals; subtract_baseline removes the empty loop's, event by event, as counts() does
+        for Ir. None without simulation (collect_callgrind_many(simulate=True))."""
+        if self.stmt_events is None:
+            return None
+        base = self.baseline_events or {}
+        return {k: v - (base.get(k, 0) if subtract_baseline else 0) for k, v in self.stmt_events.items()}
+
+    def cycles(self, *, subtract_baseline: bool = False) -> int | None:
+        """Estimated cycles for number_per_run runs (estimated_cycles of events()); None without simulation."""
+        events = self.events(subtract_baseline=subtract_baseline)
+        return None if events is None else estimated_cycles(events)
 
     def delta(self, other: "CallgrindStats", inclusive: bool = False) -> FunctionCounts:
         return self.stats(inclusive=inclusive) - other.stats(inclusive=inclusive)
@@ -260,6 +278,8 @@ class CallgrindStats:
             "baseline_exclusive_stats": self.baseline_exclusive_stats.to_list(),
             "stmt_inclusive_stats": self.stmt_inclusive_stats.to_list(),
             "stmt_exclusive_stats": self.stmt_exclusive_stats.to_list(),
+            **({"stmt_events": self.stmt_events, "baseline_events": self.baseline_events}
+               if self.stmt_events is not None else {}),
         }
 
     @classmethod
@@ -273,7 +293,68 @@ class CallgrindStats:
             stmt_inclusive_stats=FunctionCounts.from_list(data["stmt_inclusive_stats"], True),
             stmt_exclusive_stats=FunctionCounts.from_list(data["stmt_exclusive_stats"], False),
             stmt_callgrind_out=None,
+            stmt_events=data.get("stmt_events"),
+            baseline_events=data.get("baseline_events"),
         )
+
+
+# -- simulated caches and branches ---------------------------------------------
+
+# valgrind's options that simulate the caches and the branch predictors in the process that counts
+# (collect_callgrind_many(simulate=True)). The caches are pinned (size, associativity, line size), not read
+# off the CPU: valgrind reads a virtual machine's last level as whatever its cpuid says (256 MiB,
+# direct-mapped, on the 2-core machine this was written on, where nothing ever left it); pinned, the
+# simulated events are the same on every machine. 32 KiB 8-way first levels and an 8 MiB 16-way
+# last level: a common desktop or server core's share.
+SIMULATE_OPTIONS = ("--cache-sim=yes", "--branch-sim=yes", "--I1=32768,8,64", "--D1=32768,8,64",
+                    "--LL=8388608,16,64")
+# the events estimated_cycles weighs; every one is there when both simulations ran
+SIM_EVENTS = ("Ir", "I1mr", "D1mr", "D1mw", "ILmr", "DLmr", "DLmw", "Bcm", "Bim")
+L1_MISS_CYCLES, LL_MISS_CYCLES, MISPREDICT_CYCLES = 10, 100, 10
+
+
+def estimated_cycles(events: dict[str, int]) -> int:
+    """Cycles estimated from simulated events, as CodSpeed's and KCachegrind's "Cycle Estimation" do
+    (KCachegrind: CEst = Ir + 10 Bm + 10 L1m + 100 LLm):
+
+        cycles = Ir + 10 * (I1mr + D1mr + D1mw + Bcm + Bim) + 100 * (ILmr + DLmr + DLmw)
+
+    an instruction a cycle, a first-level miss (instruction read, data read or write) 10 more, a mispredicted
+    branch (conditional or indirect) 10 more, a last-level miss 100 more. A model, not a measurement: it sees
+    what instruction counts do not (a walk that leaves the caches, a branch that stops being predictable),
+    deterministically, but not memory-level parallelism, prefetching or the kernel."""
+    def total(*names: str) -> int:
+        return sum(events.get(name, 0) for name in names)
+
+    return (total("Ir") + L1_MISS_CYCLES * total("I1mr", "D1mr", "D1mw") + MISPREDICT_CYCLES * total("Bcm", "Bim")
+            + LL_MISS_CYCLES * total("ILmr", "DLmr", "DLmw"))
+
+
+def simulated_per_run(stats: Sequence[CallgrindStats]) -> dict[str, list[Any]]:
+    """A case's simulated channels per run of its statement (per call of a CallCase), baseline subtracted as
+    counts(subtract_baseline=True) is: {"cycles": [one per repeat], "events": [{event: value}, one per
+    repeat]}, the events those estimated_cycles weighs; {} where the caches were not simulated."""
+    if not stats or any(s.stmt_events is None for s in stats):
+        return {}
+    per_run = [{k: v / s.number_per_run for k, v in s.events(subtract_baseline=True).items() if k in SIM_EVENTS}
+               for s in stats]
+    return {"cycles": [s.cycles(subtract_baseline=True) / s.number_per_run for s in stats], "events": per_run}
+
+
+def _dump_events(path: Path) -> dict[str, int]:
+    """A callgrind out file's total of each event: its `events:` line and `summary:` (or `totals:`) line."""
+    names, totals = None, None
+    with open(path) as f:
+        for line in f:
+            if line.startswith("events:"):
+                names = line.split()[1:]
+            elif line.startswith(("summary:", "totals:")):
+                totals = [int(x) for x in line.split()[1:]]
+            if names is not None and totals is not None:
+                break  # a dump's summary comes near its top: the rest is its functions
+    if names is None or totals is None:
+        raise CallgrindError(f"{path}: no events or totals in the callgrind out file")
+    return {name: (totals[i] if i < len(totals) else 0) for i, name in enumerate(names)}
 
 
 # -- running valgrind ---------------------------------------------------------
@@ -355,7 +436,7 @@ def _annotate(path: Path) -> tuple[FunctionCounts, FunctionCounts]:
     def run(inclusive: bool) -> FunctionCounts:
         out = subprocess.run(
             ["callgrind_annotate", f"--inclusive={'yes' if inclusive else 'no'}", "--threshold=100",
-             "--show-percs=no", str(path)],
+             "--show-percs=no", "--show=Ir", "--sort=Ir", str(path)],
             capture_output=True, text=True, check=True,
         ).stdout
         return _parse_annotate(out, inclusive)
@@ -380,6 +461,7 @@ def collect_callgrind_many(
     on_error: str = "raise",
     progress: Callable[[int, str], Any] | None = None,
     workers: int = 1,
+    simulate: bool = False,
 ) -> list[tuple[CallgrindStats, ...] | CallgrindError]:
     """Instruction counts for every Timer (or CallCase): Python statements in one valgrind process (two for a
     big batch), C++ statements compiled together and counted beside them (cpp_counts).
@@ -396,6 +478,9 @@ def collect_callgrind_many(
     for a batch of dozens (the suite command's default).
     Counts do not depend on the process beside, only on the statements before in the same process, and a
     suite's statements are dealt the same way every run.
+    `simulate=True` (Python statements and CallCases; not C++ ones) simulates the caches and branch
+    predictors in the same valgrind processes (SIMULATE_OPTIONS): each CallgrindStats then has its events()
+    and estimated cycles(); the instruction counts are the same.
     """
     if number < 1 or repeats < 1:
         raise ValueError(f"number and repeats must be >= 1, got {number}, {repeats}")
@@ -416,7 +501,7 @@ def collect_callgrind_many(
             counted = _collect_python([timers[i] for i in python], number, repeats, collect_baseline,
                                       retain_out_file, case_timeout, on_error,
                                       (lambda j, event: progress(python[j], event)) if progress else None,
-                                      workers)
+                                      workers, simulate)
             for i, result in zip(python, counted):
                 results[i] = result
         if cpp_counted is not None:
@@ -433,7 +518,7 @@ _MIN_SHARE = 16  # statements: a valgrind process of its own starts Python and t
 
 
 def _collect_python(timers, number, repeats, collect_baseline, retain_out_file, case_timeout, on_error, progress,
-                    workers=1):
+                    workers=1, simulate=False):
     """Python statements and CallCases: one valgrind process (one Python start-up under valgrind) for them
     all, or `workers` side by side, each dealt every workers-th statement."""
     # a CallCase brings its own number; a Timer's statement runs `number` times per counted run
@@ -455,7 +540,7 @@ def _collect_python(timers, number, repeats, collect_baseline, retain_out_file, 
             while remaining:
                 out_dir = Path(tmp) / f"share{share}_launch{launch}"
                 out_dir.mkdir()
-                new_events, unfinished = _launch(remaining, out_dir, case_timeout, progress)
+                new_events, unfinished = _launch(remaining, out_dir, case_timeout, progress, simulate)
                 for e in new_events:
                     e["dir"] = str(out_dir)
                 found.extend(new_events)
@@ -466,7 +551,7 @@ def _collect_python(timers, number, repeats, collect_baseline, retain_out_file, 
         with ThreadPoolExecutor(max_workers=max(len(shares), 1)) as pool:
             for found in pool.map(run, range(len(shares))):
                 events.extend(found)
-        return _assemble(timers, events, [c["number"] for c in cases], repeats, retain_out_file)
+        return _assemble(timers, events, [c["number"] for c in cases], repeats, retain_out_file, simulate)
 
 
 def _imported_off_path() -> dict[str, str]:
@@ -495,9 +580,10 @@ def _launch(
     out_dir: Path,
     case_timeout: float | None,
     progress: Callable[[int, str], Any] | None,
+    simulate: bool = False,
 ) -> tuple[list[dict[str, Any]], set[int]]:
-    """One valgrind process over the pickled `cases`. Returns its events and
-    the indices that still need a run (those after a crash or a timeout)."""
+    """One valgrind process over the pickled `cases` (simulating caches and branches where `simulate`). Returns
+    its events and the indices that still need a run (those after a crash or a timeout)."""
     manifest = out_dir / "manifest.jsonl"
     manifest.touch()
     # Uninstrumented until the worker's first count, when it can switch instrumentation on: Python's and
@@ -510,7 +596,7 @@ def _launch(
     cmd = [
         "valgrind", "--tool=callgrind", f"--callgrind-out-file={out_dir / 'callgrind.out'}",
         "--dump-line=no", "--dump-instr=no", f"--instr-atstart={at_start}", "--collect-atstart=no",
-        f"--log-file={out_dir / 'valgrind.log'}",
+        f"--log-file={out_dir / 'valgrind.log'}", *(SIMULATE_OPTIONS if simulate else ()),
         sys.executable, str(WORKER), str(manifest),
     ]
     env = dict(os.environ, **WORKER_ENV, **({SWITCH_ENV: str(switch)} if switch else {}))
@@ -610,7 +696,7 @@ def _pickle_cases(cases: list[dict[str, Any]], timers: Sequence[Any],
     return blobs, errors
 
 
-def _assemble(timers, events, numbers, repeats, retain_out_file):
+def _assemble(timers, events, numbers, repeats, retain_out_file, simulate=False):
     dumps: dict[int, dict[int, Path]] = collections.defaultdict(dict)
     baselines: dict[tuple[str, int, str], Path] = {}  # (launch dir, number, loop kind): shared empty-loop dump
     errors: dict[int, str] = {}
@@ -625,6 +711,7 @@ def _assemble(timers, events, numbers, repeats, retain_out_file):
     wanted = sorted({d for per in dumps.values() for d in per.values()} | set(baselines.values()))
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
         parsed = dict(zip(wanted, pool.map(_annotate, wanted)))
+    totals = {path: _dump_events(path) for path in wanted} if simulate else {}
     debug = _built_with_debug_symbols()
     empty = (FunctionCounts((), True), FunctionCounts((), False))
 
@@ -637,12 +724,14 @@ def _assemble(timers, events, numbers, repeats, retain_out_file):
         number = numbers[i]
         baseline = baselines.get((str(dumps[i][0].parent), number, "call" if isinstance(timer, CallCase) else "stmt"))
         base_inc, base_exc = parsed[baseline] if baseline else empty
+        base_events = (totals[baseline] if baseline else {}) if simulate else None
         stats = []
         for r in range(repeats):
             dump = dumps[i][r]
             inc, exc = parsed[dump]
             out = dump.read_text() if retain_out_file else None
-            stats.append(CallgrindStats(timer.task_spec, number, debug, base_inc, base_exc, inc, exc, out))
+            stats.append(CallgrindStats(timer.task_spec, number, debug, base_inc, base_exc, inc, exc, out,
+                                        totals.get(dump), base_events))
         results.append(tuple(stats))
     return results
 

@@ -22,6 +22,9 @@ a second valgrind process's counts of it (rounds.collect_counts(again=True),
 its memory layout shifted: AGAIN names by how much) are kept under the case's
 name with AGAIN appended.
 A file that cannot be read is reported and counted again; writes are atomic.
+The simulated cycles and events a counting process gives beside its counts (asv_worker.counts) are kept
+under the file's "simulated" key, by the same case keys: a file without one (written before they were kept)
+reads as before, its cases without cycles.
 
 An asv `time_` method is counted call by call, and its count per call moves
 by up to 3% with the number of calls per counted run (measured on a plain
@@ -125,14 +128,35 @@ class CountsCache:
             return {}
         return cases
 
-    def store(self, commit: str, counted: dict[str, list[float]]) -> None:
-        """Add `counted` to the commit's cached counts (atomically)."""
+    def load_simulated(self, commit: str) -> dict[str, dict]:
+        """The cached simulated channels of `commit`, by case: {"cycles": [...], "events": [{...}, ...]} (the
+        counting worker's, beside the case's counts; empty for a file written before they were kept)."""
+        path = self.path(commit)
+        if not path.exists():
+            return {}
+        try:
+            simulated = json.loads(path.read_text()).get("simulated", {})
+            if not isinstance(simulated, dict) or not all(
+                    isinstance(v, dict) and isinstance(v.get("cycles"), list)
+                    and all(isinstance(x, (int, float)) for x in v["cycles"]) for v in simulated.values()):
+                raise ValueError("'simulated' is not a mapping of case to its cycles and events")
+        except (OSError, ValueError, TypeError, AttributeError) as e:
+            self.problems.append(f"{path}: unreadable simulated cycles in the instruction-count cache ({e})")
+            return {}
+        return simulated
+
+    def store(self, commit: str, counted: dict[str, list[float]], simulated: dict[str, dict] | None = None) -> None:
+        """Add `counted` (and their `simulated` cycles and events, by case) to the commit's cache (atomically).
+        The simulated channels are a key of their own beside "cases", so that a reader of "cases" alone
+        reads the file as before."""
         if not counted:
             return
         cases = {**self.load(commit), **counted}
+        kept = {**self.load_simulated(commit), **(simulated or {})}
         path = self.path(commit)
         path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(path, json.dumps({"identity": self.identity, "cases": cases}, indent=1))
+        atomic_write_text(path, json.dumps({"identity": self.identity, "cases": cases,
+                                            **({"simulated": kept} if kept else {})}, indent=1))
 
 
 class CountPlans:

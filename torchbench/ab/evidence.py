@@ -66,6 +66,21 @@ class Evidence:
     # a second valgrind process's counts, taken for the jobs whose first counts would decide them: a count
     # decision rests on two processes a side, and their difference is part of its noise (counts.py)
     counts_again: dict[str, dict[Job, list[float]]] = field(default_factory=lambda: {s: {} for s in SIDES})
+    # valgrind's simulated caches and branch predictors, from the same valgrind processes as `counts` and
+    # `counts_again`: estimated cycles per call, one per repeat (callgrind.estimated_cycles: Ir + 10 x (L1
+    # misses + mispredicted branches) + 100 x last-level misses), where the worker simulated them
+    cycles: dict[str, dict[Job, list[float]]] = field(default_factory=lambda: {s: {} for s in SIDES})
+    cycles_again: dict[str, dict[Job, list[float]]] = field(default_factory=lambda: {s: {} for s in SIDES})
+    # the first process's simulated events per call behind `cycles`, one {event: value} per repeat (Ir, I1mr,
+    # D1mr, D1mw, ILmr, DLmr, DLmw, Bcm, Bim); only for jobs counted now or cached with their events
+    sim_events: dict[str, dict[Job, list[dict[str, float]]]] = field(default_factory=lambda: {s: {} for s in SIDES})
+    # system calls of one call by type, under strace (torchbench_core.syscalls): per side and job,
+    # {"per_call": {name: calls a call}, "exact": bool, "calls": N, "regions": {"N": {...}, "2N": {...}}}
+    syscalls: dict[str, dict[Job, dict]] = field(default_factory=lambda: {s: {} for s in SIDES})
+    # why a job has no system calls on a side ("not traceable: ...", "tracing failed: ..."), and per side how
+    # many were traced, exact, not traceable, failed
+    no_syscalls: dict[str, dict[Job, str]] = field(default_factory=lambda: {s: {} for s in SIDES})
+    syscall_tally: dict[str, dict[str, int]] = field(default_factory=dict)
     # why a job has no counts on a side ("not countable: ...", "counting failed: ..."); counts_off: why none
     # were taken ("no counts: --no-counts")
     uncounted: dict[str, dict[Job, str]] = field(default_factory=lambda: {s: {} for s in SIDES})
@@ -132,6 +147,7 @@ class Evidence:
             "run_time": {"benchmarks": len(run_times), "min": run_times[0], "median": run_times[len(run_times) // 2],
                          "max": run_times[-1]} if run_times else None,
             "instruction_counts": self.count_tally or {"off": self.counts_off},
+            "system_calls": self.syscall_tally or {"off": self.counts_off},
         }
 
     def to_dict(self) -> dict:
@@ -145,6 +161,11 @@ class Evidence:
                 "errors": {s: keyed(v) for s, v in self.errors.items()},
                 "counts": {s: keyed(v) for s, v in self.counts.items()},
                 "counts_again": {s: keyed(v) for s, v in self.counts_again.items()},
+                "cycles": {s: keyed(v) for s, v in self.cycles.items()},
+                "cycles_again": {s: keyed(v) for s, v in self.cycles_again.items()},
+                "sim_events": {s: keyed(v) for s, v in self.sim_events.items()},
+                "syscalls": {s: keyed(v) for s, v in self.syscalls.items()},
+                "no_syscalls": {s: keyed(v) for s, v in self.no_syscalls.items()},
                 "uncounted": {s: keyed(v) for s, v in self.uncounted.items()}, "counts_off": self.counts_off,
                 "builds_differ": self.builds_differ,
                 "skipped": sorted(f"{n}|{i}" for n, i in self.skipped), "decided": keyed(self.decided),

@@ -133,6 +133,10 @@ def measure_pair(ws: Workspace, base: Commit, head: Commit, rounds: Rounds, poli
     if rounds.counts and valgrind is not None:
         _count_both(ws.out / "counts", valgrind, ws.bench_dir, sides, both, evidence, policy.count_floor, cache_dir)
     evidence.phases["instruction counts"] = time.monotonic() - start
+    if rounds.counts:  # the other deterministic channel, off with the counts (--no-counts)
+        start = time.monotonic()
+        _syscalls_both(ws.bench_dir, sides, both, evidence, cache_dir)
+        evidence.phases["system calls"] = time.monotonic() - start
     start = time.monotonic()
 
     def progress(ev: Evidence, active: int) -> None:
@@ -183,6 +187,19 @@ def _count_both(root: Path, valgrind: Path, suite: Path, sides: dict[str, Side],
         for name in SIDES:
             tally[name]["confirmed"] = again[name]["counted"] + again[name]["cached"]
     evidence.count_tally = tally
+
+
+def _syscalls_both(suite: Path, sides: dict[str, Side], jobs: list[Job], evidence: Evidence, cache_dir: Path) -> None:
+    """Both sides' system calls per call at once, one traced process each (rounds.collect_syscalls): counts
+    of calls, not times, so the process beside does not move them."""
+    with ThreadPoolExecutor(max_workers=len(SIDES)) as pool:
+        tally = dict(zip(SIDES, pool.map(lambda name: rounds_mod.collect_syscalls(
+            suite, sides[name], jobs, evidence, cache_dir), SIDES)))
+    for name in SIDES:
+        t = tally[name]
+        print(f"== system calls, {name}: {t['traced']} traced (one process under strace), {t['exact']} of them "
+              f"exact, {t['untraceable']} not traceable, {t['failed']} failed", flush=True)
+    evidence.syscall_tally = tally
 
 
 def count_plans(root: Path, suite: Path, sides: list[Side], jobs: list[Job], evidence: Evidence,

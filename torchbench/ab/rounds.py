@@ -46,7 +46,7 @@ from .counts_cache import AGAIN, CountsCache
 from .evidence import Evidence, Job, Side
 from .options import Policy, Rounds
 
-__all__ = ["collect_counts", "duet_cores", "interim_decisions", "measure_rounds", "plan_counts", "plan_design",
+__all__ = ["collect_counts", "collect_syscalls", "duet_cores", "interim_decisions", "measure_rounds", "plan_counts", "plan_design",
            "side_env", "wall_check_rounds"]
 
 
@@ -352,16 +352,19 @@ def collect_counts(suite: Path, side: Side, jobs: list[Job], evidence: Evidence,
     cases = {job: CountsCache.case(job, evidence.jobs[job].params, plans.get(job)) +
              (AGAIN.format(layout) if again else "") for job in countable}
     cached = cache.load(side.commit) if cache else {}
+    cached_simulated = cache.load_simulated(side.commit) if cache else {}
     missing = [job for job in countable if cases[job] not in cached]
     found = _count(suite, side, [(*job, *plans.get(job, ())) for job in missing], layout,
                    cache_dir) if missing else {}
-    counted, failures = {}, {}
+    counted, simulated, failures = {}, {}, {}
     for job in missing:
         result = found.get(f"{job[0]}|{job[1]}") or {"error": "the counting worker returned nothing for it"}
         if result.get("skipped"):  # a combination the suite does not define: no row, nothing to count
             continue
         if "counts" in result:
             counted[cases[job]] = result["counts"]
+            if "cycles" in result:  # simulated in the same valgrind process (asv_worker.counts)
+                simulated[cases[job]] = {"cycles": result["cycles"], "events": result.get("events", [])}
             continue
         error = f"not countable: {result['uncountable']}" if "uncountable" in result else str(result.get("error"))
         if not again:  # a second process that fails leaves the first's counts, which then decide nothing
@@ -369,12 +372,12 @@ def collect_counts(suite: Path, side: Side, jobs: list[Job], evidence: Evidence,
         if again or "uncountable" not in result:
             failures.setdefault(error, []).append(evidence.jobs[job].name)
     for error, names in failures.items():  # one note per distinct failure (a worker that died: one for all)
-        shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+        shown = _first_names(names)
         evidence.notes.append(f"instruction counts ({side.name}, second process: not confirmed, the wall time "
                               f"decides them) failed for {shown}: {error}" if again else
                               f"instruction counts ({side.name}) failed for {shown}: {error}")
     if cache:
-        cache.store(side.commit, counted)
+        cache.store(side.commit, counted, simulated)
         evidence.notes.extend(cache.problems)
         cache.problems.clear()
     target = (evidence.counts_again if again else evidence.counts)[side.name]
@@ -382,8 +385,44 @@ def collect_counts(suite: Path, side: Side, jobs: list[Job], evidence: Evidence,
         counts = cached.get(cases[job]) or counted.get(cases[job])
         if counts:
             target[job] = counts
+        sim = cached_simulated.get(cases[job]) or simulated.get(cases[job])
+        if counts and sim:
+            (evidence.cycles_again if again else evidence.cycles)[side.name][job] = sim["cycles"]
+            if not again and sim.get("events"):
+                evidence.sim_events[side.name][job] = sim["events"]
     return {"counted": len(counted), "cached": len(countable) - len(missing),
             "uncountable": sum(1 for j in jobs if uncounted.get(j, "").startswith("not countable")),
+            "failed": sum(len(names) for names in failures.values())}
+
+
+def _first_names(names: list[str]) -> str:
+    return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+
+
+def collect_syscalls(suite: Path, side: Side, jobs: list[Job], evidence: Evidence,
+                     cache_dir: Path | None = None) -> dict[str, int]:
+    """System calls of one call of each job, by type, traced natively in one process for this side (the
+    worker's `syscalls` mode, under strace): evidence.syscalls[side][job] = {"per_call": {name: calls a call},
+    "exact": bool, "calls": N, "regions": ...}; a job without gets its reason in evidence.no_syscalls.
+    Stored, not weighed here. Returns how many were traced, exact, not traceable, and failed."""
+    found = _worker(suite, side, "syscalls", jobs, timeout=1800, cache_dir=cache_dir)
+    traced, missing, failures = evidence.syscalls[side.name], evidence.no_syscalls[side.name], {}
+    for job in jobs:
+        result = found.get(f"{job[0]}|{job[1]}") or {"error": found.get("error") or "the worker returned nothing"}
+        if result.get("skipped"):
+            continue
+        if "syscalls" in result:
+            traced[job] = result["syscalls"]
+        elif "uncountable" in result:
+            missing[job] = f"not traceable: {result['uncountable']}"
+        else:
+            missing[job] = f"tracing failed: {last_line(str(result.get('error')))}"
+            failures.setdefault(str(result.get("error")), []).append(evidence.jobs[job].name)
+    for error, names in failures.items():
+        evidence.notes.append(f"system calls ({side.name}) failed for {_first_names(names)}: {error}")
+    return {"traced": sum(1 for job in jobs if job in traced),
+            "exact": sum(1 for job in jobs if traced.get(job, {}).get("exact")),
+            "untraceable": sum(1 for job in jobs if missing.get(job, "").startswith("not traceable")),
             "failed": sum(len(names) for names in failures.values())}
 
 
@@ -423,8 +462,8 @@ def _count(suite: Path, side: Side, jobs: list[tuple], layout: int = 0, cache_di
 
 def _worker(suite: Path, side: Side, mode: str, jobs: list[tuple], timeout: float,
             env: dict[str, str] | None = None, cache_dir: Path | None = None) -> dict:
-    """The worker's JSON answer in `mode` (plan or counts) for `jobs`, or {"error": why} where it failed."""
-    what = "instruction counts" if mode == "counts" else "planning instruction counts"
+    """The worker's JSON answer in `mode` (plan, counts or syscalls) for `jobs`, or {"error": why} where it failed."""
+    what = {"counts": "instruction counts", "syscalls": "system calls"}.get(mode, "planning instruction counts")
     with tempfile.TemporaryDirectory() as tmp:
         jobs_file, out = Path(tmp) / "jobs.json", Path(tmp) / f"{mode}.json"
         jobs_file.write_text(json.dumps([list(j) for j in jobs]))

@@ -1,0 +1,135 @@
+"""Simulated cycles (issue 50): valgrind's cache and branch simulation beside the instruction counts."""
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from torchbench.ab.counts_cache import CountsCache
+from torchbench.ab.evidence import Evidence, JobInfo, Side
+from torchbench.ab.rounds import collect_counts
+from torchbench_core.callgrind import (CallgrindStats, FunctionCount, FunctionCounts, _dump_events,
+                                       estimated_cycles, simulated_per_run)
+from torchbench_core.task_spec import TaskSpec
+
+# the same walk through a random single cycle of a table: 64 entries (in the first-level cache) or 2^20
+# (a list of 8 MiB and 32 MiB of int objects, past the simulated 8 MiB last level); the same instructions
+SUITE = '''
+from torchbench_core.asv_suite import TimerSpec, TimerSuite
+
+SETUP = """
+import numpy as np
+order = np.random.default_rng(0).permutation(n)
+cycle = np.empty(n, dtype=np.int64)
+cycle[order] = np.roll(order, -1)
+table = cycle.tolist()
+at = [0]
+"""
+WALK = "a = at[0]\\nfor _ in range(100):\\n    a = table[a]\\nat[0] = a"
+
+
+class Walk(TimerSuite):
+    timers = [TimerSpec(WALK, setup=SETUP, globals={"n": n}, label="walk", sub_label="list", description=str(n))
+              for n in (1 << 20, 64)]
+'''
+
+
+def _stats(events, baseline, number=10):
+    empty = FunctionCounts((), False)
+    return CallgrindStats(TaskSpec(stmt="x", setup="pass"), number, False, FunctionCounts((), True), empty,
+                          FunctionCounts((), True), FunctionCounts((FunctionCount(events["Ir"], "f"),), False),
+                          None, events, baseline)
+
+
+def test_estimated_cycles_formula():
+    events = {"Ir": 1000, "I1mr": 1, "D1mr": 2, "D1mw": 3, "ILmr": 4, "DLmr": 5, "DLmw": 6, "Bcm": 7, "Bim": 8,
+              "Bc": 50, "Dr": 300}
+    assert estimated_cycles(events) == 1000 + 10 * (1 + 2 + 3 + 7 + 8) + 100 * (4 + 5 + 6)
+    assert estimated_cycles({"Ir": 5}) == 5  # an event not simulated counts nothing
+
+
+def test_events_subtract_the_baseline_event_by_event():
+    stmt = {"Ir": 5000, "D1mr": 40, "DLmr": 10, "Bcm": 3}
+    base = {"Ir": 1000, "D1mr": 10, "DLmr": 0, "Bcm": 1}
+    s = _stats(stmt, base)
+    assert s.events() == stmt
+    assert s.events(subtract_baseline=True) == {"Ir": 4000, "D1mr": 30, "DLmr": 10, "Bcm": 2}
+    assert s.cycles(subtract_baseline=True) == 4000 + 10 * (30 + 2) + 100 * 10
+    assert s.cycles(subtract_baseline=True) == s.cycles() - estimated_cycles(base)
+    assert s.counts(subtract_baseline=False) == stmt["Ir"]
+    per_run = simulated_per_run([s, s])
+    assert per_run["cycles"] == [s.cycles(subtract_baseline=True) / 10] * 2
+    assert per_run["events"][0]["D1mr"] == 3.0
+    again = CallgrindStats.from_dict(s.to_dict())
+    assert again.events(subtract_baseline=True) == s.events(subtract_baseline=True)
+    # without simulation (Timer.collect_callgrind's default): no events, no cycles, nothing added to to_dict
+    plain = _stats({"Ir": 10}, None)
+    plain = CallgrindStats(**{**plain.__dict__, "stmt_events": None})
+    assert plain.events() is None and plain.cycles() is None and simulated_per_run([plain]) == {}
+    assert "stmt_events" not in plain.to_dict()
+
+
+def test_dump_events_reads_the_totals(tmp_path):
+    dump = tmp_path / "callgrind.out.1"
+    dump.write_text("version: 1\ncreator: callgrind-3.19.0\npid: 1\ncmd: x\npart: 1\n\ndesc: I1 cache: 32768 B\n"
+                    "events: Ir Dr Dw I1mr D1mr D1mw ILmr DLmr DLmw Bc Bcm Bi Bim\n\nsummary: 100 40 20 1 2 3 0 1 0 "
+                    "9 2 4 1\n\nfn=(1) f\n0 100 40 20 1 2 3 0 1 0 9 2 4 1\n\ntotals: 100 40 20 1 2 3 0 1 0 9 2 4 1\n")
+    assert _dump_events(dump) == {"Ir": 100, "Dr": 40, "Dw": 20, "I1mr": 1, "D1mr": 2, "D1mw": 3, "ILmr": 0,
+                                  "DLmr": 1, "DLmw": 0, "Bc": 9, "Bcm": 2, "Bi": 4, "Bim": 1}
+
+
+def test_cache_keeps_cycles_beside_counts_and_reads_old_files(tmp_path):
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "bench.py").write_text("x = 1\n")
+    cache = CountsCache(tmp_path / "counts", Path(sys.executable), suite, None)
+    commit = "c" * 40
+    cache.path(commit).parent.mkdir(parents=True)
+    # a file written before the simulated channels were kept: its counts read as before, no cycles
+    cache.path(commit).write_text(json.dumps({"identity": cache.identity, "cases": {"old": [1.0, 1.0]}}))
+    assert cache.load(commit) == {"old": [1.0, 1.0]} and cache.load_simulated(commit) == {}
+    cache.store(commit, {"new": [2.0]}, {"new": {"cycles": [3.0], "events": [{"Ir": 2.0, "DLmr": 0.01}]}})
+    cache.store(commit, {"newer": [4.0]})  # counts alone keep the simulated channels already there
+    again = CountsCache(tmp_path / "counts", Path(sys.executable), suite, None)
+    assert again.load(commit) == {"old": [1.0, 1.0], "new": [2.0], "newer": [4.0]}
+    assert again.load_simulated(commit) == {"new": {"cycles": [3.0], "events": [{"Ir": 2.0, "DLmr": 0.01}]}}
+    assert again.problems == []
+
+
+@pytest.mark.slow
+def test_memory_traffic_moves_cycles_not_instructions(tmp_path):
+    """The counting worker of `torchbench alert` (through rounds.collect_counts and its cache): the walk
+    through the big table and through the small one make the same instructions, within 1%; the big one's
+    simulated cycles are over 1.5x the small's. A second collection takes both from the cache."""
+    suite = tmp_path / "benchmarks"
+    suite.mkdir()
+    (suite / "__init__.py").write_text("")
+    (suite / "bench_walk.py").write_text(SUITE)
+    install = tmp_path / "install"
+    install.mkdir()
+    side = Side("base", "b" * 40, install, Path(sys.executable))
+    name = "bench_walk.Walk.track_time"
+    # TimerSuite's jobs are the product of its parameters: label x sub_label x description x num_threads
+    big, small = (name, 0), (name, 1)
+    evidence = Evidence()
+    for job in (big, small):
+        evidence.add_job(job, JobInfo(name, [str(job[1])]), "base")
+    cache = CountsCache(tmp_path / "counts", Path(sys.executable), suite, None)
+    assert collect_counts(suite, side, [big, small], evidence, cache)["counted"] == 2, evidence.notes
+    cycles, events, counts = evidence.cycles["base"], evidence.sim_events["base"], evidence.counts["base"]
+    for job in (big, small):
+        assert len(counts[job]) == len(cycles[job]) == len(events[job]) == 3, (counts, cycles, events)
+        # repeatable: each repeat walks on from where the last stopped, through other entries (1.1% measured)
+        assert max(cycles[job]) - min(cycles[job]) <= 0.03 * min(cycles[job]), cycles[job]
+        # the simulated instructions are the counted ones (both with the empty loop's subtracted)
+        assert events[job][0]["Ir"] == pytest.approx(counts[job][0], rel=1e-3)
+    assert abs(counts[big][0] / counts[small][0] - 1) < 0.01, counts
+    assert cycles[big][0] > 1.5 * cycles[small][0], cycles  # 2.2x measured
+    assert events[big][0]["DLmr"] > 50 > events[small][0]["DLmr"], events
+
+    cached = Evidence()
+    for job in (big, small):
+        cached.add_job(job, JobInfo(name, [str(job[1])]), "base")
+    assert collect_counts(suite, side, [big, small], cached, cache)["cached"] == 2
+    assert cached.cycles["base"] == cycles and cached.sim_events["base"] == events

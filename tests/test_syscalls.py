@@ -1,0 +1,118 @@
+"""System calls per call, by type, under strace (issue 50): the asv worker's `syscalls` mode."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from torchbench_core.syscalls import CALLS, per_call, split_trace
+
+SUITE = '''
+import os
+
+from torchbench_core.asv_suite import TimerSpec, TimerSuite
+
+
+class Stmt(TimerSuite):
+    timers = [TimerSpec("y = x + 1", setup="x = 1", label="plain", sub_label="int", description="add"),
+              TimerSpec("y = x + 1\\nos.getpid()", setup="x = 1", globals={"os": os}, label="pid",
+                        sub_label="int", description="add")]
+
+
+class Methods:
+    def setup(self):
+        self.x = [1, 2, 3]
+
+    def time_plain(self):
+        sum(self.x)
+
+    def time_stat(self):
+        sum(self.x)
+        os.stat(".")
+
+    def track_value(self):
+        return 1.0
+'''
+
+STAT_CALLS = {"stat", "newfstatat", "fstatat64", "statx", "lstat"}
+
+
+def test_split_trace_counts_calls_between_markers_of_every_thread():
+    trace = "\n".join([
+        '10 getpid() = 10',  # before any region
+        '10 write(3, "TORCHBENCH_SYSCALLS 0 N start", 30) = 30',
+        '10 getpid() = 10',
+        '11 futex(0x7f, FUTEX_WAIT_PRIVATE, 0, NULL <unfinished ...>',
+        '10 write(3, "TORCHBENCH_SYSCALLS 0 N end", 28) = 28',
+        '11 <... futex resumed>) = 0',  # resumed: not a new call
+        '10 write(3, "TORCHBENCH_SYSCALLS 0 2N start", 31) = 31',
+        '10 getpid() = 10',
+        '10 --- SIGALRM {si_signo=SIGALRM} ---',
+        '10 getpid() = 10',
+        '10 write(3, "TORCHBENCH_SYSCALLS 0 2N end", 29) = 29',
+        'getpid() = 10',  # a trace without pids (one process)
+    ])
+    found = split_trace(trace)
+    assert found[0]["N"] == {"getpid": 1, "futex": 1} and found[0]["2N"] == {"getpid": 2}
+    result = per_call(found[0], 1)
+    assert result["per_call"] == {"futex": 1 / 3, "getpid": 1.0} and not result["exact"]
+    assert per_call({"N": {"getpid": 2}, "2N": {"getpid": 4}}, 2)["exact"]
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace")
+def test_one_more_system_call_a_call_is_exact(tmp_path):
+    suite = tmp_path / "benchmarks"
+    suite.mkdir()
+    (suite / "__init__.py").write_text("")
+    (suite / "bench_calls.py").write_text(SUITE)
+    stmt = "bench_calls.Stmt.track_time"
+    # TimerSuite's jobs: the product of label x sub_label x description x num_threads; index 0 is plain, 1 pid
+    jobs = [[stmt, 0], [stmt, 1], ["bench_calls.Methods.time_plain", 0],
+            ["bench_calls.Methods.time_stat", 0], ["bench_calls.Methods.track_value", 0], ["bench_calls.Gone", 0]]
+    (tmp_path / "jobs.json").write_text(json.dumps(jobs))
+    out = tmp_path / "out.json"
+    subprocess.run([sys.executable, "-m", "torchbench_core.asv_worker", "syscalls", str(suite), "--jobs",
+                    str(tmp_path / "jobs.json"), "--out", str(out)], check=True, env=dict(os.environ),
+                   cwd=tmp_path, timeout=600)
+    result = json.loads(out.read_text())
+    plain, pid = result[f"{stmt}|0"]["syscalls"], result[f"{stmt}|1"]["syscalls"]
+    assert plain == {"per_call": {}, "exact": True, "calls": CALLS, "regions": {"N": {}, "2N": {}}}
+    assert pid["per_call"] == {"getpid": 1.0} and pid["exact"], pid
+    assert pid["regions"] == {"N": {"getpid": CALLS}, "2N": {"getpid": 2 * CALLS}}
+    # a time_ method, each call after asv's setup (which is not counted): os.stat is one more stat call
+    method, stat = (result[f"bench_calls.Methods.{m}|0"]["syscalls"] for m in ("time_plain", "time_stat"))
+    assert method["exact"] and stat["exact"], (method, stat)
+    extra = {k: stat["per_call"].get(k, 0) - method["per_call"].get(k, 0) for k in {*stat["per_call"],
+                                                                                    *method["per_call"]}}
+    extra = {k: v for k, v in extra.items() if v}
+    assert len(extra) == 1 and next(iter(extra)) in STAT_CALLS and next(iter(extra.values())) == 1.0, extra
+    assert "uncountable" in result["bench_calls.Methods.track_value|0"]
+    assert "no such benchmark" in result["bench_calls.Gone|0"]["error"]
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace")
+def test_collect_syscalls_stores_each_sides_calls_in_the_evidence(tmp_path):
+    from pathlib import Path
+
+    from torchbench.ab.evidence import Evidence, JobInfo, Side
+    from torchbench.ab.rounds import collect_syscalls
+
+    suite = tmp_path / "benchmarks"
+    suite.mkdir()
+    (suite / "__init__.py").write_text("")
+    (suite / "bench_calls.py").write_text(SUITE)
+    install = tmp_path / "install"
+    install.mkdir()
+    side = Side("head", "h" * 40, install, Path(sys.executable))
+    evidence = Evidence()
+    jobs = [("bench_calls.Stmt.track_time", 1), ("bench_calls.Methods.track_value", 0)]
+    for job in jobs:
+        evidence.add_job(job, JobInfo(job[0]), "head")
+    tally = collect_syscalls(suite, side, jobs, evidence)
+    assert tally == {"traced": 1, "exact": 1, "untraceable": 1, "failed": 0}, evidence.notes
+    assert evidence.syscalls["head"][jobs[0]]["per_call"] == {"getpid": 1.0}
+    assert evidence.no_syscalls["head"][jobs[1]].startswith("not traceable: track_")
+    assert evidence.to_dict()["syscalls"]["head"]["bench_calls.Stmt.track_time|1"]["exact"] is True
