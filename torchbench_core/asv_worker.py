@@ -49,9 +49,19 @@ here, outside valgrind; its calls per counted run and warm-up calls are the
 job's plan where the job carries one ([name, index, calls, warm-up]). `plan`
 makes those plans, natively ({job key: {"plan": [calls, warm-up]}}): a
 time_ method's counts depend on its plan by up to 3%, so the parent plans a
-case once and gives every commit's valgrind process the same plan. The listing says of each benchmark why it cannot be
-counted ("uncountable"), where it cannot: a `track_` returns its own value, a
-`timeraw_` times a fresh interpreter.
+case once and gives every commit's valgrind process the same plan. A `track_`
+or `time_` method that times a Timer (torch.utils.benchmark's or
+torchbench_core's) is counted as that Timer's statement instead: the worker
+first runs the case natively (asv's setup, the method, the teardown) with the
+Timer classes' measuring methods patched to stop the method at their first
+call, and counts the Timer so caught as its collect_callgrind would (its setup
+once, uncounted; its statement per run, with its globals and num_threads); it
+needs no plan. The listing says of each benchmark why it cannot be counted
+("uncountable"), where it cannot: a CountsSuite's or a `mem_` returns its own
+value, a `timeraw_` times a fresh interpreter; whether a `track_` times a Timer
+only running it tells, so the listing leaves it countable and `counts` answers
+{"uncountable": "track_ returns its own measurement and times no Timer"} for
+one that times none.
 
 `profile` is the subject of `torchbench profile`: a sampling profiler (py-spy)
 attaches to this process from outside. The worker discovers the suite, writes
@@ -125,21 +135,127 @@ def _timer_suite(benchmark):
 
 
 def _plain_time(benchmark) -> bool:
-    """A plain asv `time_` method (not a TimerSuite case, not `timeraw_`): counted call by call, and timed by
-    asv's own timing given its seconds a process."""
-    return _timer_suite(benchmark) is None and not uncountable(benchmark)
+    """A plain asv `time_` method (not a TimerSuite case, not `timeraw_`): counted call by call (unless it
+    times a Timer: then that Timer's statement, see _capture), and timed by asv's own timing given its
+    seconds a process."""
+    return benchmark.type == "time" and _timer_suite(benchmark) is None and not uncountable(benchmark)
 
 
 def uncountable(benchmark) -> str:
-    """Why a benchmark's instruction counts cannot be collected ("" where they can)."""
+    """Why a benchmark's instruction counts cannot be collected ("" where they can). A `track_` method may
+    time a Timer (its statement is then counted): only running it tells, so the listing calls it countable
+    and the `counts` worker answers {"uncountable": why} for one that times none (_timed_statements)."""
+    from .asv_suite import CountsSuite
+
     if _timer_suite(benchmark) is not None:
         return ""
     method = benchmark.name.rsplit(".", 1)[-1]
     if method.startswith("timeraw_"):
         return "timeraw_ times a fresh interpreter of its own"
-    if benchmark.type == "time":
+    if benchmark.type == "time" or (benchmark.type == "track" and not any(
+            isinstance(s, CountsSuite) for s in benchmark._attr_sources)):
         return ""
     return f"{benchmark.type}_ returns its own measurement"
+
+
+MEASURING = ("timeit", "repeat", "autorange", "blocked_autorange", "adaptive_autorange", "collect_callgrind")
+
+
+class _Captured(BaseException):
+    """Raised by a Timer's measuring method during _capture: the Timer the benchmark times. A BaseException,
+    so that a suite's own `except Exception` does not swallow it."""
+
+    def __init__(self, timer):
+        super().__init__()
+        self.timer = timer
+
+
+def _stop(timer, *args, **kwargs):
+    raise _Captured(timer)
+
+
+@contextlib.contextmanager
+def _capturing():
+    """While inside, every measuring method of torchbench_core's and torch.utils.benchmark's Timer raises
+    _Captured(the timer). Patched on the classes, not on module names: a suite binds `Timer` at import."""
+    from .timing import Timer
+
+    classes = [Timer]
+    with contextlib.suppress(ImportError):
+        from torch.utils.benchmark.utils.timer import Timer as TorchTimer
+
+        classes.append(TorchTimer)
+    saved = [(cls, name, cls.__dict__[name]) for cls in classes for name in MEASURING if name in cls.__dict__]
+    for cls, name, _ in saved:
+        setattr(cls, name, _stop)
+    try:
+        yield
+    finally:
+        for cls, name, original in saved:
+            setattr(cls, name, original)
+
+
+def _capture(benchmark, index: int, cache):
+    """The Timer a `track_` or `time_` method times: its asv setup and the method run natively, until the
+    method's first call of a Timer's measuring method (MEASURING), which runs nothing and ends the method;
+    that Timer as torchbench_core's (what its collect_callgrind counts: the statement, with its globals and
+    setup), or None where the method returns without timing one. The teardown runs either way. Raises
+    NotImplementedError where asv would skip the case, and what the setup or method raises."""
+    benchmark.set_param_idx(index)
+    benchmark.set_cache(cache)
+    if benchmark.do_setup():
+        raise NotImplementedError("skipped by its setup")
+    try:
+        with _capturing():
+            benchmark.func(*benchmark._build_params())
+        return None
+    except _Captured as captured:
+        return _counted_timer(captured.timer)
+    finally:
+        benchmark.do_teardown()
+
+
+def _counted_timer(timer):
+    """torchbench_core's Timer for a captured Timer: itself, or the same statement, setup, globals (torch's
+    CopyIfCallgrind as ours) and threads as a torch.utils.benchmark Timer's."""
+    from .callgrind import CopyIfCallgrind
+    from .timing import Timer
+
+    if isinstance(timer, Timer):
+        return timer
+    spec, cpp = timer._task_spec, timer._language.name == "CPP"
+    values = {name: CopyIfCallgrind(v.value, setup=v.setup) if type(v).__name__ == "CopyIfCallgrind" else v
+              for name, v in timer._globals.items()}
+    return Timer(spec.stmt, spec.setup, global_setup=spec.global_setup if cpp else "",
+                 globals=None if cpp else values, label=spec.label, sub_label=spec.sub_label,
+                 description=spec.description, env=spec.env, num_threads=spec.num_threads,
+                 language="cpp" if cpp else "python")
+
+
+def _timed_statements(benchmarks: dict, jobs: list[list], tmp: Path, result: dict, types=("track", "time")) -> dict:
+    """{job key: the Timer it times} for the jobs of `types` (not TimerSuite cases) whose method times one
+    (_capture). setup_cache's value is made here, natively, into `tmp`. In `result`: {"uncountable": why} for
+    a `track_` that times none, {"skipped": true} for what asv skips, {"error": why} for what raises; a
+    `time_` method that times none is left to _by_call (counted call by call)."""
+    found = {}
+    for name, index, *_ in jobs:
+        key, benchmark = f"{name}|{index}", benchmarks.get(name)
+        if (benchmark is None or benchmark.type not in types or _timer_suite(benchmark) is not None
+                or uncountable(benchmark) or key in result):
+            continue
+        try:
+            timer = _capture(benchmark, index, _load_cache(benchmark, tmp))
+        except NotImplementedError:
+            result[key] = {"skipped": True}
+            continue
+        except Exception as e:
+            result[key] = {"error": f"{type(e).__name__}: {e}"}
+            continue
+        if timer is not None:
+            found[key] = timer
+        elif benchmark.type != "time":
+            result[key] = {"uncountable": f"{benchmark.type}_ returns its own measurement and times no Timer"}
+    return found
 
 
 def list_benchmarks(suite: Path) -> list[dict]:
@@ -424,8 +540,9 @@ def _plan_calls(benchmark, index: int, cache) -> tuple[int, int]:
     return _power_of_two(CALLS_SECONDS / each, 1, 64), _power_of_two(WARMUP_SECONDS / each, 8, 128)
 
 
-def _by_call(benchmarks: dict, jobs: list[list], tmp: Path, fail) -> list[tuple]:
-    """For each countable `time_` job (not a TimerSuite case): (job key, benchmark, index, setup_cache's file,
+def _by_call(benchmarks: dict, jobs: list[list], tmp: Path, fail, done=()) -> list[tuple]:
+    """For each countable `time_` job (not a TimerSuite case, not a key in `done`: one that times a Timer, or
+    failed its capture): (job key, benchmark, index, setup_cache's file,
     plan). A job's plan is its third and fourth fields where given, else made here. setup_cache's value is made
     here, natively, and reaches valgrind as a file. fail(key, error) records a job that cannot be planned."""
     out = []
@@ -434,7 +551,7 @@ def _by_call(benchmarks: dict, jobs: list[list], tmp: Path, fail) -> list[tuple]
         if benchmark is None:
             fail(key, f"LookupError: {name}: no such benchmark")
             continue
-        if not _plain_time(benchmark):
+        if not _plain_time(benchmark) or key in done:
             continue
         try:
             cache = _load_cache(benchmark, tmp)
@@ -450,14 +567,18 @@ def _by_call(benchmarks: dict, jobs: list[list], tmp: Path, fail) -> list[tuple]
 
 def plan(suite: Path, jobs: list[list], out: Path, cache_dir: Path | None = None) -> None:
     """{job key: {"plan": [calls per counted run, warm-up calls]} or {"error": why}} for the countable `time_`
-    jobs among `jobs` (others are left out: a TimerSuite case's plan is fixed, COUNT_NUMBER). setup_cache's
-    values are read from, or made into, `cache_dir` (a temporary folder where None)."""
+    jobs among `jobs` (others are left out: a TimerSuite case's plan is fixed, COUNT_NUMBER, and so is a
+    `time_` method's that times a Timer, counted as that Timer's statement). setup_cache's values are read
+    from, or made into, `cache_dir` (a temporary folder where None)."""
     import tempfile
 
     result: dict = {}
+    benchmarks = _discover(suite)
     with tempfile.TemporaryDirectory(prefix="torchbench_plan_") as tmp:
-        for key, *_, made in _by_call(_discover(suite), jobs, cache_dir or Path(tmp),
-                                      lambda key, error: result.__setitem__(key, {"error": error})):
+        timed = _timed_statements(benchmarks, jobs, cache_dir or Path(tmp), result, types=("time",))
+        for key, *_, made in _by_call(benchmarks, jobs, cache_dir or Path(tmp),
+                                      lambda key, error: result.__setitem__(key, {"error": error}),
+                                      set(timed) | set(result)):
             result[key] = {"plan": list(made)}
     out.write_text(json.dumps(result))
 
@@ -466,8 +587,10 @@ def counts(suite: Path, jobs: list[list], out: Path, cache_dir: Path | None = No
     """Count `jobs` ([name, index], or [name, index, calls per run, warm-up calls] for a `time_` case planned
     by the parent) in one valgrind process; writes {job key: {"counts": [...]} (a `time_` case's with its
     "plan": [calls, warm-up]), {"uncountable": why}, {"skipped": true} (a TimerSuite combination without a
-    TimerSpec, which asv skips too) or {"error": why}}. setup_cache's values are read from, or made into,
-    `cache_dir` (a temporary folder where None), natively, and reach valgrind as files."""
+    TimerSpec, which asv skips too) or {"error": why}}. A `track_` or `time_` method that times a Timer is
+    counted as that Timer's statement (_timed_statements; a plan it carries is not used). setup_cache's values
+    are read from, or made into, `cache_dir` (a temporary folder where None), natively, and reach valgrind as
+    files."""
     import tempfile
 
     from .asv_worker import AsvCall  # under `python -m` this module is __main__: pickle must name the real one
@@ -492,8 +615,12 @@ def counts(suite: Path, jobs: list[list], out: Path, cache_dir: Path | None = No
                 else:
                     cases.append(spec.timer())
                     keys.append(key)
+        timed = _timed_statements(benchmarks, jobs, cache_dir or Path(tmp), result)
+        cases.extend(timed.values())
+        keys.extend(timed)
         for key, benchmark, index, cache_file, (number, warmup) in _by_call(
-                benchmarks, jobs, cache_dir or Path(tmp), lambda key, error: result.__setitem__(key, {"error": error})):
+                benchmarks, jobs, cache_dir or Path(tmp), lambda key, error: result.__setitem__(key, {"error": error}),
+                set(timed) | set(result)):
             call = AsvCall(str(suite.resolve()), benchmark.name, index, cache_file)
             cases.append(CallCase(call, label=key, number=number, each=call.each, teardown=call.teardown,
                                   warmup=warmup))

@@ -12,6 +12,9 @@ each case kept in OUT/counts/plans, the counts cached in OUT/counts by
 commit, so that `alert` and `find` on the same output folder reuse them and
 count under the same plans), and adds them to the commit's outcome record
 (asv_bridge.plugin.record_counts), with the reason of each row left without.
+A `time_` method that times a Timer is counted as that Timer's statement, as
+the alert counts it (torchbench_core.asv_worker); a `track_` row, even one
+that times a Timer, is left out of a history's counts.
 
 Read back (asv_bridge.results), each becomes a row "<benchmark>:instructions"
 placed where the benchmark's times are: the Compare pages show a cell's
