@@ -268,3 +268,39 @@ def test_name_clashes_and_wrong_types():
         tb.Fuzzer(parameters=["n"], tensors=[])
     with pytest.raises(ValueError, match="steps .* differ in length"):
         tb.FuzzedTensor("x", size=(1, 2), steps=(1,))
+
+
+def _sparse_fuzzer(lib, coalesced, seed=5):
+    return lib.Fuzzer(
+        parameters=[
+            lib.FuzzedParameter("n", 4, 32, "uniform"),
+            lib.FuzzedParameter("m", 4, 32, "uniform"),
+            lib.FuzzedParameter("density", distribution={0.1: 0.5, 0.3: 0.5}),
+            lib.FuzzedParameter("coalesced", distribution={coalesced: 1.0}),
+            lib.FuzzedParameter("sparse_dim", distribution={1: 0.5, 2: 0.5}),
+        ],
+        tensors=[lib.FuzzedSparseTensor("x", size=("n", "m"), sparse_dim="sparse_dim", density="density",
+                                        coalesced="coalesced")],
+        seed=seed,
+    )
+
+
+@pytest.mark.parametrize("coalesced", [True, False])
+def test_fuzzed_sparse_tensors_are_torchs_draw_for_draw(torch_fuzzers_repaired, coalesced):
+    ours = list(_sparse_fuzzer(tb, coalesced).take(6))
+    theirs = list(_sparse_fuzzer(torch_benchmark, coalesced).take(6))
+    for (t0, p0, params0), (t1, p1, params1) in zip(ours, theirs, strict=True):
+        assert params0 == params1
+        x, y = t0["x"], t1["x"]
+        assert x.layout == y.layout == torch.sparse_coo and x.is_coalesced() == y.is_coalesced() == coalesced
+        assert torch.equal(x._indices(), y._indices()) and torch.equal(x._values(), y._values())
+        assert p0["x"] == p1["x"]
+    assert {p["sparse_dim"] for _, _, p in ours} == {1, 2}
+
+
+def test_roll_parameter_is_accepted_as_torch_accepts_it(torch_fuzzers_repaired):
+    def make(lib):
+        return lib.Fuzzer(parameters=[lib.FuzzedParameter("n", 4, 64, "uniform")],
+                          tensors=[lib.FuzzedTensor("x", size=("n",), roll_parameter="n")], seed=3)
+
+    assert_same_cases(list(make(tb).take(3)), list(make(torch_benchmark).take(3)), ["x"])

@@ -10,7 +10,7 @@ torch: Measurement and Compare work in asv's host interpreter without it.
 
 from .clock import timer
 from .compare import Colorize, Compare
-from .fuzzer import FuzzedParameter, FuzzedTensor, Fuzzer, ParameterAlias
+from .fuzzer import FuzzedParameter, FuzzedSparseTensor, FuzzedTensor, Fuzzer, ParameterAlias
 from . import callgrind
 from .callgrind import CallgrindStats, CopyIfCallgrind, FunctionCount, FunctionCounts, collect_callgrind_many
 from .measurement import Measurement, MeasurementFormatError
@@ -19,6 +19,7 @@ from .task_spec import Language, TaskSpec
 from .threads import set_torch_threads
 from .timing import Timer
 from .units import ordered_unique, select_unit, trim_sigfig, unit_to_english
+from . import utils
 
 __all__ = [
     "CallgrindStats",
@@ -29,6 +30,7 @@ __all__ = [
     "Colorize",
     "Compare",
     "FuzzedParameter",
+    "FuzzedSparseTensor",
     "FuzzedTensor",
     "Fuzzer",
     "Language",
@@ -45,4 +47,5 @@ __all__ = [
     "timer",
     "trim_sigfig",
     "unit_to_english",
+    "utils",
 ]

@@ -130,11 +130,13 @@ class FuzzedTensor:
         max_elements: int | None = None,
         max_allocation_bytes: int | None = None,
         dim_parameter: str | None = None,
+        roll_parameter: str | None = None,
         dtype: Any = None,
         device: Any = None,
         tensor_constructor: Callable[..., Any] | None = None,
         cuda: bool = False,
     ) -> None:
+        # roll_parameter: accepted, and unused, as in torch 2.13 (its FuzzedTensor stores nothing for it)
         import torch
 
         if not 0 <= probability_contiguous <= 1:
@@ -229,6 +231,86 @@ class FuzzedTensor:
             "order": order,
             "steps": steps,
             "is_contiguous": tensor.is_contiguous(),
+            "dtype": str(self._dtype),
+        }
+        return tensor, properties
+
+
+class FuzzedSparseTensor(FuzzedTensor):
+    """A sparse COO tensor spec, as torch's: ``density``, ``coalesced`` and ``sparse_dim`` name parameters
+    (torch reads the parameters called 'density' and 'coalesced' whatever names are given; these read the
+    names given, the same when they are those)."""
+
+    def __init__(
+        self,
+        name: str,
+        size: tuple[str | int, ...],
+        min_elements: int | None = None,
+        max_elements: int | None = None,
+        dim_parameter: str | None = None,
+        sparse_dim: str | None = None,
+        nnz: str | None = None,
+        density: str | None = None,
+        coalesced: str | None = None,
+        dtype: Any = None,
+        cuda: bool = False,
+    ) -> None:
+        super().__init__(name=name, size=size, min_elements=min_elements, max_elements=max_elements,
+                         dim_parameter=dim_parameter, dtype=dtype, cuda=cuda)
+        self._sparse_dim, self._nnz = sparse_dim, nnz
+        self._density, self._coalesced = density or "density", coalesced or "coalesced"
+
+    def referenced_parameters(self) -> set[str]:
+        return super().referenced_parameters() | {self._density, self._coalesced} | (
+            {self._sparse_dim} if self._sparse_dim else set())
+
+    @staticmethod
+    def sparse_tensor_constructor(size: Any, dtype: Any, sparse_dim: int, nnz: int, is_coalesced: bool,
+                                  generator: Any = None) -> Any:
+        """torch's construction, draw for draw: values, then indices, scaled into each sparse dimension;
+        uncoalesced, every index twice (the same nnz coordinates, twice the values)."""
+        import torch
+
+        if isinstance(size, (int, float)):
+            size = [size] * sparse_dim
+        if all(size[d] <= 0 for d in range(sparse_dim)) and nnz != 0:
+            raise ValueError(f"FuzzedSparseTensor: no room for {nnz} values in size {tuple(size)}")
+        values_size = [nnz, *size[sparse_dim:]]
+        if dtype.is_floating_point:
+            values = torch.rand(size=values_size, dtype=dtype, device="cpu", generator=generator)
+        else:
+            values = torch.randint(1, 127, size=values_size, dtype=dtype, device="cpu", generator=generator)
+        indices = torch.rand(sparse_dim, nnz, device="cpu", generator=generator)
+        indices = indices.mul_(torch.tensor(size[:sparse_dim]).unsqueeze(1).to(indices)).to(torch.long)
+        if not is_coalesced:
+            values = torch.cat([values, torch.randn(values.shape, dtype=values.dtype, generator=generator)], 0)
+            indices = torch.cat([indices, indices], 1)
+        tensor = torch.sparse_coo_tensor(indices, values, torch.Size(size))
+        return tensor.coalesce() if is_coalesced else tensor
+
+    def _make_tensor(
+        self, params: dict[str, Any], state: np.random.RandomState, generator: Any
+    ) -> tuple[Any, dict[str, Any]]:
+        size, _, _ = self._get_size_and_steps(params)
+        density = params[self._density]
+        nnz = math.ceil(sum(size) * density)
+        if nnz > sum(size):
+            raise ValueError(f"FuzzedSparseTensor {self._name!r}: density {density} gives more values than "
+                             f"the sum of the sizes {size}")
+        is_coalesced = params[self._coalesced]
+        sparse_dim = min(params[self._sparse_dim] if self._sparse_dim else len(size), len(size))
+        tensor = self.sparse_tensor_constructor(size, self._dtype, sparse_dim, nnz, is_coalesced, generator)
+        if tensor.device != self._device:
+            tensor = tensor.to(self._device)
+        properties = {
+            "numel": int(tensor.numel()),
+            "shape": tensor.size(),
+            "is_coalesced": tensor.is_coalesced(),
+            "density": density,
+            "sparsity": 1.0 - density,
+            "sparse_dim": tensor.sparse_dim(),
+            "dense_dim": tensor.dense_dim(),
+            "is_hybrid": len(size[tensor.sparse_dim():]) > 0,
             "dtype": str(self._dtype),
         }
         return tensor, properties
