@@ -93,6 +93,16 @@ def alert(repo: Path, base: str, head: str, out: Path, envs: Path, budget: float
     return json.loads((out / "report.json").read_text()), wall
 
 
+def asv_conf(template: Path, dest: Path) -> Path:
+    """The alert's asv configuration (same repository, suite and environments), with results under DEST."""
+    dest.mkdir(parents=True)
+    doc = json.loads(template.read_text())
+    doc.update(results_dir=str(dest / "results"), html_dir=str(dest / "html"))
+    conf = dest / "asv.conf.json"
+    conf.write_text(json.dumps(doc, indent=1))
+    return conf
+
+
 def asv_continuous(conf: Path, base: str, head: str) -> tuple[dict[str, str], float]:
     """asv continuous with its defaults; {row name: '+'/'-'/' '} by asv's own decision function."""
     from asv.commands.compare import _is_result_better

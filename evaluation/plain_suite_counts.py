@@ -37,8 +37,7 @@ import git
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "evaluation"))
 
-from alert_validation import asv_continuous  # noqa: E402
-from suite_validation import asv_conf  # noqa: E402
+from alert_validation import asv_conf, asv_continuous  # noqa: E402
 
 PYPROJECT = """\
 [build-system]

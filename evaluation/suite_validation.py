@@ -75,7 +75,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "evaluation"))
 
-from alert_validation import asv_continuous, calibrate  # noqa: E402
+from alert_validation import asv_conf, asv_continuous, calibrate  # noqa: E402
 
 from torchbench.asv_bridge.driver import Asv, Timings, harness_env, install_env  # noqa: E402
 from torchbench.project import example  # noqa: E402
@@ -283,16 +283,6 @@ def run_alert(repo: Path, base: str, head: str, out: Path, envs: Path, flags: li
         raise StepFailed(f"torchbench alert {base[:8]}..{head[:8]} exited {proc.returncode} "
                          f"(log: {logs / 'alert.log'}):\n{tail}")
     return report, minutes
-
-
-def asv_conf(template: Path, dest: Path) -> Path:
-    """The alert's asv configuration (same repository, suite and environments), with results under DEST."""
-    dest.mkdir(parents=True)
-    doc = json.loads(template.read_text())
-    doc.update(results_dir=str(dest / "results"), html_dir=str(dest / "html"))
-    conf = dest / "asv.conf.json"
-    conf.write_text(json.dumps(doc, indent=1))
-    return conf
 
 
 def asv_compare(conf: Path, base: str, head: str) -> tuple[dict[str, str], float]:

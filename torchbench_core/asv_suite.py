@@ -264,9 +264,9 @@ def _track_time(self, label, sub_label, description, num_threads) -> dict:
 
 
 def _compile_cpp_specs(self) -> dict:
-    """{key: [program, case]} for every C++ spec, compiled in one go (timing.compile_cpp); a spec that does
+    """{key: [program, case]} for every C++ spec, compiled in one go (cpp.compile_cpp); a spec that does
     not compile has its error there instead, and fails alone."""
-    from .timing import compile_cpp
+    from .cpp import compile_cpp
 
     keys = [key for key, spec in self._specs.items() if spec.is_cpp]
     timers = [self._specs[key].timer() for key in keys]

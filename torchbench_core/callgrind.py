@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, NamedTuple, Sequence
 
 from ._callgrind_worker import SWITCH_ENV
-from .cpp import instrumentation_switch
+from .cpp import compile_cpp, instrumentation_switch
 from .processes import describe_exit
 from .task_spec import Language, TaskSpec
 
@@ -741,12 +741,10 @@ def _assemble(timers, events, numbers, repeats, retain_out_file, simulate=False)
 def cpp_counts(timers: Sequence[Any], number: int, repeats: int, collect_baseline: bool, retain_out_file: bool,
                case_timeout: float | None, progress: Callable[[int, str], Any] | None = None,
                ) -> list[tuple[CallgrindStats, ...] | CallgrindError]:
-    """Timer(language="cpp") statements: compiled together (timing.compile_cpp), then each program's cases
+    """Timer(language="cpp") statements: compiled together (cpp.compile_cpp), then each program's cases
     counted in valgrind processes of their own, two at a time (a program loads libtorch, not Python: seconds
     to start; two cores count two at once). A missing compiler raises CppToolchainError; a statement that does
     not compile, raises or crashes is its own error."""
-    from .timing import compile_cpp
-
     results: list[tuple[CallgrindStats, ...] | CallgrindError] = [CallgrindError("not counted")] * len(timers)
     for i, error in compile_cpp(timers).items():
         results[i] = CallgrindError(f"{timers[i].task_spec.title!r} failed under callgrind:\n{error}")

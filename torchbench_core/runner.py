@@ -27,8 +27,8 @@ from .grouped import AutoLabels, TimerArgs, case_key
 from .measurement import Measurement
 from .processes import describe_exit
 from .task_spec import Language
-from .cpp import CppCase
-from .timing import Timer, compile_cpp
+from .cpp import CppCase, compile_cpp
+from .timing import Timer
 
 
 @dataclasses.dataclass(frozen=True)

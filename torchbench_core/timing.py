@@ -15,11 +15,11 @@ import itertools
 import math
 import textwrap
 import warnings
-from typing import Any, Callable, Generator, Sequence
+from typing import Any, Callable, Generator
 
 from . import clock
 from .callgrind import CopyIfCallgrind
-from .cpp import CppCase, CppCompileError, CppProcess, CppSource, build_many
+from .cpp import CppCase, CppCompileError, CppProcess, CppSource
 from .cpp import build as build_cpp
 from .measurement import Measurement
 from .task_spec import Language, TaskSpec
@@ -423,18 +423,3 @@ class Timer:
                 stacklevel=2,
             )
         return m
-
-
-def compile_cpp(timers: Sequence[Timer]) -> dict[int, CppCompileError]:
-    """Compile the C++ statements of many Timers together: one compile per distinct global_setup, not one
-    per statement (a suite's C++ half compiles in about the time of one statement). Returns, by position in
-    `timers`, the error of each statement that does not compile; the others are ready to time and count."""
-    cpp = [(i, t) for i, t in enumerate(timers) if t.language is Language.CPP]
-    errors = {i: t._cpp_error for i, t in cpp if t._cpp_error is not None}
-    pending = [(i, t) for i, t in cpp if not t.cpp_compiled]
-    for (i, timer), case in zip(pending, build_many([t._cpp for _, t in pending])):
-        if isinstance(case, CppCompileError):
-            errors[i] = timer._cpp_error = case
-        else:
-            timer._cpp_case = case
-    return errors
