@@ -3,8 +3,10 @@
 Values are random (seeded per sample, so two runs build the same inputs) except
 where an operator reads an input as indices: embedding ids, gather and scatter
 indices, loss targets and pooling indices are drawn inside the range their
-operator accepts, so that the sample runs instead of failing on an
-out-of-range id. A sample that cannot be built raises :class:`SampleSkipped`
+operator accepts, and embedding bags' offsets start at 0 and never decrease,
+so that the sample runs instead of failing on an out-of-range id. On the
+``meta`` device only index tensors get values (shapes and index rules, checked
+without the memory). A sample that cannot be built raises :class:`SampleSkipped`
 with the reason, which the benchmark counts.
 """
 
