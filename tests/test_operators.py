@@ -183,6 +183,9 @@ def test_index_like_samples_of_pytorchs_logs_run_eagerly_with_drawn_indices():
         "embedding", "embedding_dense_backward", "gather", "index", "index_add", "index_add_", "index_put",
         "index_select", "max_pool2d_with_indices_backward", "nll_loss_forward", "nll_loss_backward", "scatter"}
     assert _run_index_like(samples) == len(samples) >= 150
+    # ids over the whole dimension they index (Longformer's index_add_, scaled down a hundredfold: not 0-9)
+    args, _ = build_sample("aten.index_add_.default", "((T([7864], f16), 0, T([11796], i64), T([11796], f16)), {})")
+    assert args[2].max() == 7863 and args[2].unique().numel() > 5000
 
 
 @pytest.mark.slow
