@@ -7,30 +7,26 @@ from pathlib import Path
 import pytest
 
 from torchbench.ab.counts_cache import CountsCache
-from torchbench.ab.evidence import Evidence, JobInfo, Side
+from torchbench.ab.evidence import Evidence, JobInfo
 from torchbench.ab.rounds import collect_counts
 from torchbench_core.callgrind import (CallgrindStats, FunctionCount, FunctionCounts, _dump_events,
                                        estimated_cycles, simulated_per_run)
 from torchbench_core.task_spec import TaskSpec
 
+from one_side import side_of, suite_of
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "evaluation"))
+import sim_channels  # noqa: E402
+
 # the same walk through a random single cycle of a table: 64 entries (in the first-level cache) or 2^20
 # (a list of 8 MiB and 32 MiB of int objects, past the simulated 8 MiB last level); the same instructions
-SUITE = '''
+SUITE = f'''
 from torchbench_core.asv_suite import TimerSpec, TimerSuite
-
-SETUP = """
-import numpy as np
-order = np.random.default_rng(0).permutation(n)
-cycle = np.empty(n, dtype=np.int64)
-cycle[order] = np.roll(order, -1)
-table = cycle.tolist()
-at = [0]
-"""
-WALK = "a = at[0]\\nfor _ in range(100):\\n    a = table[a]\\nat[0] = a"
 
 
 class Walk(TimerSuite):
-    timers = [TimerSpec(WALK, setup=SETUP, globals={"n": n}, label="walk", sub_label="list", description=str(n))
+    timers = [TimerSpec({sim_channels.WALK.format(steps=100)!r}, setup={sim_channels.WALK_SETUP!r},
+                        globals={{"n": n}}, label="walk", sub_label="list", description=str(n))
               for n in (1 << 20, 64)]
 '''
 
@@ -102,13 +98,7 @@ def test_memory_traffic_moves_cycles_not_instructions(tmp_path):
     """The counting worker of `torchbench alert` (through rounds.collect_counts and its cache): the walk
     through the big table and through the small one make the same instructions, within 1%; the big one's
     simulated cycles are over 1.5x the small's. A second collection takes both from the cache."""
-    suite = tmp_path / "benchmarks"
-    suite.mkdir()
-    (suite / "__init__.py").write_text("")
-    (suite / "bench_walk.py").write_text(SUITE)
-    install = tmp_path / "install"
-    install.mkdir()
-    side = Side("base", "b" * 40, install, Path(sys.executable))
+    suite, side = suite_of(tmp_path, "bench_walk", SUITE), side_of(tmp_path, "base")
     name = "bench_walk.Walk.track_time"
     # TimerSuite's jobs are the product of its parameters: label x sub_label x description x num_threads
     big, small = (name, 0), (name, 1)

@@ -8,7 +8,11 @@ import sys
 
 import pytest
 
+from torchbench.ab.evidence import Evidence, JobInfo
+from torchbench.ab.rounds import collect_syscalls
 from torchbench_core.syscalls import CALLS, per_call, split_trace
+
+from one_side import side_of, suite_of
 
 SUITE = '''
 import os
@@ -64,10 +68,7 @@ def test_split_trace_counts_calls_between_markers_of_every_thread():
 
 @pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace")
 def test_one_more_system_call_a_call_is_exact(tmp_path):
-    suite = tmp_path / "benchmarks"
-    suite.mkdir()
-    (suite / "__init__.py").write_text("")
-    (suite / "bench_calls.py").write_text(SUITE)
+    suite = suite_of(tmp_path, "bench_calls", SUITE)
     stmt = "bench_calls.Stmt.track_time"
     # TimerSuite's jobs: the product of label x sub_label x description x num_threads; index 0 is plain, 1 pid
     jobs = [[stmt, 0], [stmt, 1], ["bench_calls.Methods.time_plain", 0],
@@ -95,18 +96,7 @@ def test_one_more_system_call_a_call_is_exact(tmp_path):
 
 @pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace")
 def test_collect_syscalls_stores_each_sides_calls_in_the_evidence(tmp_path):
-    from pathlib import Path
-
-    from torchbench.ab.evidence import Evidence, JobInfo, Side
-    from torchbench.ab.rounds import collect_syscalls
-
-    suite = tmp_path / "benchmarks"
-    suite.mkdir()
-    (suite / "__init__.py").write_text("")
-    (suite / "bench_calls.py").write_text(SUITE)
-    install = tmp_path / "install"
-    install.mkdir()
-    side = Side("head", "h" * 40, install, Path(sys.executable))
+    suite, side = suite_of(tmp_path, "bench_calls", SUITE), side_of(tmp_path, "head")
     evidence = Evidence()
     jobs = [("bench_calls.Stmt.track_time", 1), ("bench_calls.Methods.track_value", 0)]
     for job in jobs:

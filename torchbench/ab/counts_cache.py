@@ -42,9 +42,11 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import os
 import subprocess
 from pathlib import Path
 
+from torchbench_core.asv_worker import SIMULATE_ENV
 from torchbench_core.storage import atomic_write_text
 
 from .. import resources
@@ -93,7 +95,10 @@ class CountsCache:
                          "interpreter": _version([str(python), "-c", "import sys; print(sys.version)"]),
                          "suite": _suite_digest(suite),
                          "valgrind": _version([str(valgrind), "--version"]) if valgrind else "none",
-                         "harness": _harness_digest()}
+                         "harness": _harness_digest(),
+                         # the counting worker simulates caches and branches unless told not to (its counts
+                         # of a few rows move by up to 0.3% with it: evaluation/sim_channels.py)
+                         "simulate": os.environ.get(SIMULATE_ENV, "1") != "0"}
         self.key = hashlib.sha256(json.dumps(self.identity, sort_keys=True).encode()).hexdigest()[:16]
         self.problems: list[str] = []
 
