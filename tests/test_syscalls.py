@@ -17,6 +17,8 @@ from one_side import side_of, suite_of
 SUITE = '''
 import os
 
+from torch.utils.benchmark import Timer
+
 from torchbench_core.asv_suite import TimerSpec, TimerSuite
 
 
@@ -39,6 +41,9 @@ class Methods:
 
     def track_value(self):
         return 1.0
+
+    def track_timer(self):  # times a Timer: traced as that Timer's statement, as it is counted
+        return Timer("os.getpid()", globals={"os": os}).timeit(10).mean
 '''
 
 STAT_CALLS = {"stat", "newfstatat", "fstatat64", "statx", "lstat"}
@@ -72,7 +77,8 @@ def test_one_more_system_call_a_call_is_exact(tmp_path):
     stmt = "bench_calls.Stmt.track_time"
     # TimerSuite's jobs: the product of label x sub_label x description x num_threads; index 0 is plain, 1 pid
     jobs = [[stmt, 0], [stmt, 1], ["bench_calls.Methods.time_plain", 0],
-            ["bench_calls.Methods.time_stat", 0], ["bench_calls.Methods.track_value", 0], ["bench_calls.Gone", 0]]
+            ["bench_calls.Methods.time_stat", 0], ["bench_calls.Methods.track_value", 0],
+            ["bench_calls.Methods.track_timer", 0], ["bench_calls.Gone", 0]]
     (tmp_path / "jobs.json").write_text(json.dumps(jobs))
     out = tmp_path / "out.json"
     subprocess.run([sys.executable, "-m", "torchbench_core.asv_worker", "syscalls", str(suite), "--jobs",
@@ -91,6 +97,7 @@ def test_one_more_system_call_a_call_is_exact(tmp_path):
     extra = {k: v for k, v in extra.items() if v}
     assert len(extra) == 1 and next(iter(extra)) in STAT_CALLS and next(iter(extra.values())) == 1.0, extra
     assert "uncountable" in result["bench_calls.Methods.track_value|0"]
+    assert result["bench_calls.Methods.track_timer|0"]["syscalls"]["per_call"] == {"getpid": 1.0}
     assert "no such benchmark" in result["bench_calls.Gone|0"]["error"]
 
 

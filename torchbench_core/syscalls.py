@@ -5,9 +5,9 @@
 Instruction counts cannot see what the kernel does for a statement; wall time sees it under the machine's
 noise. The number of system calls one call makes, by type, is neither: it is exact where the code is
 deterministic. The parent (`collect`) runs the jobs natively in one process under `strace -f -qq` (this
-module's `trace` mode); that process runs each job's statement (a TimerSuite case, in its Timer's loop, as
-it is timed) or method (a plain asv `time_` method, each call after asv's setup, as the counting worker's
-AsvCall calls it) WARMUP_CALLS times, then CALLS times, then 2 * CALLS times, and writes a marker (a
+module's `trace` mode); that process runs each job's statement (a TimerSuite case, or a `track_` or
+`time_` method that times a Timer, in that Timer's loop, as the counting worker counts it) or method (a
+plain asv `time_` method, each call after asv's setup, as the counting worker's AsvCall calls it) WARMUP_CALLS times, then CALLS times, then 2 * CALLS times, and writes a marker (a
 `write` of "TORCHBENCH_SYSCALLS <position> <region> <edge>" to /dev/null) at the start and end of each
 counted stretch, so that the one trace splits per job and region. Every system call between a region's
 markers, of any thread or child process, counts (the markers themselves do not); one that is cut by
@@ -149,26 +149,40 @@ def _call_n(call, n: int) -> None:
         call()
 
 
-def _trace_one(suite: Path, benchmark, index: int, position: int, fd: int, cache_dir: Path) -> dict:
-    from .asv_worker import AsvCall, _by_call, _timer_suite, uncountable
+def _timer_of(benchmark, index: int, cache_dir: Path) -> tuple[object | None, dict | None]:
+    """The Timer a job's statement runs in, as the counting worker finds it: a TimerSuite case's, or the one a
+    `track_` or `time_` method times (asv_worker._timed_statements); or the job's answer where it has one
+    already (skipped, failed, a track_ that times none)."""
+    from .asv_worker import _timed_statements, _timer_suite, uncountable
 
     suite_instance = _timer_suite(benchmark)
     if suite_instance is not None:
         benchmark.set_param_idx(index)
         spec = suite_instance._specs.get(tuple(benchmark._current_params))
-        if spec is None:
-            return {"skipped": True}
-        timer = spec.timer()
+        return (None, {"skipped": True}) if spec is None else (spec.timer(), None)
+    why = uncountable(benchmark)
+    if why:
+        return None, {"uncountable": why}
+    key, answer = f"{benchmark.name}|{index}", {}
+    timed = _timed_statements({benchmark.name: benchmark}, [[benchmark.name, index]], cache_dir, answer)
+    return timed.get(key), answer.get(key)
+
+
+def _trace_one(suite: Path, benchmark, index: int, position: int, fd: int, cache_dir: Path) -> dict:
+    """A job's regions: a Timer's statement in its loop (setup once), or a plain `time_` method call by call
+    after asv's setup (as the counting worker's AsvCall calls it)."""
+    from .asv_worker import AsvCall, _by_call
+
+    timer, answer = _timer_of(benchmark, index, cache_dir)
+    if answer is not None:
+        return answer
+    if timer is not None:
         with contextlib.ExitStack() as stack:
             stack.enter_context(timer._threads)
             session = timer._session()
             stack.callback(session.close)
             _regions(fd, position, functools.partial(timer._block, session))
         return {"calls": CALLS}
-    why = uncountable(benchmark)
-    if why or benchmark.type != "time":
-        return {"uncountable": why or f"{benchmark.type}_: system calls are traced for TimerSuite cases and "
-                                      "time_ methods"}
     failed = {}
     planned = _by_call({benchmark.name: benchmark}, [[benchmark.name, index, 1, 1]], cache_dir,
                        lambda key, error: failed.__setitem__(key, error))
