@@ -7,9 +7,10 @@ noise. The number of system calls one call makes, by type, is neither: it is exa
 deterministic. The parent (`collect`) runs the jobs natively in one process under `strace -f -qq` (this
 module's `trace` mode); that process runs each job's statement (a TimerSuite case, or a `track_` or
 `time_` method that times a Timer, in that Timer's loop, as the counting worker counts it) or method (a
-plain asv `time_` method, each call after asv's setup, as the counting worker's AsvCall calls it) WARMUP_CALLS times, then CALLS times, then 2 * CALLS times, and writes a marker (a
-`write` of "TORCHBENCH_SYSCALLS <position> <region> <edge>" to /dev/null) at the start and end of each
-counted stretch, so that the one trace splits per job and region. Every system call between a region's
+plain asv `time_` method, each call after asv's setup, as the counting worker's AsvCall calls it)
+WARMUP_CALLS times, then CALLS times, then 2 * CALLS times, and writes a marker (a `write` of
+"TORCHBENCH_SYSCALLS <position> <region> <edge>" to /dev/null) at the start and end of each counted
+stretch, so that the one trace splits per job and region. Every system call between a region's
 markers, of any thread or child process, counts (the markers themselves do not); one that is cut by
 another's line (strace's "<unfinished ...>") counts once.
 
