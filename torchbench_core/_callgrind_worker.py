@@ -89,6 +89,7 @@ def _nothing():
 
 SWITCH_ENV = "TORCHBENCH_INSTRUMENTATION_SWITCH"  # the library that switches instrumentation on (cpp.py)
 LAYOUT_ENV = "TORCHBENCH_COUNTS_LAYOUT"  # a whole number: shift this process's memory layout (see _shift_layout)
+JITTER_ENV = "TORCHBENCH_COUNTS_JITTER"  # a whole number: jitter the layout after the imports (see _jitter_layout)
 
 
 def _shift_layout(k):
@@ -101,6 +102,19 @@ def _shift_layout(k):
     process of the same commit sees; a process with a shifted layout does (the same rows moved by up to 1.8%
     under k = 1). So the confirming process of each side runs shifted (torchbench.ab.counts)."""
     return [str(i) * 3 for i in range(5003 * k)], bytearray(37 * 5003 * k)
+
+
+def _jitter_layout(k):
+    """Objects kept alive for the whole process, allocated after the imports and before the cases, for k > 0:
+    a k-drawn number of small objects of k-drawn sizes (every pymalloc size class) and a few blocks of odd
+    sizes beyond it (glibc's heap), so that the cases' objects land at other offsets inside pymalloc's pools
+    and the heap, as they do after a commit that changes code nobody runs. _shift_layout's whole-pool shift
+    keeps those offsets (a dict or set keyed by identity hashes by an address's low bits)."""
+    import random
+
+    draw = random.Random(k)
+    return ([bytes(draw.randrange(1, 512)) for _ in range(97 * k + draw.randrange(256))],
+            [bytearray(draw.randrange(513, 1 << 17)) for _ in range(1 + k % 5)]) if k else None
 
 
 def main():
@@ -131,6 +145,7 @@ def main():
     sys.path[:0] = [p for p in payload["sys_path"] if p not in sys.path]
     # ... and the modules it imported from elsewhere (an asv suite), found where it found them.
     sys.meta_path[:0] = [_FoundIn(name, folder) for name, folder in payload.get("packages", {}).items()]
+    jittered = _jitter_layout(int(os.environ.get(JITTER_ENV) or 0))  # noqa: F841 - alive until the end
     dumps = 0
     baselines = {}
     switch = os.environ.get(SWITCH_ENV)

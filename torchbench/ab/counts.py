@@ -1,24 +1,25 @@
 """Instruction counts as a channel of evidence: what they decide alone, and how they weigh the wall-time test.
 
-A TimerSuite case is counted under valgrind (callgrind), COUNT_REPEATS times in
-one process a side. Counts see compute (more Python bytecode, more dispatch,
-more arithmetic), not memory or cache effects. Like PyTorch's own pull-request
-instruction-count benchmarks (a per-benchmark noise margin, no wall time) and
-CodSpeed (simulated instruction costs), a compute change is decided from
-counts, not from many timed processes:
+Every countable row (a TimerSuite statement, an asv `time_` method counted call
+by call, a method that times with a Timer) is counted under valgrind
+(callgrind), COUNT_REPEATS times in one process a side. Counts see compute
+(more Python bytecode, more dispatch, more arithmetic), not memory or cache
+effects. Like PyTorch's own pull-request instruction-count benchmarks (a
+per-benchmark noise margin, no wall time) and CodSpeed (simulated instruction
+costs), a compute change is decided from counts, not from many timed
+processes:
 
-* **compute change (decided by counts).** The head's counts differ from the
-  base's by at least Policy.count_floor (1% by default) and by more than
-  SPREAD_FACTOR times their noise. Their noise is measured, not assumed: the
-  widest spread of the repeats inside a valgrind process and, because such a
-  row is counted again in a second valgrind process a side before it decides
-  (`pending` -> pair.py's second pass), the difference between the two
-  processes. That second process runs with its memory layout shifted (each
-  side by another amount), so the difference holds what a commit's layout
-  does to the counts, not only what varies between processes. A row whose
-  second process fails is decided by its wall time.
-  The wall time is still reported, and where its interval lies wholly on the
-  other side of 1 the row is inconclusive: the counts do not explain the time.
+* **compute change (decided by counts).** count_test.py's test: a row whose
+  first process a side moved by at least Policy.count_floor (1% by default)
+  is counted again in count_test.JITTERS processes a side whose memory layout
+  is jittered (`pending` -> pair.py's jittered passes), and is decided when
+  the change clears the floor and its own noise between processes plus the
+  commit noise calibrated on a pool of identical code at many commits
+  (COUNT_ALPHA; the margin stated is the smallest change that row's noise
+  lets the test decide). A row whose jittered processes fail is decided by
+  its wall time. The wall time is still reported, and where it moved the
+  other way (opposite_p at VETO_LEVEL) the row is inconclusive: the counts do
+  not explain the time.
 * **everything else** goes to the wall-time test. Its rows are weighted for
   weighted Benjamini-Hochberg (Genovese, Roeder and Wasserman 2006: reject
   p_i <= w_i k q / m, weights averaging 1, fixed before the wall-time p-values are
@@ -27,56 +28,33 @@ counts, not from many timed processes:
   a quarter of that: a wall-time change without a compute change is more often
   the machine than the code, so it must clear a stricter bar.
 
-The noise, measured on identical code (evaluation/counts_pool.py: 69 rows, 12
-valgrind processes of three commits that change nothing the suite runs;
-evaluation/stats_validation.py replays this rule on every way of taking two
-processes a side):
-  * between valgrind processes of one commit: none; every row's counts were
-    the same to the instruction in every process;
-  * between commits: a commit that changes the package elsewhere (an unused
-    function added to the module the suite imports) moved 62 of 69 rows by
-    up to 0.53%; a README edit moved none. A second process of the same
-    commit cannot see that: it is the code's layout in memory, fixed per
-    commit. NOISE_FLOOR (0.6%) sits above it for the label, and
-    Policy.count_floor (1%) for a decision. A process whose layout is
-    shifted (torchbench_core._callgrind_worker._shift_layout) moves the rows
-    a layout moves, so the confirming process runs shifted, and its
-    difference from the first widens those rows' margin (a plain suite's
-    `time_` rows, which a layout moves wholesale, are compared layout by
-    layout instead: below);
-  * repeats inside a process spread by 0.13% (median) to 1.4%.
-The rule decided 0 rows in 117 replayed A/A suites (8,073 rows). So the floor,
-not the margin, does most of the work, and the second process is cheap
-insurance (only rows that would decide are counted again) for suites whose
-counts do vary between processes.
+The noise (evaluation/counts_noise_pool.py, 2026-11-27: the example's 69-row
+TimerSuite and a 42-row plain asv suite, each at a chain of commits that add
+one unused helper each to the module the suite imports):
+  * between valgrind processes of one commit and layout: none, to the
+    instruction;
+  * between commits: torch-op rows moved by up to 2.7% (statements) and 3.9%
+    (`time_` methods), pure-Python rows by tenths of a percent: the code's
+    layout in memory, which a commit changes and no second process of the
+    same commit sees. The earlier rule (5 x the repeats' spread, at least
+    0.6%, from three commits whose moves stayed under 0.53%) decided such a
+    move as a change; the jittered processes see it (count_test.py);
+  * repeats inside a process spread by 0.1% (median) to 1.4%.
+The rule's A/A rate and power, replayed on that pool beside the earlier rule:
+evaluation/counts_calibration.py (docs/results.md).
 
 An asv `time_` method is counted call by call, its calls per counted run
 planned once and shared by every commit (counts_cache.CountPlans): with a
 plan made by each side, 8 of 42 identical rows of a plain suite differed by
 0.6-3.0% between an A/A pair's sides; with one plan, all 42 agreed to the
-instruction (evaluation/plain_suite_counts.py). Its counts move with the
-memory layout far more than a TimerSuite case's (asv's setup allocates
-between the calls): a shifted layout moves a row's counts by up to 9%
-(median 1-3%), while under one layout two commits that change nothing a row
-runs moved it by at most 0.21% (evaluation/plain_layouts.py, 2026-11-26: 39
-untouched rows, 4 layouts, a README edit and a change of another function;
-the +2% target moved +1.90-1.94% under every layout). So such a row is
-compared layout by layout (`_matched`): the first processes of both sides
-run the default layout and the confirming ones one shifted layout, the same
-on both sides (rounds.SHIFTED_LAYOUT); the change must clear the floor and
-the margin under both, the margin being SPREAD_FACTOR times the repeats'
-spread inside the processes and the two layouts' disagreement about the
-change (what a layout does to the change itself), never the layouts' own
-difference, which the code does not make. (Measured on 2026-11-25 under the
-harness before valgrind processes started uninstrumented, torch.neg(1) had
-moved 2.8% between such commits; rows were then decided only beyond 5%.)
+instruction (evaluation/plain_suite_counts.py).
 
 The suite's false alerts, in one account: among the wall-time rows,
 Benjamini-Hochberg bounds the false discovery rate at q; the count-decided
 rows add at most the chance that any of them is false in the suite (a false
 count-decided row makes at most one false alert among at least one, so the
 false discovery rate of all flagged rows is at most q plus that chance). That
-chance is measured, like q's rows, per suite: 0 of the replayed A/A suites.
+chance is the candidates' share of rows times COUNT_ALPHA, measured on the pool.
 
 Where the two sides are different builds (an upgrade verdict between torch
 releases), counts move with the build as well as the code: between torch
@@ -93,21 +71,23 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .count_test import BY_CALL, JITTERS, STATEMENT, count_test
 from .evidence import Evidence, Job
 
-__all__ = ["ADVISORY", "COMPUTE", "CountChange", "NO_COUNTS", "PRIOR_WEIGHT", "SPREAD_FACTOR", "WALL_ONLY",
-           "count_change", "no_counts", "to_confirm", "weights"]
+__all__ = ["ADVISORY", "COMPUTE", "CountChange", "NO_COUNTS", "PRIOR_WEIGHT", "VETO_LEVEL", "WALL_ONLY",
+           "MAX_JITTERS", "count_change", "kind_of", "no_counts", "opposite_p", "processes", "to_confirm", "weights"]
 
 COMPUTE = "compute"
 WALL_ONLY = "wall time only (memory, cache, or noise)"
 NO_COUNTS = "wall time (no counts)"
-SPREAD_FACTOR = 5  # a count change beyond this many times the repeats' spread is not noise
-# nor one within 0.6% (the label's bar; deciding alone needs Policy.count_floor): a commit that changes the
-# package but not the code a suite runs moved the counts of 62 of 69 identical rows by up to 0.53% (the code's
-# layout in memory; evaluation/counts_pool.py's commit C), where valgrind processes of one commit agree exactly
-NOISE_FLOOR = 0.006
 PRIOR_WEIGHT = {COMPUTE: 1.0, NO_COUNTS: 1.0, WALL_ONLY: 0.25}
 ADVISORY = "counts advisory"  # in the label of a row whose sides are different builds (weighs as NO_COUNTS)
+# A deterministic channel never decides a row whose wall time moved the other way at this one-sided level
+# (opposite_p): the stated false veto of a change whose wall time does not move against it is at most this
+VETO_LEVEL = 0.05
+VETO_TRIM = 0.2  # Yuen's trimmed means: a slow process or two moves a mean, not a 20%-trimmed one
+MAX_JITTERS = 4  # jittered processes a side at most, for a row whose test is near its bar after JITTERS
+NEAR = 0.2  # ... near: its p-value at most this
 
 
 @dataclass(frozen=True)
@@ -117,80 +97,86 @@ class CountChange:
     base: float
     head: float
     delta: float  # head / base - 1
-    margin: float  # the noise margin it was held against
+    margin: float  # the smallest change the test decides at this row's noise (inf on first processes alone)
     label: str  # COMPUTE when beyond the noise, else WALL_ONLY
-    decides: bool  # beyond count_floor too, in two valgrind processes a side: the counts decide the row alone
-    pending: bool = False  # it would decide, but rests on one valgrind process a side: count it again first
+    decides: bool  # beyond count_floor and the noise, on jittered processes: the counts decide the row alone
+    pending: bool = False  # beyond the floor on first processes alone: count it in jittered processes first
+    p_value: float = 1.0  # the count test's (count_test.py); 1.0 on first processes alone
+
+
+def processes(store: dict, job: Job) -> list[list[float]]:
+    """A side's jittered processes of `job` in evidence.counts_again's side `store`: a list of per-process
+    counts (an older record's one process, a flat list, as one)."""
+    found = store.get(job) or []
+    return [found] if found and not isinstance(found[0], list) else [p for p in found if p]
 
 
 def _processes(evidence: Evidence, side: str, job: Job) -> list[list[float]]:
-    """A side's counts of `job`, one list per valgrind process (the first, and the second where taken)."""
-    return [v for v in (evidence.counts[side].get(job), evidence.counts_again[side].get(job)) if v]
+    """A side's counts of `job`, one list per valgrind process (the first, then the jittered ones)."""
+    first = evidence.counts[side].get(job)
+    return ([first] if first else []) + processes(evidence.counts_again[side], job)
 
 
-def _inside(processes: list[list[float]]) -> float:
-    """The widest range of the repeats inside any one of these valgrind processes, relative to its median."""
-    return max((max(v) - min(v)) / max(float(np.median(v)), 1e-300) for v in processes)
-
-
-def _spread(processes: list[list[float]]) -> float:
-    """The relative noise of one side's counts: the widest range of repeats inside a process, and, with two
-    processes, the difference of their medians (the second's memory layout is shifted: what the layout does
-    to the counts, which a code change elsewhere does too)."""
-    medians = [float(np.median(v)) for v in processes]
-    spread = _inside(processes)
-    if len(medians) == 2:
-        spread = max(spread, abs(medians[0] - medians[1]) / max(min(medians), 1e-300))
-    return spread
-
-
-def _matched(runs: dict[str, list[list[float]]]) -> tuple[float, float, list[float], float] | None:
-    """A `time_` method's counts compared layout by layout (its processes pair up by layout: the first ones,
-    then the confirming ones): the first layout's medians, every layout's change, and the margin (the repeats'
-    widest spread inside any process, and the layouts' disagreement about the change); None where a base
-    median is not positive."""
-    pairs = list(zip(runs["base"], runs["head"]))
-    medians = [(float(np.median(b)), float(np.median(h))) for b, h in pairs]
-    if any(mb <= 0 for mb, _ in medians):
-        return None
-    deltas = [mh / mb - 1 for mb, mh in medians]
-    inside = _inside([v for pair in pairs for v in pair])
-    margin = max(SPREAD_FACTOR * max(inside, max(deltas) - min(deltas)), NOISE_FLOOR)
-    return medians[0][0], medians[0][1], deltas, margin
+def kind_of(evidence: Evidence, job: Job) -> str:
+    """The kind of row the count test's constants are calibrated for."""
+    info = evidence.jobs.get(job)
+    return BY_CALL if info is not None and info.by_call else STATEMENT
 
 
 def count_change(evidence: Evidence, job: Job, count_floor: float) -> CountChange | None:
-    """The counts of `job` on both sides, held against their noise; None without counts on a side."""
+    """The counts of `job` on both sides, held against their noise (count_test.py); None without counts on
+    a side."""
     runs = {side: _processes(evidence, side, job) for side in ("base", "head")}
-    if not runs["base"] or not runs["head"]:
+    found = count_test(runs["base"], runs["head"], kind_of(evidence, job), count_floor)
+    if found is None:
         return None
-    if (info := evidence.jobs.get(job)) and info.by_call:  # layout by layout (see the module's doc)
-        found = _matched(runs)
-        if found is None:
-            return None
-        mb, mh, deltas, margin = found
-        delta = deltas[0]
-        moved = all(abs(d) > margin and d * delta > 0 for d in deltas)
-        beyond = moved and all(abs(d) >= count_floor for d in deltas)
-    else:
-        mb, mh = (float(np.median(np.concatenate(runs[side]))) for side in ("base", "head"))
-        if mb <= 0:
-            return None
-        spread = max(_spread(runs["base"]), _spread(runs["head"]))
-        delta = mh / mb - 1
-        margin = max(SPREAD_FACTOR * spread, NOISE_FLOOR)
-        moved = abs(delta) > margin
-        beyond = moved and abs(delta) >= count_floor
-    label = COMPUTE if moved else WALL_ONLY
+    mb, mh = (float(np.median(np.concatenate(runs[side]))) for side in ("base", "head"))
+    label = COMPUTE if found.moved else WALL_ONLY
     if evidence.builds_differ:  # the build moves counts too: a label to read, not evidence to weigh
-        return CountChange(mb, mh, delta, margin, f"{label}; {ADVISORY} ({evidence.builds_differ})", False)
-    confirmed = len(runs["base"]) == 2 and len(runs["head"]) == 2
-    return CountChange(mb, mh, delta, margin, label, beyond and confirmed, beyond and not confirmed)
+        return CountChange(mb, mh, found.delta, found.margin, f"{label}; {ADVISORY} ({evidence.builds_differ})",
+                           False, p_value=found.p_value)
+    return CountChange(mb, mh, found.delta, found.margin, label, found.decides, found.pending, found.p_value)
 
 
-def to_confirm(evidence: Evidence, jobs: list[Job], count_floor: float) -> list[Job]:
-    """The jobs whose counts would decide them but rest on one valgrind process a side."""
-    return [job for job in jobs if (c := count_change(evidence, job, count_floor)) is not None and c.pending]
+def opposite_p(base: list[float], head: list[float], delta: float) -> float:
+    """The one-sided p-value that the wall time moved against a deterministic change of sign `delta` (head
+    faster where the counts rose): Yuen's trimmed t-test (Welch's, on 20%-trimmed means) of the processes'
+    log times, scipy.stats.ttest_ind(trim=VETO_TRIM). Unlike the permutation interval, which cannot exclude 1
+    below 4 processes a side (stats.compare), it speaks from 2 a side, so no count decision stands unexamined
+    (the rule's measured errors: evaluation/agreement_validation.py). 1.0 where it cannot be computed (fewer
+    than 2 processes a side, or no spread at all)."""
+    from scipy import stats
+
+    if min(len(base), len(head)) < 2 or delta == 0:
+        return 1.0
+    with np.errstate(all="ignore"):
+        p = stats.ttest_ind(np.log(head), np.log(base), equal_var=False, trim=VETO_TRIM,
+                            alternative="less" if delta > 0 else "greater").pvalue
+    return float(p) if np.isfinite(p) else 1.0
+
+
+def to_confirm(evidence: Evidence, jobs: list[Job], count_floor: float, jitter: int = 1) -> list[Job]:
+    """The jobs to count in the `jitter`-th jittered valgrind process a side: up to count_test.JITTERS, every
+    one whose first counts moved beyond the floor (and has fewer jittered processes than that); beyond it,
+    up to MAX_JITTERS, those the test has not decided whose change clears the floor and whose p-value is
+    within NEAR of the bar (one more process may decide them: noisy counts get more of them)."""
+    todo = []
+    for job in jobs:
+        change = count_change(evidence, job, count_floor)
+        if change is None or evidence.builds_differ:
+            continue
+        had = min(len(processes(evidence.counts_again[side], job)) for side in ("base", "head"))
+        if had >= jitter:
+            continue
+        if jitter <= JITTERS:
+            first = {side: evidence.counts[side].get(job) for side in ("base", "head")}
+            if first["base"] and first["head"] and count_test([first["base"]], [first["head"]], kind_of(evidence, job),
+                                                              count_floor).pending:
+                todo.append(job)
+        elif jitter <= MAX_JITTERS and not change.decides and abs(change.delta) >= count_floor \
+                and change.p_value <= NEAR:
+            todo.append(job)
+    return todo
 
 
 def no_counts(reason: str) -> str:

@@ -18,9 +18,9 @@ OUT/counts/<commit>/<key>.json, where the key hashes what else decides a count:
   another torchbench version is not mixed with these).
 
 Within a file, a case is its benchmark name, parameter index and parameters;
-a second valgrind process's counts of it (rounds.collect_counts(again=True),
-its memory layout shifted: AGAIN names by how much) are kept under the case's
-name with AGAIN appended.
+a jittered valgrind process's counts of it (rounds.collect_counts(jitter=k),
+its memory layout jittered after the imports: JITTERED names the k-th) are
+kept under the case's name with JITTERED appended.
 A file that cannot be read is reported and counted again; writes are atomic.
 The simulated cycles and events a counting process gives beside its counts (asv_worker.counts) are kept
 under the file's "simulated" key, by the same case keys: a file without one (written before they were kept)
@@ -52,9 +52,9 @@ from torchbench_core.storage import atomic_write_text
 from .. import resources
 from .evidence import Job
 
-__all__ = ["AGAIN", "CountPlans", "CountsCache"]
+__all__ = ["CountPlans", "CountsCache", "JITTERED"]
 
-AGAIN = "|again, layout {}"  # a second valgrind process's counts, its memory layout shifted by this much
+JITTERED = "|jittered {}"  # the k-th jittered valgrind process's counts (an older "|again, layout 1" is unread)
 
 
 def _suite_digest(suite: Path) -> str:

@@ -63,14 +63,15 @@ class Evidence:
     schedule: str = ""
     errors: dict[str, dict[Job, str]] = field(default_factory=lambda: {s: {} for s in SIDES})
     counts: dict[str, dict[Job, list[float]]] = field(default_factory=lambda: {s: {} for s in SIDES})
-    # a second valgrind process's counts, taken for the jobs whose first counts would decide them: a count
-    # decision rests on two processes a side, and their difference is part of its noise (counts.py)
-    counts_again: dict[str, dict[Job, list[float]]] = field(default_factory=lambda: {s: {} for s in SIDES})
+    # the jittered valgrind processes' counts (one list per process), taken for the jobs whose first counts
+    # moved beyond the floor: a count decision rests on them, and their spread is part of its noise
+    # (count_test.py)
+    counts_again: dict[str, dict[Job, list[list[float]]]] = field(default_factory=lambda: {s: {} for s in SIDES})
     # valgrind's simulated caches and branch predictors, from the same valgrind processes as `counts` and
     # `counts_again`: estimated cycles per call, one per repeat (callgrind.estimated_cycles: Ir + 10 x (L1
     # misses + mispredicted branches) + 100 x last-level misses), where the worker simulated them
     cycles: dict[str, dict[Job, list[float]]] = field(default_factory=lambda: {s: {} for s in SIDES})
-    cycles_again: dict[str, dict[Job, list[float]]] = field(default_factory=lambda: {s: {} for s in SIDES})
+    cycles_again: dict[str, dict[Job, list[list[float]]]] = field(default_factory=lambda: {s: {} for s in SIDES})
     # the first process's simulated events per call behind `cycles`, one {event: value} per repeat (Ir, I1mr,
     # D1mr, D1mw, ILmr, DLmr, DLmw, Bcm, Bim); only for jobs counted now or cached with their events
     sim_events: dict[str, dict[Job, list[dict[str, float]]]] = field(default_factory=lambda: {s: {} for s in SIDES})

@@ -23,7 +23,7 @@ from ..asv_bridge.worker import MEASURED_TYPES, combinations, list_benchmarks
 from ..errors import UserError
 from ..project.commits import Commit
 from . import rounds as rounds_mod
-from .counts import to_confirm
+from .counts import MAX_JITTERS, to_confirm
 from .counts_cache import CountPlans, CountsCache
 from .evidence import SIDES, Evidence, Job, JobInfo, Side
 from .options import Policy, Rounds
@@ -131,7 +131,8 @@ def measure_pair(ws: Workspace, base: Commit, head: Commit, rounds: Rounds, poli
     cache_dir = work / "setup-cache"
     cache_dir.mkdir(parents=True, exist_ok=True)
     if rounds.counts and valgrind is not None:
-        _count_both(ws.out / "counts", valgrind, ws.bench_dir, sides, both, evidence, policy.count_floor, cache_dir)
+        _count_both(ws.out / "counts", valgrind, ws.bench_dir, sides, both, evidence, policy.count_floor, cache_dir,
+                    began + 60 * rounds.budget_minutes * rounds.count_share)
     evidence.phases["instruction counts"] = time.monotonic() - start
     if rounds.counts:  # the other deterministic channel, off with the counts (--no-counts)
         start = time.monotonic()
@@ -154,11 +155,14 @@ def measure_pair(ws: Workspace, base: Commit, head: Commit, rounds: Rounds, poli
 
 
 def _count_both(root: Path, valgrind: Path, suite: Path, sides: dict[str, Side], jobs: list[Job],
-                evidence: Evidence, count_floor: float, cache_dir: Path) -> None:
+                evidence: Evidence, count_floor: float, cache_dir: Path, deadline: float) -> None:
     """Both sides' instruction counts at once, one valgrind process each: counts do not depend on what else
-    runs, and on two cores this halves the wait. Then the rows whose counts would decide them are counted
-    again, in a second process a side, so that a count decision holds against the counts' noise between
-    processes too (counts.py). Each side has its own cache (its interpreter is part of the key) and its own
+    runs, and on two cores this halves the wait. Then the rows whose counts moved beyond the floor are
+    counted in jittered processes, a pass of one a side at a time (counts.to_confirm: count_test.JITTERS for
+    every such row, up to MAX_JITTERS for one still near its bar), so that a count decision holds against
+    the counts' noise between layouts (count_test.py). Each valgrind process may take what is left until
+    `deadline` (the counting's share of the budget); a pass that would start after it does not, and its
+    rows keep their wall time. Each side has its own cache (its interpreter is part of the key) and its own
     list of problems."""
     caches = {}
     for name, side in sides.items():
@@ -166,26 +170,35 @@ def _count_both(root: Path, valgrind: Path, suite: Path, sides: dict[str, Side],
         caches[name] = same.view() if same else CountsCache(root, side.python, suite, valgrind)
     plans = count_plans(root, suite, [sides[name] for name in SIDES], jobs, evidence, cache_dir)
 
-    def both_sides(todo: list[Job], again: bool) -> dict[str, dict[str, int]]:
+    def both_sides(todo: list[Job], jitter: int) -> dict[str, dict[str, int]]:
+        left = max(1.0, deadline - time.monotonic())
         with ThreadPoolExecutor(max_workers=len(SIDES)) as pool:
             return dict(zip(SIDES, pool.map(lambda name: rounds_mod.collect_counts(
-                suite, sides[name], todo, evidence, caches[name], again=again, plans=plans, cache_dir=cache_dir),
-                SIDES)))
+                suite, sides[name], todo, evidence, caches[name], jitter=jitter, plans=plans, cache_dir=cache_dir,
+                timeout=left), SIDES)))
 
-    tally = both_sides(jobs, again=False)
+    tally = both_sides(jobs, 0)
     for name in SIDES:
         t = tally[name]
         print(f"== instruction counts, {name}: {t['counted']} counted (one valgrind process), {t['cached']} from "
               f"the cache, {t['uncountable']} not countable, {t['failed']} failed", flush=True)
-    confirm = to_confirm(evidence, jobs, count_floor)
-    if confirm:
-        again = both_sides(confirm, again=True)
-        print(f"== instruction counts, a second valgrind process a side (its memory layout shifted) for the "
-              f"{len(confirm)} row(s) whose counts would decide them: "
+    for name in SIDES:
+        tally[name]["confirmed"] = 0
+    for jitter in range(1, MAX_JITTERS + 1):
+        confirm = to_confirm(evidence, jobs, count_floor, jitter)
+        if not confirm:
+            break
+        if time.monotonic() >= deadline:
+            evidence.notes.append(f"instruction counts: the counting's share of the budget ran out before jittered "
+                                  f"process {jitter} of {len(confirm)} row(s); their wall time decides them")
+            break
+        again = both_sides(confirm, jitter)
+        print(f"== instruction counts, jittered valgrind process {jitter} a side (its memory layout jittered) for "
+              f"the {len(confirm)} row(s) whose counts moved beyond the floor: "
               f"{again['base']['counted'] + again['head']['counted']} counted, "
               f"{again['base']['cached'] + again['head']['cached']} from the cache", flush=True)
         for name in SIDES:
-            tally[name]["confirmed"] = again[name]["counted"] + again[name]["cached"]
+            tally[name]["confirmed"] += again[name]["counted"] + again[name]["cached"]
     evidence.count_tally = tally
 
 

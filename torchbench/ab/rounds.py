@@ -13,7 +13,9 @@ it is clearly changed (its p-value below the look's share of its weighted BH
 bar) or clearly unchanged (its interval at the look's level inside
 +-threshold). A benchmark its instruction counts decide is no part of those
 looks: it stops as soon as its wall time could disagree with the counts
-(`wall_check_rounds`, 4 rounds at 95%). After ESTIMATE_AFTER
+(`wall_check_rounds`, 4 rounds at 95%) and does not lean against them
+(counts.opposite_p above 1/2); one that leans against them goes on, so that
+the veto has processes to see it. After ESTIMATE_AFTER
 rounds each benchmark's time per process is set where its variance is
 (allocation.py). The rest go on, up to `max_rounds` or the time budget.
 """
@@ -31,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from torchbench_core._callgrind_worker import LAYOUT_ENV
+from torchbench_core._callgrind_worker import JITTER_ENV, LAYOUT_ENV
 from torchbench_core.asv_worker import DUET_ENV
 
 from .. import stats
@@ -41,8 +43,8 @@ from ..errors import UserError, last_line
 from . import sequential
 from .allocation import allocate
 from .contrast import compare_row, slow_processes_moved
-from .counts import NO_COUNTS, count_change, weights
-from .counts_cache import AGAIN, CountsCache
+from .counts import NO_COUNTS, count_change, opposite_p, processes, weights
+from .counts_cache import JITTERED, CountsCache
 from .evidence import Evidence, Job, Side
 from .options import Policy, Rounds
 
@@ -50,11 +52,6 @@ __all__ = ["collect_counts", "collect_syscalls", "duet_cores", "interim_decision
            "side_env", "wall_check_rounds"]
 
 
-# The memory-layout shift of each side's confirming valgrind process (collect_counts(again=True)): one apart
-# from the first processes' (0), so each side's two processes show the counts' dependence on layout, which a
-# TimerSuite case's margin then holds; the same on both sides, so that a time_ method's counts, which a layout
-# moves wholesale (by up to 9%), are compared under that layout too (counts.py)
-SHIFTED_LAYOUT = {"base": 1, "head": 1}
 
 
 def setup_cache_of(cache_dir: Path, side: Side) -> Path:
@@ -221,9 +218,13 @@ def wall_check_rounds(confidence: float) -> int:
 def _counts_stop(evidence: Evidence, job: Job, policy: Policy) -> str | None:
     """Why the row leaves the rounds now, where its instruction counts decide it."""
     change = count_change(evidence, job, policy.count_floor)
-    if change is not None and change.decides:
-        return (f"decided by instruction counts ({change.delta:+.2%}, noise margin {change.margin:.2%}, two valgrind "
-                "processes a side)")
+    base, head = evidence.values["base"].get(job, []), evidence.values["head"].get(job, [])
+    # a row whose wall time leans against its counts stays, so that the veto (verdict._by_counts) has the
+    # processes to see a move the other way
+    if change is not None and change.decides and opposite_p(base, head, change.delta) > 0.5:
+        n = len(processes(evidence.counts_again["base"], job)) + 1
+        return (f"decided by instruction counts ({change.delta:+.2%}, noise margin {change.margin:.2%}, "
+                f"{n} valgrind processes a side)")
     return None
 
 
@@ -327,14 +328,17 @@ def measure_rounds(suite: Path, sides: dict[str, Side], jobs: list[Job], evidenc
 
 
 def collect_counts(suite: Path, side: Side, jobs: list[Job], evidence: Evidence,
-                   cache: CountsCache | None = None, again: bool = False,
+                   cache: CountsCache | None = None, jitter: int = 0,
                    plans: dict[Job, tuple[int, int]] | None = None,
-                   cache_dir: Path | None = None) -> dict[str, int]:
+                   cache_dir: Path | None = None, timeout: float = 3600) -> dict[str, int]:
     """Instruction counts of the countable cases among `jobs` (TimerSuite cases and asv time_ methods), from
     the cache where it has them, the rest in one valgrind process for this side (then cached). Each job left
-    without counts gets its reason in evidence.uncounted. `again`: a second valgrind process, for the jobs
-    whose first counts would decide them (evidence.counts_again; cached apart from the first; a job it
-    fails for keeps its first counts, which then decide nothing). `plans`: the calls per counted run and
+    without counts gets its reason in evidence.uncounted. `jitter` k > 0: the k-th valgrind process whose
+    memory layout is jittered (torchbench_core._callgrind_worker._jitter_layout), for the jobs whose first
+    counts moved beyond the floor (appended to evidence.counts_again; cached apart from the first; a job it
+    fails for keeps the processes it has, which then decide nothing). `timeout`: the seconds the valgrind
+    process may take (the counting's share of the budget: a process past it counts nothing, and its rows
+    keep their wall time). `plans`: the calls per counted run and
     warm-up calls of `time_` cases (plan_counts), the same for every side and commit; the plan is part of the
     cached case's key. `cache_dir`: the folder of the sides' setup_cache values (setup_cache_of), so that a
     side's setup_cache is made once for its plan, counts and rounds (None: the worker makes its own).
@@ -348,14 +352,14 @@ def collect_counts(suite: Path, side: Side, jobs: list[Job], evidence: Evidence,
             uncounted[job] = f"not countable: {why}"
         else:
             countable.append(job)
-    layout = SHIFTED_LAYOUT[side.name] if again else 0
+    again = jitter > 0
     cases = {job: CountsCache.case(job, evidence.jobs[job].params, plans.get(job)) +
-             (AGAIN.format(layout) if again else "") for job in countable}
+             (JITTERED.format(jitter) if again else "") for job in countable}
     cached = cache.load(side.commit) if cache else {}
     cached_simulated = cache.load_simulated(side.commit) if cache else {}
     missing = [job for job in countable if cases[job] not in cached]
-    found = _count(suite, side, [(*job, *plans.get(job, ())) for job in missing], layout,
-                   cache_dir) if missing else {}
+    found = _count(suite, side, [(*job, *plans.get(job, ())) for job in missing], cache_dir=cache_dir,
+                   jitter=jitter, timeout=timeout) if missing else {}
     counted, simulated, failures = {}, {}, {}
     for job in missing:
         result = found.get(f"{job[0]}|{job[1]}") or {"error": "the counting worker returned nothing for it"}
@@ -373,23 +377,26 @@ def collect_counts(suite: Path, side: Side, jobs: list[Job], evidence: Evidence,
             failures.setdefault(error, []).append(evidence.jobs[job].name)
     for error, names in failures.items():  # one note per distinct failure (a worker that died: one for all)
         shown = _first_names(names)
-        evidence.notes.append(f"instruction counts ({side.name}, second process: not confirmed, the wall time "
-                              f"decides them) failed for {shown}: {error}" if again else
+        evidence.notes.append(f"instruction counts ({side.name}, jittered process {jitter}: not confirmed, the "
+                              f"wall time decides them) failed for {shown}: {error}" if again else
                               f"instruction counts ({side.name}) failed for {shown}: {error}")
     if cache:
         cache.store(side.commit, counted, simulated)
         evidence.notes.extend(cache.problems)
         cache.problems.clear()
-    target = (evidence.counts_again if again else evidence.counts)[side.name]
     for job in countable:
         counts = cached.get(cases[job]) or counted.get(cases[job])
-        if counts:
-            target[job] = counts
         sim = cached_simulated.get(cases[job]) or simulated.get(cases[job])
-        if counts and sim:
-            (evidence.cycles_again if again else evidence.cycles)[side.name][job] = sim["cycles"]
-            if not again and sim.get("events"):
-                evidence.sim_events[side.name][job] = sim["events"]
+        if counts and again:  # the jittered processes a job has, in order
+            evidence.counts_again[side.name].setdefault(job, []).append(counts)
+            if sim:
+                evidence.cycles_again[side.name].setdefault(job, []).append(sim["cycles"])
+        elif counts:
+            evidence.counts[side.name][job] = counts
+            if sim:
+                evidence.cycles[side.name][job] = sim["cycles"]
+                if sim.get("events"):
+                    evidence.sim_events[side.name][job] = sim["events"]
     return {"counted": len(counted), "cached": len(countable) - len(missing),
             "uncountable": sum(1 for j in jobs if uncounted.get(j, "").startswith("not countable")),
             "failed": sum(len(names) for names in failures.values())}
@@ -449,12 +456,13 @@ def plan_counts(suite: Path, sides: list[Side], jobs: list[Job],
     return plans, problems
 
 
-def _count(suite: Path, side: Side, jobs: list[tuple], layout: int = 0, cache_dir: Path | None = None) -> dict:
+def _count(suite: Path, side: Side, jobs: list[tuple], layout: int = 0, cache_dir: Path | None = None,
+           jitter: int = 0, timeout: float = 3600) -> dict:
     """One valgrind process for this side counts every case among `jobs` ((name, index) or (name, index,
-    calls per run, warm-up calls)), its memory layout shifted by `layout` (torchbench_core._callgrind_worker):
-    {"name|index": result}."""
-    found = _worker(suite, side, "counts", jobs, timeout=3600, env={LAYOUT_ENV: str(layout)} if layout else {},
-                    cache_dir=cache_dir)
+    calls per run, warm-up calls)), its memory layout shifted by `layout` before the imports and jittered by
+    `jitter` after them (torchbench_core._callgrind_worker): {"name|index": result}."""
+    env = ({LAYOUT_ENV: str(layout)} if layout else {}) | ({JITTER_ENV: str(jitter)} if jitter else {})
+    found = _worker(suite, side, "counts", jobs, timeout=timeout, env=env, cache_dir=cache_dir)
     if "error" in found:
         return {f"{job[0]}|{job[1]}": {"error": found["error"]} for job in jobs}  # each job keeps the reason
     return found

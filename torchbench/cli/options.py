@@ -63,6 +63,9 @@ def add_measurement_arguments(parser: argparse.ArgumentParser, budget: float) ->
                         help="instruction counts that move by at least this much (and beyond their noise) decide a "
                              f"row alone (default {defaults.count_floor:g})")
     parser.add_argument("--no-counts", action="store_true", help="skip instruction counts (valgrind)")
+    parser.add_argument("--count-share", type=checked(Rounds, "count_share"), default=Rounds().count_share,
+                        help="the share of the budget instruction counts may take, in (0, 1) (default "
+                             f"{Rounds().count_share:g}); the rows they leave uncounted keep their wall time")
     parser.add_argument("--design", dest="schedule", choices=SCHEDULES, default=Rounds().schedule,
                         help="how a round runs its base and head processes: alternating (one after the other, "
                              "each alone: the default) or duet (both at once, one core each, swapped every round, "
@@ -105,7 +108,8 @@ def rounds_of(args: argparse.Namespace) -> Rounds:
     return _cross_checked(lambda: Rounds(budget_minutes=args.budget_minutes,
                                          min_rounds=args.min_rounds if given else MIN_ROUNDS,
                                          max_rounds=args.max_rounds, counts=not args.no_counts,
-                                         until_reachable=not given, schedule=args.schedule))
+                                         until_reachable=not given, schedule=args.schedule,
+                                         count_share=args.count_share))
 
 
 def policy_of(args: argparse.Namespace) -> Policy:

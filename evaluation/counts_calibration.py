@@ -1,0 +1,180 @@
+"""Calibrate the instruction-count test on the pool of identical code at many commits, and replay it (issue 50).
+
+Reads evaluation/counts_noise_pool.py's pool and, per kind of row (the timer suite's TimerSuite statements,
+the plain suite's `time_` methods counted call by call), fits the two constants of
+torchbench/ab/count_test.py and measures the rule they make:
+
+    FIRST_MOVE  the 99th percentile of |log(head/base)| of a first process a side between adjacent commits
+                (a row below it is "flat": the wall-time bar is stricter for it)
+    COMMIT_SD   the smallest commit noise (log sd, on a 0.01% grid) beyond the jittered processes' own spread
+                at which the test's A/A p-values hold at 5%: at most 5% of the jittered commit pairs' rows
+                have p <= 0.05
+
+Then the whole rule (a first process a side; a row moved by at least the floor counted in JITTERS jittered
+processes a side; decided at COUNT_ALPHA) is replayed on every pair of jittered commits: the share of A/A
+rows decided, and the share of rows decided when the head's counts of that row are raised by 2% and by 5%
+(a compute change: every process's counts scaled), beside the previous rule (counts.py before issue 50:
+5 x the repeats' spread or the processes' difference, at least 0.6%, beyond the 1% floor; its second process
+here the first jittered one) from the same pool.
+
+    python evaluation/counts_calibration.py [POOL] [--floor 0.01]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import itertools
+import json
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from torchbench.ab.count_test import BY_CALL, COUNT_ALPHA, JITTERS, STATEMENT, count_test  # noqa: E402
+
+POOL = ROOT / "evaluation" / "results" / "counts_noise_pool-2026-11-27.json.gz"
+KINDS = {"timer": STATEMENT, "plain": BY_CALL}
+GRID = np.arange(0, 0.02, 0.0001)  # commit noise candidates, log sd
+LEVEL = 0.05  # the A/A p-values must hold here
+OLD_FACTOR, OLD_FLOOR = 5, 0.006  # the previous rule's margin (counts.py before issue 50)
+
+
+def load(path: Path = POOL) -> dict:
+    return json.loads(gzip.decompress(path.read_bytes()))
+
+
+def layouts(suite: dict) -> list[str]:
+    return ["0"] + [f"j{k}" for k in range(1, JITTERS + 1)]
+
+
+def jittered_commits(suite: dict) -> list[str]:
+    """The commits counted in the first layout and every jittered one."""
+    return sorted((c for c, by in suite["counts"].items() if all(layout in by for layout in layouts(suite))), key=int)
+
+
+def processes(suite: dict, commit: str, job: str, factor: float = 1.0) -> list[list[float]]:
+    return [[v * factor for v in suite["counts"][commit][layout][job]] for layout in layouts(suite)]
+
+
+def first_moves(suite: dict) -> np.ndarray:
+    """|log(head/base)| of first processes between adjacent commits, every row."""
+    commits = sorted((c for c, by in suite["counts"].items() if "0" in by), key=int)
+    moves = []
+    for a, b in zip(commits, commits[1:]):
+        for job in suite["jobs"]:
+            x, y = suite["counts"][a]["0"].get(job), suite["counts"][b]["0"].get(job)
+            if x and y:
+                moves.append(abs(math.log(np.mean(y) / np.mean(x))))
+    return np.array(moves)
+
+
+def pairs(suite: dict) -> list[tuple[str, str]]:
+    return list(itertools.combinations(jittered_commits(suite), 2))
+
+
+def aa_p_values(suite: dict, kind: str, commit_sd: float) -> np.ndarray:
+    ps = []
+    for a, b in pairs(suite):
+        for job in suite["jobs"]:
+            t = count_test(processes(suite, a, job), processes(suite, b, job), kind, 0.0, commit_sd=commit_sd)
+            if t is not None:
+                ps.append(t.p_value)
+    return np.array(ps)
+
+
+def fit_commit_sd(suite: dict, kind: str) -> float:
+    """The smallest grid value at which the A/A p-values hold at LEVEL (their share at or below it falls as
+    the commit noise grows, so a bisection of the grid finds it)."""
+    low, high = 0, len(GRID) - 1
+    while low < high:
+        mid = (low + high) // 2
+        if np.mean(aa_p_values(suite, kind, float(GRID[mid])) <= LEVEL) <= LEVEL:
+            high = mid
+        else:
+            low = mid + 1
+    return round(float(GRID[low]), 4)
+
+
+def first_move(suite: dict) -> float:
+    return round(float(np.quantile(first_moves(suite), 0.99)), 4)
+
+
+def rule(base: list[list[float]], head: list[list[float]], kind: str, floor: float, commit_sd: float) -> bool:
+    """The alert's rule: a first process a side, then the jittered ones for a candidate."""
+    first = count_test(base[:1], head[:1], kind, floor, commit_sd=commit_sd)
+    if first is None or not first.pending:
+        return False
+    return count_test(base, head, kind, floor, commit_sd=commit_sd).decides
+
+
+def old_rule(base: list[list[float]], head: list[list[float]], floor: float) -> bool:
+    """counts.py before issue 50 (a TimerSuite case's pooled processes; its second process the first jittered)."""
+    runs = {"base": base[:2], "head": head[:2]}
+    spread = 0.0
+    for side in runs.values():
+        medians = [float(np.median(v)) for v in side]
+        spread = max(spread, max((max(v) - min(v)) / np.median(v) for v in side),
+                     abs(medians[0] - medians[1]) / min(medians))
+    mb, mh = (float(np.median(np.concatenate(runs[s]))) for s in ("base", "head"))
+    delta = mh / mb - 1
+    return abs(delta) > max(OLD_FACTOR * spread, OLD_FLOOR) and abs(delta) >= floor
+
+
+def replay(suite: dict, kind: str, floor: float, commit_sd: float) -> dict:
+    found = {}
+    for factor in (1.0, 1.02, 1.05):
+        ours = old = total = 0
+        for a, b in pairs(suite):
+            for job in suite["jobs"]:
+                base, head = processes(suite, a, job), processes(suite, b, job, factor)
+                total += 1
+                ours += rule(base, head, kind, floor, commit_sd)
+                old += old_rule(base, head, floor)
+        found[f"{factor:.2f}"] = {"rows": total, "ours": ours, "old": old}
+    return found
+
+
+def calibrate(pool: dict, floor: float) -> dict:
+    out = {}
+    for name, suite in pool["suites"].items():
+        kind = KINDS[name]
+        sd, move = fit_commit_sd(suite, kind), first_move(suite)
+        moves = first_moves(suite)
+        out[name] = {"kind": kind, "commit_sd": sd, "first_move": move, "rows": len(suite["jobs"]),
+                     "adjacent_pairs": len(set(c for c, by in suite["counts"].items() if "0" in by)) - 1,
+                     "jittered_pairs": len(pairs(suite)), "candidates": float(np.mean(moves >= floor)),
+                     "first_moves": {q: float(np.quantile(moves, float(q))) for q in ("0.5", "0.9", "0.99", "1")},
+                     "aa_level": float(np.mean(aa_p_values(suite, kind, sd) <= LEVEL)),
+                     "replay": replay(suite, kind, floor, sd)}
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("pool", nargs="?", type=Path, default=POOL)
+    parser.add_argument("--floor", type=float, default=0.01)
+    args = parser.parse_args()
+    found = calibrate(load(args.pool), args.floor)
+    for name, f in found.items():
+        print(f"== {name} ({f['kind']}): {f['rows']} rows, {f['adjacent_pairs']} adjacent commit pairs, "
+              f"{f['jittered_pairs']} jittered pairs ({JITTERS} jittered processes a side)")
+        print("  a first process's A/A move, quantiles 50/90/99/max: "
+              + " / ".join(f"{v:.3%}" for v in f["first_moves"].values())
+              + f"; candidates (>= {args.floor:.0%}): {f['candidates']:.1%}")
+        print(f"  COMMIT_SD {f['commit_sd']:.4f}, FIRST_MOVE {f['first_move']:.4f}; A/A p <= {LEVEL}: "
+              f"{f['aa_level']:.1%} of rows (COUNT_ALPHA {COUNT_ALPHA})")
+        for factor, r in f["replay"].items():
+            what = "A/A rows decided" if factor == "1.00" else f"rows decided at +{float(factor) - 1:.0%}"
+            print(f"  {what:22}: ours {r['ours']}/{r['rows']} ({r['ours'] / r['rows']:.1%}), "
+                  f"previous rule {r['old']}/{r['rows']} ({r['old'] / r['rows']:.1%})")
+    print(json.dumps({name: {"commit_sd": f["commit_sd"], "first_move": f["first_move"]}
+                      for name, f in found.items()}))
+
+
+if __name__ == "__main__":
+    main()

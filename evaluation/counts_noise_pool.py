@@ -1,0 +1,184 @@
+"""Instruction counts of identical code at many commits: the pool the counts test is calibrated on (issue 50).
+
+The alert decides a compute change from instruction counts (torchbench/ab/counts.py) with a test whose noise
+model has a part no single commit shows: a commit that changes code a row does not run still moves the row's
+counts (the code's layout in memory). This script records that noise on two suites nobody tuned the rule on:
+
+    timer   the example's 69-row TimerSuite (evaluation/suite_validation.py's commit B: bench_dispatch's 6
+            rows and bench_suite's 63)
+    plain   a plain asv suite, 42 `time_` rows (evaluation/plain_suite_counts.py's plainlib)
+
+For each suite it makes a chain of C commits after the suite's own, each adding one unused helper of its
+own size to the module the suite imports (a pull request that changes other code), installs every commit
+as the alert does (OUT/installs), plans the `time_` rows' calls once (as the alert shares one plan), and
+counts every row of every commit in the alert's first valgrind process (the default layout, "0"),
+COUNT_REPEATS repeats each, two processes at a time; the first M commits are counted again in J processes
+whose layout is jittered after the imports ("j1" .. "jJ": torchbench_core._callgrind_worker._jitter_layout),
+as the alert counts a row whose first counts moved (torchbench/ab/counts.py). Adjacent commits are the A/A
+pairs (C - 1 of them a suite); any two commits are a looser A/A pair. An existing pool file is resumed: its
+(commit, layout) counts are kept and not counted again (the commits are the same: fixed dates).
+
+The pool (gzipped JSON) is what evaluation/counts_calibration.py fits the test's noise on, and what
+tests/test_counts_test.py checks the fitted constants against:
+
+    {"suites": {NAME: {"description", "commits": [sha...], "jobs": {"name|index": row name},
+                       "by_call": ["name|index", ...], "counts": {"<commit>": {"<layout>": {"name|index":
+                       [per call, one per repeat]}}}, "cycles": the same for the simulated cycles,
+                       "seconds": [per valgrind process]}}}
+
+    python evaluation/counts_noise_pool.py [--commits 12] [--jittered 4] [--jitters 2] [--suites timer plain]
+                                           [--out PATH]
+
+About 60-180 s a valgrind process of the timer suite and 40-70 s of the plain one on an idle 2-core
+machine (2-3x that beside other work), two at a time: the defaults, about 40 minutes idle.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import git
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "evaluation"))
+
+from plain_suite_counts import make_repo as make_plain_repo  # noqa: E402
+from suite_validation import SUITE, SUITE_FILE, add_commit  # noqa: E402
+
+from torchbench.ab import rounds  # noqa: E402
+from torchbench.ab.evidence import Evidence, Side  # noqa: E402
+from torchbench.ab.pair import count_plans, select_jobs  # noqa: E402
+from torchbench.asv_bridge.workspace import open_workspace  # noqa: E402
+from torchbench.asv_bridge.worker import list_benchmarks  # noqa: E402
+from torchbench.project import example  # noqa: E402
+from torchbench.project.commits import Commit  # noqa: E402
+from torchbench.project.folders import locked_folders  # noqa: E402
+from torchbench_core._callgrind_worker import JITTER_ENV  # noqa: E402
+from torchbench_core.storage import atomic_write_bytes  # noqa: E402
+
+OUT = ROOT / "evaluation" / "results" / "counts_noise_pool.json.gz"
+HELPER = """
+
+def _unused_{i}(values):  # counts_noise_pool.py: code no benchmark runs ({i})
+    total = {i}
+{body}    return total
+"""
+
+
+def helper(i: int) -> str:
+    """An unused function of its own size: commits differ in the code's layout, not in what a row runs."""
+    body = "".join(f"    total += sum(v * {k} for v in values if v > {i})\n" for k in range(1 + i % 7))
+    return HELPER.format(i=i, body=body)
+
+
+def timer_repo(path: Path) -> tuple[git.Repo, str, str]:
+    """The example with its 63-row suite (commit B of suite_validation.py); the module its suite imports."""
+    example.materialize(path)
+    repo = git.Repo(path)
+    base = add_commit(repo, repo.head.commit.hexsha, {SUITE_FILE: SUITE.format(min_run_time=0.05)},
+                      "Add bench_suite: 63 small rows of seven ops, three types, three sizes", 1)
+    return repo, base, "tensorlib/tensor_like.py"
+
+
+def plain_repo(path: Path) -> tuple[git.Repo, str, str]:
+    base, _, _ = make_plain_repo(path)
+    return git.Repo(path), base, "plainlib/__init__.py"
+
+
+SUITES = {"timer": ("the example's 69-row TimerSuite (bench_dispatch 6, bench_suite 63)", timer_repo),
+          "plain": ("a plain asv suite: plainlib's 42 time_ rows", plain_repo)}
+
+
+def chain(repo: git.Repo, base: str, module: str, n: int) -> list[str]:
+    """`base` and n - 1 commits after it, each adding one unused helper to `module`."""
+    shas = [base]
+    for i in range(1, n):
+        shas.append(add_commit(repo, shas[-1], {module: lambda text, i=i: text + helper(i)},
+                               f"{module}: an unused helper ({i})", 10 + i))
+    repo.git.checkout("--detach", base)
+    return shas
+
+
+def record(name: str, n: int, jittered: int, jitters: int, tmp: Path, pool: dict, out: Path) -> None:
+    description, make = SUITES[name]
+    repo, base, module = make(tmp / name)
+    shas = chain(repo, base, module, n)
+    with locked_folders(tmp / f"{name}-out", tmp / "envs", tmp / name) as folders:
+        ws = open_workspace(out=folders.out, env_dir=folders.env_dir, repo_path=folders.repo_path,
+                            repo=folders.repo, project_sha=base, benchmarks=None, fds=folders.fds)
+        python = ws.pythons()[0]
+        sides = []
+        for i, sha in enumerate(shas):
+            install, why = ws.install(Commit(sha, f"commit {i}"), python)
+            if why:
+                raise SystemExit(f"commit {i} ({sha[:8]}) does not build: {why}")
+            sides.append(Side("base", sha, install, python))
+        suite = ws.bench_dir
+        evidence = Evidence()
+        jobs = select_jobs({"base": list_benchmarks(python, suite, rounds.side_env(sides[0]))}, (), evidence)
+        jobs = [job for job in jobs if not evidence.jobs[job].uncountable]
+        cache_dir = tmp / f"{name}-setup-cache"
+        plans = count_plans(folders.out / "counts", suite, sides[:1], jobs, evidence, cache_dir)
+        planned = [(*job, *plans[job]) if job in plans else job for job in jobs]
+        entry = pool["suites"].setdefault(name, {"counts": {}, "seconds": []})
+        if entry.get("commits", shas)[:n] != shas[:len(entry.get("commits", shas))]:
+            raise SystemExit(f"{out}: its {name} commits are not this chain's: give another --out")
+        entry.update({"description": description, "commits": shas,
+                      "jobs": {f"{n_}|{i}": evidence.jobs[(n_, i)].name for n_, i in jobs},
+                      "by_call": [f"{n_}|{i}" for n_, i in jobs if evidence.jobs[(n_, i)].by_call]})
+
+        def count(task: tuple[int, str]) -> tuple[int, str, dict, float]:
+            i, layout = task
+            start = time.perf_counter()
+            env = {JITTER_ENV: layout[1:]} if layout.startswith("j") else {}
+            found = rounds._worker(suite, sides[i], "counts", planned, timeout=3600, env=env, cache_dir=cache_dir)
+            if "error" in found:
+                raise SystemExit(f"commit {i}, layout {layout}: {found['error']}")
+            return i, layout, found, time.perf_counter() - start
+
+        tasks = [(i, "0") for i in range(n)] + [(i, f"j{k}") for i in range(min(jittered, n))
+                                                for k in range(1, jitters + 1)]
+        tasks = [(i, layout) for i, layout in tasks if layout not in entry["counts"].get(str(i), {})]
+        with ThreadPoolExecutor(max_workers=2) as workers:
+            for i, layout, found, seconds in workers.map(count, tasks):
+                got = {k: r["counts"] for k, r in found.items() if "counts" in r}
+                failed = {k: r.get("error", "") for k, r in found.items() if "counts" not in r and not r.get("skipped")}
+                entry["counts"].setdefault(str(i), {})[layout] = got
+                entry.setdefault("cycles", {}).setdefault(str(i), {})[layout] = {
+                    k: r["cycles"] for k, r in found.items() if "cycles" in r}  # simulated (asv_worker.counts)
+                entry["seconds"].append(seconds)
+                atomic_write_bytes(out, gzip.compress(json.dumps(pool).encode()))
+                print(f"{name}: commit {i}, layout {layout}: {len(got)} rows, {len(failed)} failed, {seconds:.0f} s"
+                      + (f" ({next(iter(failed.values()))[:200]})" if failed else ""), flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--commits", type=int, default=12, help="commits a suite (default 12: 11 adjacent pairs)")
+    parser.add_argument("--jittered", type=int, default=4, help="of them, counted in jittered layouts too")
+    parser.add_argument("--jitters", type=int, default=2, help="jittered layouts a commit (default 2)")
+    parser.add_argument("--suites", nargs="+", default=list(SUITES), choices=list(SUITES))
+    parser.add_argument("--out", type=Path, default=OUT)
+    args = parser.parse_args()
+    if args.commits < 2:
+        parser.error("--commits must be at least 2")
+    began = time.perf_counter()
+    pool = {"suites": {}}
+    if args.out.exists():  # other suites of an earlier run are kept
+        pool = json.loads(gzip.decompress(args.out.read_bytes()))
+    with tempfile.TemporaryDirectory(prefix="counts-noise-pool-") as tmp_name:
+        for name in args.suites:
+            record(name, args.commits, args.jittered, args.jitters, Path(tmp_name), pool, args.out)
+    print(f"== wrote {args.out} in {(time.perf_counter() - began) / 60:.1f} min", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,94 @@
+"""The instruction-count test: did a row's counts move beyond what a commit that changes nothing it runs does?
+
+Counts are deterministic for a given memory layout, but the layout is not the code's to keep: a commit that
+only adds an unused function to the module a suite imports moved torch-op rows by up to 2.7% (TimerSuite
+statements) and 3.9% (plain `time_` methods), and pure-Python rows by a few tenths of a percent
+(evaluation/counts_noise_pool.py, 2026-11-27; the earlier three-commit pool had shown at most 0.53%). Which
+rows move, and how far, differs from row to row, so the noise is measured per row, where it matters:
+
+1. **First process.** Each side counts every row once, in the default layout. A row whose counts moved by
+   at least Policy.count_floor is a candidate; one that moved less decides nothing (and, below
+   FIRST_MOVE of its kind, is "flat": wall time only).
+2. **Jittered processes.** A candidate is counted again in JITTERS processes a side whose layout is jittered
+   after the imports (torchbench_core._callgrind_worker._jitter_layout: the cases' objects land at other
+   offsets in pymalloc's pools and the heap, as after a commit). Across jittered processes a row's counts
+   vary as across commits (Spearman 0.66 between a row's jitter spread and its commit move on the plain
+   suite); each process is one draw of the row's layout.
+3. **The test.** On each side's process means (log counts), Student's t with the pooled variance
+   between processes (df = processes - 2), plus COMMIT_SD[kind]**2: the part of the commit noise
+   the jitters do not show, calibrated on the pool so that the test's A/A p-values hold at 5%
+   (evaluation/counts_calibration.py; tests/test_count_test.py recomputes it). A row is decided when its
+   change is at least the floor and p <= COUNT_ALPHA; the margin printed is the smallest change this row's
+   noise lets the test decide.
+
+The rule's A/A rate and its power at +2% and +5% are measured by replaying it on the pool
+(evaluation/counts_calibration.py; docs/results.md#a-calibrated-count-test).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["BY_CALL", "COMMIT_SD", "COUNT_ALPHA", "CountTest", "FIRST_MOVE", "JITTERS", "LABEL_ALPHA", "STATEMENT",
+           "count_test"]
+
+STATEMENT, BY_CALL = "statement", "by call"  # a TimerSuite statement; an asv time_ method counted call by call
+JITTERS = 2  # jittered processes a side for a candidate: with the first, 3 a side, 4 degrees of freedom
+COUNT_ALPHA = 0.01  # a candidate is decided at this two-sided level (the candidates are a few % of A/A rows)
+LABEL_ALPHA = 0.05  # a row whose counts moved at this level is labelled compute (weights, not decisions)
+# evaluation/counts_calibration.py on evaluation/results/counts_noise_pool-2026-11-27.json.gz (its output:
+# evaluation/results/counts_calibration-2026-11-27.txt): the commit noise the jitters do not show (log sd), and
+# the 99th percentile of a first process's A/A move, per kind of row
+COMMIT_SD = {STATEMENT: 0.0, BY_CALL: 0.0}
+FIRST_MOVE = {STATEMENT: 0.0227, BY_CALL: 0.0227}
+
+
+@dataclass(frozen=True)
+class CountTest:
+    """One row's counts test: the change (head / base - 1), the smallest change its noise lets the test
+    decide (the margin), its p-value (1.0 on first processes alone), and what follows."""
+
+    delta: float
+    margin: float
+    p_value: float
+    processes: int  # a side's processes the test rests on (the fewer side's)
+    moved: bool  # decided, or beyond FIRST_MOVE and the noise at LABEL_ALPHA (first processes: beyond FIRST_MOVE)
+    decides: bool  # beyond the floor and the noise at COUNT_ALPHA, on jittered processes
+    pending: bool  # a candidate that rests on first processes alone: count it in jittered ones
+
+
+def _means(processes: list[list[float]]) -> np.ndarray:
+    return np.log([float(np.mean(p)) for p in processes])
+
+
+def count_test(base: list[list[float]], head: list[list[float]], kind: str, floor: float, *,
+               commit_sd: float | None = None, alpha: float = COUNT_ALPHA) -> CountTest | None:
+    """The test of one row from each side's valgrind processes (the first, then any jittered ones), each a
+    list of per-call counts (one per repeat); None where a side has none or a count is not positive."""
+    if not base or not head or any(min(p) <= 0 for p in base + head):
+        return None
+    from scipy import stats
+
+    mb, mh = _means(base), _means(head)
+    d = float(mh.mean() - mb.mean())
+    delta = math.expm1(d)
+    n = min(len(mb), len(mh))
+    sd = COMMIT_SD[kind] if commit_sd is None else commit_sd
+    if n < 2:  # first processes: a candidate or not, nothing decided
+        within = np.concatenate([np.log(p) - np.log(np.mean(p)) for p in base + head])
+        moved = abs(d) >= max(FIRST_MOVE[kind], 2 * float(np.std(within)))
+        return CountTest(delta, math.inf, 1.0, n, moved, False, abs(d) >= floor)
+    df = len(mb) + len(mh) - 2
+    pooled = (float(np.sum((mb - mb.mean()) ** 2)) + float(np.sum((mh - mh.mean()) ** 2))) / df
+    se = math.sqrt(pooled * (1 / len(mb) + 1 / len(mh)) + sd ** 2)
+    if se == 0:
+        p = 0.0 if d else 1.0
+    else:
+        p = float(2 * stats.t.sf(abs(d) / se, df))
+    margin = max(floor, math.expm1(float(stats.t.isf(alpha / 2, df)) * se))
+    decides = abs(delta) >= floor and p <= alpha
+    return CountTest(delta, margin, p, n, decides or (abs(d) >= FIRST_MOVE[kind] and p <= LABEL_ALPHA), decides,
+                     False)
