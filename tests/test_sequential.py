@@ -12,8 +12,8 @@ from torchbench import stats
 from torchbench.ab import rounds
 from torchbench.ab.allocation import MAX_RUN_TIME, MIN_RUN_TIME, run_time_for
 from torchbench.ab.count_test import COMMIT_SD, JITTERS
-from torchbench.ab.counts import (ADVISORY, COMPUTE, NO_COUNTS, PRIOR_WEIGHT, WALL_ONLY, count_change, opposite_p,
-                                  to_confirm, weights)
+from torchbench.ab.channels import to_confirm
+from torchbench.ab.counts import ADVISORY, COMPUTE, NO_COUNTS, PRIOR_WEIGHT, WALL_ONLY, count_change, opposite_p, weights
 from torchbench.ab.counts_cache import CountPlans, CountsCache
 from torchbench.ab.evidence import Evidence, JobInfo
 from torchbench.ab.options import Policy, Rounds

@@ -71,11 +71,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .count_test import BY_CALL, JITTERS, STATEMENT, count_test
+from .count_test import BY_CALL, STATEMENT, count_test
 from .evidence import Evidence, Job
 
 __all__ = ["ADVISORY", "COMPUTE", "CountChange", "NO_COUNTS", "PRIOR_WEIGHT", "VETO_LEVEL", "WALL_ONLY",
-           "MAX_JITTERS", "count_change", "kind_of", "no_counts", "opposite_p", "processes", "to_confirm", "weights"]
+           "MAX_JITTERS", "NEAR", "count_change", "kind_of", "no_counts", "opposite_p", "processes", "weights"]
 
 COMPUTE = "compute"
 WALL_ONLY = "wall time only (memory, cache, or noise)"
@@ -153,30 +153,6 @@ def opposite_p(base: list[float], head: list[float], delta: float) -> float:
         p = stats.ttest_ind(np.log(head), np.log(base), equal_var=False, trim=VETO_TRIM,
                             alternative="less" if delta > 0 else "greater").pvalue
     return float(p) if np.isfinite(p) else 1.0
-
-
-def to_confirm(evidence: Evidence, jobs: list[Job], count_floor: float, jitter: int = 1) -> list[Job]:
-    """The jobs to count in the `jitter`-th jittered valgrind process a side: up to count_test.JITTERS, every
-    one whose first counts moved beyond the floor (and has fewer jittered processes than that); beyond it,
-    up to MAX_JITTERS, those the test has not decided whose change clears the floor and whose p-value is
-    within NEAR of the bar (one more process may decide them: noisy counts get more of them)."""
-    todo = []
-    for job in jobs:
-        change = count_change(evidence, job, count_floor)
-        if change is None or evidence.builds_differ:
-            continue
-        had = min(len(processes(evidence.counts_again[side], job)) for side in ("base", "head"))
-        if had >= jitter:
-            continue
-        if jitter <= JITTERS:
-            first = {side: evidence.counts[side].get(job) for side in ("base", "head")}
-            if first["base"] and first["head"] and count_test([first["base"]], [first["head"]], kind_of(evidence, job),
-                                                              count_floor).pending:
-                todo.append(job)
-        elif jitter <= MAX_JITTERS and not change.decides and abs(change.delta) >= count_floor \
-                and change.p_value <= NEAR:
-            todo.append(job)
-    return todo
 
 
 def no_counts(reason: str) -> str:

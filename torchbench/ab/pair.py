@@ -23,7 +23,8 @@ from ..asv_bridge.worker import MEASURED_TYPES, combinations, list_benchmarks
 from ..errors import UserError
 from ..project.commits import Commit
 from . import rounds as rounds_mod
-from .counts import MAX_JITTERS, to_confirm
+from .channels import to_confirm
+from .counts import MAX_JITTERS
 from .counts_cache import CountPlans, CountsCache
 from .evidence import SIDES, Evidence, Job, JobInfo, Side
 from .options import Policy, Rounds

@@ -43,6 +43,7 @@ from ..errors import UserError, last_line
 from . import sequential
 from .allocation import allocate
 from .contrast import compare_row, slow_processes_moved
+from .channels import findings
 from .counts import NO_COUNTS, count_change, opposite_p, processes, weights
 from .counts_cache import JITTERED, CountsCache
 from .evidence import Evidence, Job, Side
@@ -216,15 +217,16 @@ def wall_check_rounds(confidence: float) -> int:
 
 
 def _counts_stop(evidence: Evidence, job: Job, policy: Policy) -> str | None:
-    """Why the row leaves the rounds now, where its instruction counts decide it."""
-    change = count_change(evidence, job, policy.count_floor)
+    """Why the row leaves the rounds now, where a deterministic channel decides it."""
+    found = next((f for f in findings(evidence, job, policy.count_floor).values() if f.decides), None)
     base, head = evidence.values["base"].get(job, []), evidence.values["head"].get(job, [])
-    # a row whose wall time leans against its counts stays, so that the veto (verdict._by_counts) has the
+    # a row whose wall time leans against the channel stays, so that the veto (verdict._by_channel) has the
     # processes to see a move the other way
-    if change is not None and change.decides and opposite_p(base, head, change.delta) > 0.5:
+    if found is not None and opposite_p(base, head, found.delta) > 0.5:
         n = len(processes(evidence.counts_again["base"], job)) + 1
-        return (f"decided by instruction counts ({change.delta:+.2%}, noise margin {change.margin:.2%}, "
-                f"{n} valgrind processes a side)")
+        margin = f", noise margin {found.margin:.2%}, {n} valgrind processes a side" if found.margin == found.margin \
+            else ""
+        return f"decided by {found.channel} ({found.text}{margin})"
     return None
 
 

@@ -1,11 +1,20 @@
 """From evidence to verdicts: one row per benchmark, the suite's false discovery rate controlled.
 
-Two channels decide (counts.py):
+The deterministic channels decide first (channels.py, in their order):
 
-  instruction counts  a TimerSuite case whose counts moved by at least
-                      Policy.count_floor beyond their noise (within and between
-                      two valgrind processes a side) is decided by them,
-                      labelled "compute";
+  instruction counts  a row whose counts moved by at least Policy.count_floor
+                      beyond their noise (count_test.py: the first and the
+                      jittered valgrind processes, the calibrated commit noise)
+                      is decided by them, labelled "compute";
+  system calls        a row whose system calls a call changed, exactly on
+                      both sides, labelled with the calls;
+  simulated cycles    a row whose counts did not move but whose simulated
+                      cycles did, beyond their noise: "memory (simulated
+                      cache)";
+
+each unless the wall time moved the other way (counts.opposite_p), and each
+shown beside the others in the comment. Then:
+
   wall time           every other row: its p-value combined over the looks it
                       had (sequential.py), then weighted Benjamini-Hochberg at
                       Policy.fdr across them, weighted by what the counts say
@@ -27,15 +36,16 @@ from .. import stats
 from ..asv_bridge.results import param_value
 from . import sequential
 from .contrast import compare_row, slow_processes_moved
+from .channels import CHANNELS, COUNTS, CYCLES, SYSCALLS, findings
 from .counts import COMPUTE, NO_COUNTS, VETO_LEVEL, WALL_ONLY, count_change, no_counts, opposite_p, weights
 from .evidence import Evidence
 from .options import Policy
 
-__all__ = ["COMPUTE", "COUNTS", "FAILED", "NEW", "NO_COUNTS", "Prepared", "REMOVED", "Verdict", "WALL", "WALL_ONLY",
-           "decide", "prepare", "settle"]
+__all__ = ["COMPUTE", "COUNTS", "CYCLES", "FAILED", "NEW", "NO_COUNTS", "Prepared", "REMOVED", "SYSCALLS", "Verdict",
+           "WALL", "WALL_ONLY", "decide", "prepare", "settle"]
 
 NEW, REMOVED, FAILED = "new", "removed", "failed"
-COUNTS, WALL = "instruction counts", "wall time"  # what decided a row
+WALL = "wall time"  # what decided a row: a deterministic channel (channels.CHANNELS) or this
 
 
 @dataclass
@@ -57,8 +67,10 @@ class Verdict:
     error: str = ""
     stopped: str = ""  # why it stopped early, if it did
     index: int = 0  # the parameter combination's position in asv's order
-    decided_by: str = ""  # COUNTS or WALL, for compared rows
+    decided_by: str = ""  # a deterministic channel (COUNTS, SYSCALLS, CYCLES) or WALL, for compared rows
     counts_margin: float | None = None  # the noise margin the count change was held against
+    decided_delta: float | None = None  # the deciding deterministic channel's change (head / base - 1)
+    channels_text: str = ""  # what every deterministic channel with measurements says, the decider's first
 
     @property
     def title(self) -> str:
@@ -107,7 +119,15 @@ def _rows(evidence: Evidence, policy: Policy) -> tuple[list[Verdict], list[tuple
         if change is not None:
             row.counts_base, row.counts_head, row.counts_delta = change.base, change.head, change.delta
             row.counts_margin = change.margin
-            row.decided_by = COUNTS if change.decides else ""
+        found = findings(evidence, job, policy.count_floor)
+        decider = next((f for f in found.values() if f.decides), None)
+        if decider is not None:
+            row.decided_by, row.decided_delta = decider.channel, decider.delta
+            if decider.channel != COUNTS:
+                row.label = f"{decider.label}; counts {row.label}"
+        shown = [f for f in sorted(found.values(), key=lambda f: f is not decider) if f.text]
+        row.channels_text = "; ".join(f"counts {f.text}" if f.channel == COUNTS and len(shown) > 1 else f.text
+                                      for f in shown)
         rows.append(row)
     return rows, compared
 
@@ -124,16 +144,17 @@ def _why_no_counts(evidence: Evidence, job) -> str:
     return f"no counts on the {' and '.join(missing)} side" if missing else "no counts: the base's are zero"
 
 
-def _by_counts(row: Verdict, base: list[float], head: list[float]) -> str:
-    """A row the counts decide: their direction, unless the wall time moved the other way at VETO_LEVEL
-    (counts.opposite_p, one-sided, from 2 processes a side; its measured errors in
+def _by_channel(row: Verdict, base: list[float], head: list[float]) -> str:
+    """A row a deterministic channel decides: its direction, unless the wall time moved the other way at
+    VETO_LEVEL (counts.opposite_p, one-sided, from 2 processes a side; its measured errors in
     evaluation/agreement_validation.py). One test, so that the stated false veto is its level: the interval
     beside it as a second test added its own 2.5% (7-9% vetoed of rows whose wall time did not move)."""
-    slower = row.counts_delta > 0
-    p = opposite_p(base, head, row.counts_delta)
+    slower = row.decided_delta > 0
+    p = opposite_p(base, head, row.decided_delta)
     if p <= VETO_LEVEL:
-        row.error = (f"instruction counts moved {row.counts_delta:+.2%} but the wall time moved the other way "
-                     f"({row.head / row.base - 1:+.1%}, one-sided p={p:.2g}): the counts do not explain the time")
+        row.error = (f"{row.decided_by} moved {row.decided_delta:+.2%} but the wall time moved the other way "
+                     f"({row.head / row.base - 1:+.1%}, one-sided p={p:.2g}): the {row.decided_by} do not explain "
+                     "the time")
         return stats.INCONCLUSIVE
     return stats.REGRESSED if slower else stats.IMPROVED
 
@@ -151,17 +172,17 @@ class Prepared:
 def prepare(evidence: Evidence, policy: Policy) -> Prepared:
     """Every row's comparison: count-decided rows decided; wall-time rows with their combined p-values."""
     rows, compared = _rows(evidence, policy)
-    wall = [(row, base, head) for row, base, head in compared if row.decided_by != COUNTS]
+    wall = [(row, base, head) for row, base, head in compared if row.decided_by not in CHANNELS]
     # the looks that came spent their shares; those that did not go to the final analysis. m: this
     # comparison's wall-time rows, or the family it is decided with (Policy.family: find's candidates)
     design = dataclasses.replace(evidence.design or sequential.fixed(0, policy.fdr, policy.confidence),
                                  m=policy.family_size(len(wall)), fdr=policy.fdr,
                                  confidence=policy.confidence).after(evidence.rounds)
     for row, base, head in compared:
-        if row.decided_by == COUNTS:
+        if row.decided_by in CHANNELS:
             row.comparison = stats.compare(base, head, confidence=policy.confidence, alpha=policy.fdr,
                                            power=policy.power)
-            row.status = _by_counts(row, base, head)
+            row.status = _by_channel(row, base, head)
     w = weights([row.label for row, _, _ in wall])
     # how often this comparison's processes land in the machine's slow group, from all its wall-time rows:
     # what caps the power of few processes (stats.power_ceiling)

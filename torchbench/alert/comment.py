@@ -22,6 +22,7 @@ from torchbench_core.units import select_unit
 
 from .. import resources, stats
 from ..ab.options import Policy
+from ..ab.channels import CHANNELS
 from ..ab.verdict import COUNTS, FAILED, NEW, REMOVED, Verdict
 from ..errors import EXIT_FAILURE, EXIT_OK, EXIT_REGRESSION
 from ..project.commits import Commit
@@ -58,8 +59,8 @@ def _mde_text(r: Verdict) -> str:
     c = r.comparison
     if c is None:
         return "—"
-    if r.decided_by == COUNTS:
-        return "— (decided by instruction counts)"
+    if r.decided_by in CHANNELS:
+        return f"— (decided by {r.decided_by})"
     if math.isfinite(c.mde) and math.isfinite(c.relabelled_mde):
         return f"{c.mde:.1%} (slow processes; {c.relabelled_mde:.1%} without them)"
     if math.isfinite(c.mde):
@@ -181,7 +182,7 @@ class AlertReport:
             "base_text": _time(r.base, r.unit), "head_text": _time(r.head, r.unit),
             "ratio_text": f"{c.ratio:.3f}" if c else "—",
             "ci_text": f"{c.ci_low:.3f}–{c.ci_high:.3f}" if c else "—",
-            "counts_text": f"{r.counts_delta:+.2%}" if r.counts_delta is not None else "—",
+            "counts_text": r.channels_text or (f"{r.counts_delta:+.2%}" if r.counts_delta is not None else "—"),
             "n_text": f"{c.n_base}/{c.n_head}" if c else "—",
             "mde_text": _mde_text(r),
             "p_text": f"{c.p_value:.2g}" if c else "—",
@@ -214,7 +215,9 @@ class AlertReport:
             take=self.what_it_would_take(), outcome=self.outcome(), exit_status=self.exit_status(),
             mde_rows=[c for c in cells if c["mde_text"] != "—"],
             notes=self.notes + self.problems, evidence=self._evidence(), site_url=(self.site_url or "").rstrip("/"),
-            time=self.time_spent, by_counts=sum(1 for r in self.rows if r.decided_by == COUNTS), torch=self.torch)
+            time=self.time_spent, by_counts=sum(1 for r in self.rows if r.decided_by == COUNTS), torch=self.torch,
+            by_other=[(name, n) for name in CHANNELS if name != COUNTS
+                      if (n := sum(1 for r in self.rows if r.decided_by == name))])
         return re.sub(r"\n{3,}", "\n\n", text)
 
     def verdicts_html(self, tables: dict[str, str]) -> str:

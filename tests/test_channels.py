@@ -1,0 +1,76 @@
+"""The deterministic channels in the verdict (torchbench/ab/channels.py): which one decides a row, the label it
+gives, the others shown beside it, and the wall time's veto, on evidence built the way the alert stores it."""
+
+import re
+
+import numpy as np
+
+from torchbench import stats
+from torchbench.ab.channels import COUNTS, CYCLES, MEMORY, SYSCALLS, findings, to_confirm
+from torchbench.ab.count_test import JITTERS
+from torchbench.ab.evidence import Evidence, JobInfo
+from torchbench.ab.options import Policy
+from torchbench.ab.verdict import decide
+
+JOB = ("bench.Suite.time_x", 0)
+
+
+def evidence(counts=1.0, cycles=None, syscalls=None, wall=1.0, jittered=True, seed=1) -> Evidence:
+    """One row, 8 processes a side of wall time (head x `wall`), counts x `counts` on the head, simulated
+    cycles x `cycles` where given, system calls per call (base, head) where given. (Seed 0 draws a wall time
+    5% down at p=0.002, which the veto takes for a move against the channels: the rule's stated false veto.)"""
+    rng = np.random.default_rng(seed)
+    ev = Evidence()
+    ev.jobs[JOB] = JobInfo("bench.Suite.time_x", unit="seconds", on_base=True, on_head=True)
+    ev.values["base"][JOB] = list(rng.lognormal(0, 0.05, 8))
+    ev.values["head"][JOB] = list(rng.lognormal(np.log(wall), 0.05, 8))
+    for side, factor in (("base", 1.0), ("head", counts)):
+        made = [list(1e5 * factor * (1 + rng.normal(0, 1e-4, 3))) for _ in range(1 + JITTERS)]
+        ev.counts[side][JOB], ev.counts_again[side][JOB] = made[0], (made[1:] if jittered else [])
+        if cycles is not None:
+            f = factor * (cycles if side == "head" else 1.0)
+            made = [list(2e5 * f * (1 + rng.normal(0, 1e-4, 3))) for _ in range(1 + JITTERS)]
+            ev.cycles[side][JOB], ev.cycles_again[side][JOB] = made[0], (made[1:] if jittered else [])
+    if syscalls is not None:
+        for side, (per_call, exact) in zip(("base", "head"), syscalls):
+            ev.syscalls[side][JOB] = {"per_call": per_call, "exact": exact, "calls": 10}
+    return ev
+
+
+def row(ev: Evidence):
+    return decide(ev, Policy())[0]
+
+
+def test_a_memory_only_change_is_decided_by_simulated_cycles():
+    """Counts flat, simulated cycles x2.2 (the table walk): decided by cycles, labelled memory, the counts beside."""
+    r = row(evidence(cycles=2.2))
+    assert r.decided_by == CYCLES and r.status == stats.REGRESSED and r.label.startswith(MEMORY)
+    assert re.fullmatch(r"cycles \+120\.\d\d%; counts [+-]0\.00%", r.channels_text), r.channels_text
+    # the same cycles without the counts flat are the counts' to decide (what they explain is theirs)
+    r = row(evidence(counts=1.05, cycles=1.05))
+    assert r.decided_by == COUNTS and "cycles +" in r.channels_text
+
+
+def test_a_system_call_added_per_call_is_decided_where_both_traces_are_exact():
+    calls = ({"read": 2.0}, {"read": 2.0, "getpid": 1.0})
+    r = row(evidence(syscalls=((calls[0], True), (calls[1], True))))
+    assert r.decided_by == SYSCALLS and r.status == stats.REGRESSED
+    assert r.label.startswith("system calls: getpid +1 a call")
+    # a trace that is not exact decides nothing: the wall time does
+    r = row(evidence(syscalls=((calls[0], True), (calls[1], False))))
+    assert r.decided_by not in (SYSCALLS, COUNTS, CYCLES) and "(not exact)" in r.channels_text
+    # with the counts moved too, the counts decide and the system calls stand beside them
+    r = row(evidence(counts=1.05, syscalls=((calls[0], True), (calls[1], True))))
+    assert r.decided_by == COUNTS and "syscalls getpid +1 a call" in r.channels_text
+
+
+def test_no_channel_decides_a_row_whose_wall_time_moved_the_other_way():
+    r = row(evidence(cycles=1.5, wall=0.85))
+    assert r.decided_by == CYCLES and r.status == stats.INCONCLUSIVE and "the other way" in r.error
+
+
+def test_a_flat_count_row_whose_cycles_moved_is_counted_in_jittered_processes():
+    ev = evidence(cycles=1.5, jittered=False)
+    assert not findings(ev, JOB, 0.01)[CYCLES].decides
+    assert to_confirm(ev, [JOB], 0.01, 1) == [JOB]
+    assert to_confirm(evidence(jittered=False, cycles=1.0), [JOB], 0.01, 1) == []
