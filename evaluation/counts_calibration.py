@@ -6,9 +6,12 @@ torchbench/ab/count_test.py and measures the rule they make:
 
     FIRST_MOVE  the 99th percentile of |log(head/base)| of a first process a side between adjacent commits
                 (a row below it is "flat": the wall-time bar is stricter for it)
+    (and, where the pool has simulated cycles, the same fit for them: channels.CYCLES_COMMIT_SD)
+
     COMMIT_SD   the smallest commit noise (log sd, on a 0.01% grid) beyond the jittered processes' own spread
-                at which the test's A/A p-values hold at 5%: at most 5% of the jittered commit pairs' rows
-                have p <= 0.05
+                at which the test's A/A p-values hold at 5% (at most 5% of the jittered commit pairs' rows
+                have p <= 0.05) and the whole rule decides none of them (the tail: a commit moved one
+                row by 1.7% in every jittered layout)
 
 Then the whole rule (a first process a side; a row moved by at least the floor counted in JITTERS jittered
 processes a side; decided at COUNT_ALPHA) is replayed on every pair of jittered commits: the share of A/A
@@ -52,56 +55,66 @@ def layouts(suite: dict) -> list[str]:
     return ["0"] + [f"j{k}" for k in range(1, JITTERS + 1)]
 
 
-def jittered_commits(suite: dict) -> list[str]:
-    """The commits counted in the first layout and every jittered one."""
-    return sorted((c for c, by in suite["counts"].items() if all(layout in by for layout in layouts(suite))), key=int)
+def jittered_commits(suite: dict, field: str = "counts") -> list[str]:
+    """The commits counted (or simulated: field "cycles") in the first layout and every jittered one."""
+    by_commit = suite.get(field, {})
+    return sorted((c for c, by in by_commit.items() if all(by.get(layout) for layout in layouts(suite))), key=int)
 
 
-def processes(suite: dict, commit: str, job: str, factor: float = 1.0) -> list[list[float]]:
-    return [[v * factor for v in suite["counts"][commit][layout][job]] for layout in layouts(suite)]
+def processes(suite: dict, commit: str, job: str, factor: float = 1.0, field: str = "counts") -> list[list[float]]:
+    return [[v * factor for v in suite[field][commit][layout][job]] for layout in layouts(suite)]
 
 
-def first_moves(suite: dict) -> np.ndarray:
+def first_moves(suite: dict, field: str = "counts") -> np.ndarray:
     """|log(head/base)| of first processes between adjacent commits, every row."""
-    commits = sorted((c for c, by in suite["counts"].items() if "0" in by), key=int)
+    commits = sorted((c for c, by in suite.get(field, {}).items() if by.get("0")), key=int)
     moves = []
     for a, b in zip(commits, commits[1:]):
         for job in suite["jobs"]:
-            x, y = suite["counts"][a]["0"].get(job), suite["counts"][b]["0"].get(job)
+            x, y = suite[field][a]["0"].get(job), suite[field][b]["0"].get(job)
             if x and y:
                 moves.append(abs(math.log(np.mean(y) / np.mean(x))))
     return np.array(moves)
 
 
-def pairs(suite: dict) -> list[tuple[str, str]]:
-    return list(itertools.combinations(jittered_commits(suite), 2))
+def pairs(suite: dict, field: str = "counts") -> list[tuple[str, str]]:
+    return list(itertools.combinations(jittered_commits(suite, field), 2))
 
 
-def aa_p_values(suite: dict, kind: str, commit_sd: float) -> np.ndarray:
+def aa_p_values(suite: dict, kind: str, commit_sd: float, field: str = "counts") -> np.ndarray:
     ps = []
-    for a, b in pairs(suite):
+    for a, b in pairs(suite, field):
         for job in suite["jobs"]:
-            t = count_test(processes(suite, a, job), processes(suite, b, job), kind, 0.0, commit_sd=commit_sd)
+            if not all(job in suite[field][c][layout] for c in (a, b) for layout in layouts(suite)):
+                continue
+            t = count_test(processes(suite, a, job, field=field), processes(suite, b, job, field=field), kind, 0.0,
+                           commit_sd=commit_sd)
             if t is not None:
                 ps.append(t.p_value)
     return np.array(ps)
 
 
-def fit_commit_sd(suite: dict, kind: str) -> float:
-    """The smallest grid value at which the A/A p-values hold at LEVEL (their share at or below it falls as
-    the commit noise grows, so a bisection of the grid finds it)."""
+def holds(suite: dict, kind: str, commit_sd: float, field: str = "counts", floor: float = 0.01) -> bool:
+    """The A/A p-values hold at LEVEL and the whole rule decides no A/A row of the pool."""
+    return (np.mean(aa_p_values(suite, kind, commit_sd, field) <= LEVEL) <= LEVEL
+            and aa_decided(suite, kind, floor, commit_sd, field)[0] == 0)
+
+
+def fit_commit_sd(suite: dict, kind: str, field: str = "counts") -> float:
+    """The smallest grid value at which the A/A p-values hold at LEVEL and the rule decides no A/A row (both
+    only get easier as the commit noise grows, so a bisection of the grid finds it)."""
     low, high = 0, len(GRID) - 1
     while low < high:
         mid = (low + high) // 2
-        if np.mean(aa_p_values(suite, kind, float(GRID[mid])) <= LEVEL) <= LEVEL:
+        if holds(suite, kind, float(GRID[mid]), field):
             high = mid
         else:
             low = mid + 1
     return round(float(GRID[low]), 4)
 
 
-def first_move(suite: dict) -> float:
-    return round(float(np.quantile(first_moves(suite), 0.99)), 4)
+def first_move(suite: dict, field: str = "counts") -> float:
+    return round(float(np.quantile(first_moves(suite, field), 0.99)), 4)
 
 
 def rule(base: list[list[float]], head: list[list[float]], kind: str, floor: float, commit_sd: float) -> bool:
@@ -151,7 +164,25 @@ def calibrate(pool: dict, floor: float) -> dict:
                      "first_moves": {q: float(np.quantile(moves, float(q))) for q in ("0.5", "0.9", "0.99", "1")},
                      "aa_level": float(np.mean(aa_p_values(suite, kind, sd) <= LEVEL)),
                      "replay": replay(suite, kind, floor, sd)}
+        if pairs(suite, "cycles"):  # simulated cycles: the same test, their own commit noise
+            cycles_sd = fit_commit_sd(suite, kind, "cycles")
+            out[name]["cycles"] = {"commit_sd": cycles_sd, "jittered_pairs": len(pairs(suite, "cycles")),
+                                   "first_move": first_move(suite, "cycles"),
+                                   "aa_level": float(np.mean(aa_p_values(suite, kind, cycles_sd, "cycles") <= LEVEL)),
+                                   "aa_decided": aa_decided(suite, kind, floor, cycles_sd, "cycles")}
     return out
+
+
+def aa_decided(suite: dict, kind: str, floor: float, commit_sd: float, field: str) -> list[int]:
+    """[rows decided, rows] of the whole rule on every jittered pair's identical rows."""
+    decided = total = 0
+    for a, b in pairs(suite, field):
+        for job in suite["jobs"]:
+            if all(job in suite[field][c][layout] for c in (a, b) for layout in layouts(suite)):
+                total += 1
+                decided += rule(processes(suite, a, job, field=field), processes(suite, b, job, field=field), kind,
+                                floor, commit_sd)
+    return [decided, total]
 
 
 def main() -> None:
@@ -172,8 +203,13 @@ def main() -> None:
             what = "A/A rows decided" if factor == "1.00" else f"rows decided at +{float(factor) - 1:.0%}"
             print(f"  {what:22}: ours {r['ours']}/{r['rows']} ({r['ours'] / r['rows']:.1%}), "
                   f"previous rule {r['old']}/{r['rows']} ({r['old'] / r['rows']:.1%})")
-    print(json.dumps({name: {"commit_sd": f["commit_sd"], "first_move": f["first_move"]}
-                      for name, f in found.items()}))
+        if "cycles" in f:
+            c = f["cycles"]
+            print(f"  simulated cycles: CYCLES_COMMIT_SD {c['commit_sd']:.4f} ({c['jittered_pairs']} jittered pairs), "
+                  f"first move 99th percentile {c['first_move']:.2%}; A/A p <= {LEVEL}: {c['aa_level']:.1%}; "
+                  f"A/A rows decided {c['aa_decided'][0]}/{c['aa_decided'][1]}")
+    print(json.dumps({name: {"commit_sd": f["commit_sd"], "first_move": f["first_move"],
+                             "cycles_commit_sd": f.get("cycles", {}).get("commit_sd")} for name, f in found.items()}))
 
 
 if __name__ == "__main__":

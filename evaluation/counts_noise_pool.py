@@ -26,7 +26,8 @@ tests/test_counts_test.py checks the fitted constants against:
                        [per call, one per repeat]}}}, "cycles": the same for the simulated cycles,
                        "seconds": [per valgrind process]}}}
 
-    python evaluation/counts_noise_pool.py [--commits 12] [--jittered 4] [--jitters 2] [--suites timer plain]
+    python evaluation/counts_noise_pool.py [--commits 12] [--jittered 4] [--jitter-commits I ...] [--jitters 2]
+                                           [--suites timer plain]
                                            [--out PATH]
 
 About 60-180 s a valgrind process of the timer suite and 40-70 s of the plain one on an idle 2-core
@@ -107,7 +108,7 @@ def chain(repo: git.Repo, base: str, module: str, n: int) -> list[str]:
     return shas
 
 
-def record(name: str, n: int, jittered: int, jitters: int, tmp: Path, pool: dict, out: Path) -> None:
+def record(name: str, n: int, jittered: list[int], jitters: int, tmp: Path, pool: dict, out: Path) -> None:
     description, make = SUITES[name]
     repo, base, module = make(tmp / name)
     shas = chain(repo, base, module, n)
@@ -144,7 +145,7 @@ def record(name: str, n: int, jittered: int, jitters: int, tmp: Path, pool: dict
                 raise SystemExit(f"commit {i}, layout {layout}: {found['error']}")
             return i, layout, found, time.perf_counter() - start
 
-        tasks = [(i, "0") for i in range(n)] + [(i, f"j{k}") for i in range(min(jittered, n))
+        tasks = [(i, "0") for i in range(n)] + [(i, f"j{k}") for i in jittered if i < n
                                                 for k in range(1, jitters + 1)]
         tasks = [(i, layout) for i, layout in tasks if layout not in entry["counts"].get(str(i), {})]
         with ThreadPoolExecutor(max_workers=2) as workers:
@@ -164,6 +165,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--commits", type=int, default=12, help="commits a suite (default 12: 11 adjacent pairs)")
     parser.add_argument("--jittered", type=int, default=4, help="of them, counted in jittered layouts too")
+    parser.add_argument("--jitter-commits", type=int, nargs="+", default=[],
+                        help="these commits (0-based) counted in jittered layouts too, beside the first --jittered")
     parser.add_argument("--jitters", type=int, default=2, help="jittered layouts a commit (default 2)")
     parser.add_argument("--suites", nargs="+", default=list(SUITES), choices=list(SUITES))
     parser.add_argument("--out", type=Path, default=OUT)
@@ -176,7 +179,8 @@ def main() -> None:
         pool = json.loads(gzip.decompress(args.out.read_bytes()))
     with tempfile.TemporaryDirectory(prefix="counts-noise-pool-") as tmp_name:
         for name in args.suites:
-            record(name, args.commits, args.jittered, args.jitters, Path(tmp_name), pool, args.out)
+            jittered = sorted(set(range(args.jittered)) | set(args.jitter_commits))
+            record(name, args.commits, jittered, args.jitters, Path(tmp_name), pool, args.out)
     print(f"== wrote {args.out} in {(time.perf_counter() - began) / 60:.1f} min", flush=True)
 
 

@@ -48,7 +48,7 @@ def test_a_row_whose_layouts_move_it_is_not_decided_by_a_move_of_that_size():
 
 
 def test_the_floor_binds_however_quiet_the_row():
-    base, head = sides([1e5] * 3, [1e5 * 1.008] * 3)
+    base, head = sides([1e5] * 3, [1e5 * 1.0095] * 3)
     found = count_test(base, head, STATEMENT, 0.01)
     assert found.p_value < COUNT_ALPHA and not found.decides and found.margin == 0.01
     assert not count_test(base[:1], head[:1], STATEMENT, 0.01).pending
@@ -74,10 +74,13 @@ def pool():
 
 
 def test_the_pool_holds_at_least_thirty_commit_pairs_over_two_suites_of_sixty_rows(pool):
+    """Pairs of any two commits of a suite (each commit adds an unused helper: an A/A pair); of them, the
+    adjacent ones (18: a pull request on its parent) and the jittered ones (the test's replay)."""
     suites = pool["suites"]
     assert set(suites) == {"timer", "plain"}
-    adjacent = sum(len([c for c, by in s["counts"].items() if "0" in by]) - 1 for s in suites.values())
-    assert adjacent >= 30 and sum(len(s["jobs"]) for s in suites.values()) >= 60
+    commits = [len([c for c, by in s["counts"].items() if "0" in by]) for s in suites.values()]
+    assert sum(n * (n - 1) // 2 for n in commits) >= 30 and sum(n - 1 for n in commits) >= 18
+    assert all(len(s["jobs"]) >= 40 for s in suites.values()) and sum(len(s["jobs"]) for s in suites.values()) >= 60
     assert all(len(calibration.jittered_commits(s)) >= 4 for s in suites.values())
 
 
@@ -87,11 +90,23 @@ def test_the_constants_are_the_pools(pool):
         kind = calibration.KINDS[name]
         assert COMMIT_SD[kind] == calibration.fit_commit_sd(suite, kind)
         assert FIRST_MOVE[kind] == calibration.first_move(suite)
-        # the fit: the A/A p-values hold at 5% with it, and not with a smaller commit noise
+        # the fit: the A/A p-values hold at 5% with it and no A/A row is decided, and not with a smaller one
         assert np.mean(calibration.aa_p_values(suite, kind, COMMIT_SD[kind]) <= 0.05) <= 0.05
+        assert calibration.aa_decided(suite, kind, 0.01, COMMIT_SD[kind], "counts")[0] == 0
         if COMMIT_SD[kind] > 0:
-            smaller = COMMIT_SD[kind] - 0.0001
-            assert np.mean(calibration.aa_p_values(suite, kind, smaller) <= 0.05) > 0.05
+            assert not calibration.holds(suite, kind, COMMIT_SD[kind] - 0.0001)
+
+
+def test_the_cycles_commit_noise_is_the_pools(pool):
+    """channels.CYCLES_COMMIT_SD: fitted on the plain suite's simulated cycles (the timer suite's pool
+    predates the simulation), the same value serving both kinds."""
+    from torchbench.ab.channels import CYCLES_COMMIT_SD
+
+    plain = pool["suites"]["plain"]
+    assert len(calibration.pairs(plain, "cycles")) >= 6
+    assert CYCLES_COMMIT_SD[BY_CALL] == calibration.fit_commit_sd(plain, BY_CALL, "cycles")
+    assert CYCLES_COMMIT_SD[STATEMENT] == CYCLES_COMMIT_SD[BY_CALL]
+    assert calibration.aa_decided(plain, BY_CALL, 0.01, CYCLES_COMMIT_SD[BY_CALL], "cycles")[0] == 0
 
 
 def test_the_rule_replayed_on_the_pool(pool):

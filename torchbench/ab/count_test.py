@@ -42,8 +42,8 @@ LABEL_ALPHA = 0.05  # a row whose counts moved at this level is labelled compute
 # evaluation/counts_calibration.py on evaluation/results/counts_noise_pool-2026-11-27.json.gz (its output:
 # evaluation/results/counts_calibration-2026-11-27.txt): the commit noise the jitters do not show (log sd), and
 # the 99th percentile of a first process's A/A move, per kind of row
-COMMIT_SD = {STATEMENT: 0.0, BY_CALL: 0.0}
-FIRST_MOVE = {STATEMENT: 0.0227, BY_CALL: 0.0227}
+COMMIT_SD = {STATEMENT: 0.0018, BY_CALL: 0.0}
+FIRST_MOVE = {STATEMENT: 0.0227, BY_CALL: 0.0141}
 
 
 @dataclass(frozen=True)
