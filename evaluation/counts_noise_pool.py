@@ -130,9 +130,12 @@ def record(name: str, n: int, jittered: list[int], jitters: int, tmp: Path, pool
         plans = count_plans(folders.out / "counts", suite, sides[:1], jobs, evidence, cache_dir)
         planned = [(*job, *plans[job]) if job in plans else job for job in jobs]
         entry = pool["suites"].setdefault(name, {"counts": {}, "seconds": []})
-        if entry.get("commits", shas)[:n] != shas[:len(entry.get("commits", shas))]:
-            raise SystemExit(f"{out}: its {name} commits are not this chain's: give another --out")
-        entry.update({"description": description, "commits": shas,
+        trees = [repo.commit(sha).tree.hexsha for sha in shas]
+        if entry.get("trees", trees)[:n] != trees[:len(entry.get("trees", trees))]:
+            raise SystemExit(f"{out}: its {name} commits' trees are not this chain's: give another --out")
+        # a resumed chain is the same trees (plainlib's commits carry the time they were made, so their hashes
+        # differ from run to run; the timer suite's dates are fixed)
+        entry.update({"description": description, "commits": entry.get("commits", shas), "trees": trees,
                       "jobs": {f"{n_}|{i}": evidence.jobs[(n_, i)].name for n_, i in jobs},
                       "by_call": [f"{n_}|{i}" for n_, i in jobs if evidence.jobs[(n_, i)].by_call]})
 
