@@ -145,3 +145,24 @@ def test_a_sides_setup_cache_is_made_once_for_its_plan_its_counts_and_its_rounds
     assert died is None and results[job]["samples"], results
     made = (tmp_path / "base.log").read_text().split()
     assert len(made) == 1, made  # natively, by the plan: the counts and the rounds read its value
+
+
+@pytest.mark.skipif(tools.find("valgrind") is None, reason="counts need valgrind")
+def test_counting_stops_at_its_share_of_the_budget_and_its_rows_keep_their_wall_time(tmp_path):
+    """Rounds.count_share: the valgrind processes get what is left of the counting's share as their timeout
+    (here none: the share is spent), so their rows are left without counts, saying why, and no jittered pass
+    starts; without the share a counting process could take the whole budget (it was given an hour)."""
+    from torchbench.ab.pair import _count_both
+
+    suite, sides = _sides(tmp_path)
+    job = ("bench_meet.Made.time_read", 0)
+    evidence = Evidence()
+    for name in sides:
+        evidence.add_job(job, JobInfo("bench_meet.Made.time_read", by_call=True), name)
+    started = time.monotonic()
+    _count_both(tmp_path / "counts", tools.find("valgrind"), suite, sides, [job], evidence, 0.01,
+                tmp_path / "cache", deadline=time.monotonic() - 1)
+    assert time.monotonic() - started < 60  # a valgrind process alone takes longer than its 1 s
+    assert not evidence.counts["base"] and not evidence.counts_again["base"]
+    assert all("took over 1 s" in evidence.uncounted[name][job] for name in sides), evidence.uncounted
+    assert all(t["counted"] == 0 and t["confirmed"] == 0 for t in evidence.count_tally.values())
