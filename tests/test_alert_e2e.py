@@ -86,11 +86,11 @@ def test_the_regressing_commit_exits_1_with_the_right_rows_labelled_compute(exam
     regressed = {t for t, r in verdicts.items() if r["status"] == "regressed"}
     assert regressed == {"TensorLike · torch.add(a, b) (__torch_function__ dispatch)",
                          "TensorLike · torch.mul(a, b) (__torch_function__ dispatch)"}, explain(proc)
-    for title in regressed:  # decided by their counts, confirmed in a second valgrind process a side
+    for title in regressed:  # decided by their counts, counted again in two jittered valgrind processes a side
         assert verdicts[title]["label"] == "compute" and verdicts[title]["counts_delta"] > 0.5
         assert verdicts[title]["decided_by"] == "instruction counts"
         assert verdicts[title]["stopped"].startswith("decided by instruction counts")
-        assert "two valgrind processes a side" in verdicts[title]["stopped"]
+        assert "3 valgrind processes a side" in verdicts[title]["stopped"]
         # they left the rounds as soon as their wall time could disagree (4 a side), not at the first look
         assert verdicts[title]["comparison"]["n_base"] == 4
         # and their wall time agrees: its interval excludes "no change" (the change is ~3x; with 4
@@ -111,14 +111,17 @@ def test_the_regressing_commit_exits_1_with_the_right_rows_labelled_compute(exam
     # the progress line and the report count each side's cases: counted, from the cache, not countable, failed
     assert proc.stdout.count("6 counted (one valgrind process), 0 from the cache, 0 not countable, 0 failed") == 2
     assert spent["instruction_counts"] == {side: {"counted": 6, "cached": 0, "uncountable": 0, "failed": 0,
-                                                  "confirmed": 2} for side in ("base", "head")}
-    # only the two rows whose counts would decide them were counted again, and the evidence keeps both processes
-    assert ("a second valgrind process a side (its memory layout shifted) for the 2 row(s) whose counts would "
-            "decide them: 4 counted") in proc.stdout
+                                                  "confirmed": 4} for side in ("base", "head")}
+    # only the two rows whose counts moved beyond the floor were counted again, in two jittered processes a
+    # side, and the evidence keeps every process
+    for jitter in (1, 2):
+        assert (f"jittered valgrind process {jitter} a side (its memory layout jittered) for the 2 row(s) whose "
+                "counts moved beyond the floor: 4 counted") in proc.stdout
     evidence = json.loads((tmp_path / "out" / "alert" / f"{shas[1][:8]}..{shas[2][:8]}" / "evidence.json").read_text())
     for side in ("base", "head"):
         again_rows = {evidence["jobs"][key]["name"] for key in evidence["counts_again"][side]}
         assert len(again_rows) == 2 and all("TensorLike" in name for name in again_rows), again_rows
+        assert all(len(processes) == 2 for processes in evidence["counts_again"][side].values())
 
     # The counts are cached per commit, environment and suite: a second alert of the same commits counts nothing
     again = alert("--repo", path, "--base", shas[1], "--head", shas[2], "--max-rounds", 2, "--min-rounds", 2,
@@ -126,8 +129,8 @@ def test_the_regressing_commit_exits_1_with_the_right_rows_labelled_compute(exam
     assert again.returncode in (0, 1, 3), explain(again)
     assert again.stdout.count("0 counted (one valgrind process), 6 from the cache, 0 not countable, 0 failed") == 2, \
         explain(again)
-    assert "for the 2 row(s) whose counts would decide them: 0 counted, 4 from the cache" in again.stdout, \
-        explain(again)
+    assert again.stdout.count("for the 2 row(s) whose counts moved beyond the floor: 0 counted, 4 from the cache") \
+        == 2, explain(again)
     cached = {r["title"]: r["counts_delta"] for r in json.loads((tmp_path / "again.json").read_text())["rows"]}
     assert cached == {t: r["counts_delta"] for t, r in verdicts.items()}
 
@@ -222,11 +225,12 @@ def test_a_failing_benchmark_exits_2_with_the_report_and_new_and_slower_rows(alt
     assert len({f.parent.name for f in files}) == 2  # both commits
     keys = [k for f in files for k in json.loads(f.read_text())["cases"] if k.startswith(case)]
     assert f"{case}|plan {number}x{warmup}" in keys and all(f"|plan {number}x{warmup}" in k for k in keys), keys
-    # it would decide, so each side counted it again, in a process with its memory layout shifted, the same
-    # shift on both sides: a time_ method's counts are compared layout by layout
+    # it moved beyond the floor, so each side counted it again, in two processes with their memory layout
+    # jittered (count_test.JITTERS), cached apart from the first
     by_commit = {f.parent.name: json.loads(f.read_text())["cases"] for f in files}
     for sha in shas[:2]:
-        assert f"{case}|plan {number}x{warmup}|again, layout 1" in by_commit[sha], by_commit[sha].keys()
+        for jitter in (1, 2):
+            assert f"{case}|plan {number}x{warmup}|jittered {jitter}" in by_commit[sha], by_commit[sha].keys()
     # a track_ method is counted where it times a Timer (its statement): one that times none says so, and one
     # that raises before it could has its counts fail with its error, as a time_ method's do
     assert rows["bench_alt.Plain.track_digits(200)"]["label"] == \

@@ -59,6 +59,9 @@ def write_suite(tmp_path: Path) -> Path:
     suite.mkdir()
     (suite / "__init__.py").write_text("")
     (suite / "bench_ops.py").write_text(textwrap.dedent(SUITE))
+    # another test of this process may have imported a suite module of the same name (asv's discovery imports
+    # `bench_ops` by that name): drop it, so that this suite's is the one discovered
+    sys.modules.pop("bench_ops", None)
     return suite
 
 
