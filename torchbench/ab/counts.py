@@ -33,7 +33,7 @@ TimerSuite and a 42-row plain asv suite, each at a chain of commits that add
 one unused helper each to the module the suite imports):
   * between valgrind processes of one commit and layout: none, to the
     instruction;
-  * between commits: torch-op rows moved by up to 2.7% (statements) and 3.9%
+  * between commits: torch-op rows moved by up to 2.8% (statements) and 11.2%
     (`time_` methods), pure-Python rows by tenths of a percent: the code's
     layout in memory, which a commit changes and no second process of the
     same commit sees. The earlier rule (5 x the repeats' spread, at least
