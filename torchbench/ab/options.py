@@ -59,8 +59,8 @@ class Rounds:
     min_rounds: int = MIN_ROUNDS  # rounds before any early stop
     max_rounds: int = 100  # at most this many (the budget binds first on a noisy machine)
     counts: bool = True  # instruction counts under valgrind, once a side
-    # the counting's share of the budget: its valgrind processes (first and jittered) stop there, and the rows
-    # left without counts keep their wall time; the rest is the rounds'
+    # the counting's share of the budget, from when counting starts (after the build): its valgrind processes
+    # (first and jittered) stop there, and the rows left without counts keep their wall time
     count_share: float = 0.4
     # the budget ends rounds only once every row can reach its bar at all (sequential.Design.reachable):
     # before that a changed row could only come out inconclusive. Off where a quick trial chose its own

@@ -133,7 +133,7 @@ def measure_pair(ws: Workspace, base: Commit, head: Commit, rounds: Rounds, poli
     cache_dir.mkdir(parents=True, exist_ok=True)
     if rounds.counts and valgrind is not None:
         _count_both(ws.out / "counts", valgrind, ws.bench_dir, sides, both, evidence, policy.count_floor, cache_dir,
-                    began + 60 * rounds.budget_minutes * rounds.count_share)
+                    start + 60 * rounds.budget_minutes * rounds.count_share)
     evidence.phases["instruction counts"] = time.monotonic() - start
     if rounds.counts:  # the other deterministic channel, off with the counts (--no-counts)
         start = time.monotonic()
