@@ -62,13 +62,14 @@ def _cycles_runs(evidence: Evidence, side: str, job: Job) -> list[list[float]]:
     return ([first] if first else []) + processes(evidence.cycles_again[side], job)
 
 
-def _cycles(evidence: Evidence, job: Job, floor: float) -> Finding | None:
+def _cycles(evidence: Evidence, job: Job, floor: float, counts: Finding | None) -> Finding | None:
+    """`counts`: the row's counts finding (what the counts explain is theirs: cycles decide only beside flat
+    counts)."""
     base, head = _cycles_runs(evidence, "base", job), _cycles_runs(evidence, "head", job)
     kind = kind_of(evidence, job)
     t = count_test(base, head, kind, floor, commit_sd=CYCLES_COMMIT_SD[kind])
     if t is None:
         return None
-    counts = count_change(evidence, job, floor)
     flat = counts is None or (not counts.decides and abs(counts.delta) < floor)
     decides = t.decides and flat and not evidence.builds_differ
     return Finding(CYCLES, t.delta, decides, t.pending and flat and not evidence.builds_differ,
@@ -95,8 +96,8 @@ def _syscalls(evidence: Evidence, job: Job) -> Finding | None:
 
 def findings(evidence: Evidence, job: Job, floor: float) -> dict[str, Finding]:
     """What each channel with measurements says of `job`, in CHANNELS order."""
-    found = {COUNTS: _counts(evidence, job, floor), SYSCALLS: _syscalls(evidence, job),
-             CYCLES: _cycles(evidence, job, floor)}
+    counts = _counts(evidence, job, floor)
+    found = {COUNTS: counts, SYSCALLS: _syscalls(evidence, job), CYCLES: _cycles(evidence, job, floor, counts)}
     return {name: f for name, f in found.items() if f is not None}
 
 
