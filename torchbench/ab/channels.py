@@ -113,7 +113,6 @@ def to_confirm(evidence: Evidence, jobs: list[Job], floor: float, jitter: int = 
         had = min(len(processes(evidence.counts_again[side], job)) for side in ("base", "head"))
         if had >= jitter or jitter > MAX_JITTERS:
             continue
-        found = [f for f in findings(evidence, job, floor).values() if f.channel in (COUNTS, CYCLES)]
         if jitter <= JITTERS:
             first = {side: evidence.counts[side].get(job) for side in ("base", "head")}
             cycles = {side: evidence.cycles[side].get(job) for side in ("base", "head")}
@@ -124,8 +123,10 @@ def to_confirm(evidence: Evidence, jobs: list[Job], floor: float, jitter: int = 
                 [cycles["base"]], [cycles["head"]], kind, floor).pending
             if moved or flat_memory:
                 todo.append(job)
-        elif any(not f.decides and abs(f.delta) >= floor and f.p_value <= NEAR for f in found) \
-                and not any(f.decides for f in found):
-            todo.append(job)
+        else:
+            found = [f for f in findings(evidence, job, floor).values() if f.channel in (COUNTS, CYCLES)]
+            if any(not f.decides and abs(f.delta) >= floor and f.p_value <= NEAR for f in found) \
+                    and not any(f.decides for f in found):
+                todo.append(job)
     return todo
 
