@@ -2,8 +2,11 @@
 
 A job is one parameter combination of one benchmark, (benchmark name, asv's
 parameter index). Each process that measured it on a side adds one value
-(stats.process_summary of its blocks); instruction counts, failures and
-early stops are kept beside them.
+(stats.process_summary of its blocks); instruction counts, failures, skips
+and early stops are kept beside them. A job skipped on a side (asv's skip, or
+hardware this machine lacks: torchbench_core.skips) has its reason there and
+no values; a TimerSuite combination that no TimerSpec defines is skipped
+without one, and is no row.
 """
 
 from __future__ import annotations
@@ -91,7 +94,10 @@ class Evidence:
     builds_differ: str = ""
     # per side: how many jobs were counted now, came from the cache, are not countable, failed
     count_tally: dict[str, dict[str, int]] = field(default_factory=dict)
-    skipped: set[Job] = field(default_factory=set)  # combinations the suite does not define (asv's skip)
+    skipped: set[Job] = field(default_factory=set)  # jobs a side skipped: measured no further
+    # why a side skipped a job that is a row of its own ("skipped here: no CUDA device", asv's skip by its
+    # setup); a skipped job without a reason is a combination the suite does not define (no row)
+    skips: dict[str, dict[Job, str]] = field(default_factory=lambda: {s: {} for s in SIDES})
     decided: dict[Job, str] = field(default_factory=dict)  # job -> why it stopped early
     rounds: int = 0
     notes: list[str] = field(default_factory=list)
@@ -111,6 +117,12 @@ class Evidence:
         kept = self.jobs.setdefault(job, info)
         kept.mark(side)
         return kept
+
+    def skip(self, side: str, job: Job, why: str = "") -> None:
+        """`side` skipped the job: no values from it; `why` where it is a row of its own."""
+        self.skipped.add(job)
+        if why:
+            self.skips[side][job] = why
 
     def add_value(self, side: str, job: Job, value: float, round_index: int | None = None) -> None:
         """One process's value of a job; `round_index`: the round that measured it, where rounds were run."""
@@ -169,7 +181,8 @@ class Evidence:
                 "no_syscalls": {s: keyed(v) for s, v in self.no_syscalls.items()},
                 "uncounted": {s: keyed(v) for s, v in self.uncounted.items()}, "counts_off": self.counts_off,
                 "builds_differ": self.builds_differ,
-                "skipped": sorted(f"{n}|{i}" for n, i in self.skipped), "decided": keyed(self.decided),
+                "skipped": sorted(f"{n}|{i}" for n, i in self.skipped),
+                "skips": {s: keyed(v) for s, v in self.skips.items()}, "decided": keyed(self.decided),
                 "design": self.design.after(self.rounds).to_dict() if self.design else None,
                 "looks": keyed(self.looks),
                 "seconds": {s: keyed(v) for s, v in self.seconds.items()}, "process_seconds": self.process_seconds,

@@ -178,7 +178,7 @@ def _record(evidence: Evidence, side: str, job: Job, result: dict, round_index: 
     if "error" in result:
         evidence.errors[side][job] = result["error"]
     elif result.get("skipped"):
-        evidence.skipped.add(job)
+        evidence.skip(side, job, result.get("why", ""))
     elif "samples" in result:
         samples = np.asarray(result["samples"], dtype=float)
         evidence.add_value(side, job, stats.process_summary(samples), round_index)
