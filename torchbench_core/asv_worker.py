@@ -96,6 +96,8 @@ import time
 import traceback
 from pathlib import Path
 
+from .skips import SKIPPED_BY_SETUP, skipped_here
+
 COUNT_NUMBER, COUNT_REPEATS = 100, 3
 CALLS_SECONDS, WARMUP_SECONDS = 2e-3, 0.05  # a time_ case's calls per counted run, and its warm-up (native time)
 PLAN_CALLS, PLAN_SECONDS = 5, 0.2  # a plan times up to this many calls, and stops once they took this long
@@ -195,6 +197,21 @@ def _capturing():
             setattr(cls, name, original)
 
 
+def _skip(benchmark, why: str = SKIPPED_BY_SETUP) -> dict:
+    """A skipped job's result: with the reason where it is a row of its own; a TimerSuite combination that no
+    TimerSpec defines is no row (asv's product of parameters), and says none."""
+    return {"skipped": True} if _timer_suite(benchmark) is not None else {"skipped": True, "why": why}
+
+
+def _not_measured(error: str) -> dict:
+    """The result of a job that raised `error` ("Type: message"): skipped, with the reason, where it is asv's
+    skip (NotImplementedError) or hardware this machine lacks (skips.skipped_here), else the error."""
+    if error.startswith("NotImplementedError"):
+        return {"skipped": True, "why": SKIPPED_BY_SETUP}
+    why = skipped_here(error)
+    return {"skipped": True, "why": why, "detail": error} if why else {"error": error}
+
+
 def _capture(benchmark, index: int, cache):
     """The Timer a `track_` or `time_` method times: its asv setup and the method run natively, until the
     method's first call of a Timer's measuring method (MEASURING), which runs nothing and ends the method;
@@ -246,10 +263,10 @@ def _timed_statements(benchmarks: dict, jobs: list[list], tmp: Path, result: dic
         try:
             timer = _capture(benchmark, index, _load_cache(benchmark, tmp))
         except NotImplementedError:
-            result[key] = {"skipped": True}
+            result[key] = _skip(benchmark)
             continue
         except Exception as e:
-            result[key] = {"error": f"{type(e).__name__}: {e}"}
+            result[key] = _not_measured(f"{type(e).__name__}: {e}")
             continue
         if timer is not None:
             found[key] = timer
@@ -395,20 +412,20 @@ def _run_one(benchmark, index: int, cache, run_time: float | None = None, meet=N
         skip = benchmark.do_setup()
         try:
             if skip:
-                return {"skipped": True}
+                return _skip(benchmark)
             if _plain_time(benchmark):
                 _allot(benchmark, DEFAULT_RUN_TIME if run_time is None else run_time)
             if meet is not None:
                 meet()  # a duet's two processes start this case's timing together
             result = benchmark.do_run()
         except NotImplementedError:
-            return {"skipped": True}
+            return _skip(benchmark)
         finally:
             benchmark.do_teardown()
     if isinstance(result, dict) and "samples" in result:
         return {"samples": [float(s) for s in result["samples"]], "number": int(result.get("number") or 1)}
     if result is None or (isinstance(result, float) and math.isnan(result)):
-        return {"skipped": True}
+        return _skip(benchmark, "skipped: it returned no value (asv's skip)")
     return {"value": float(result)}
 
 
@@ -430,7 +447,9 @@ def _each_job(suite: Path, benchmarks: dict, jobs: list, cache_dir: Path | None,
             result = measure_one(benchmark, index, caches[benchmark.setup_cache_key], position)
         except Exception as e:  # one benchmark's failure is its own; the process goes on
             tail = traceback.format_exc().strip().splitlines()[-6:]
-            result = {"error": f"{type(e).__name__}: {e}", "traceback": "\n".join(tail)}
+            result = _not_measured(f"{type(e).__name__}: {e}")
+            if "error" in result:
+                result["traceback"] = "\n".join(tail)
         f.write(json.dumps({"job": [name, index], **result, "elapsed": time.perf_counter() - started}) + "\n")
         f.flush()
 
@@ -519,7 +538,7 @@ def _plan_calls(benchmark, index: int, cache) -> tuple[int, int]:
     benchmark.set_cache(cache)
     start = time.perf_counter()
     if benchmark.do_setup():
-        raise LookupError("skipped by its setup (NotImplementedError)")
+        raise NotImplementedError("skipped by its setup")
     set_up = time.perf_counter() - start
     try:
         call = functools.partial(benchmark.func, *benchmark._build_params())
@@ -558,7 +577,7 @@ def _by_call(benchmarks: dict, jobs: list[list], tmp: Path, fail, done=()) -> li
             cache_file = None if benchmark.setup_cache_key is None else str(_cache_path(benchmark, tmp))
             if not plan:
                 plan = list(_plan_calls(benchmark, index, cache))
-        except Exception as e:  # it fails outside valgrind too: no need to start it
+        except Exception as e:  # it fails (or is skipped) outside valgrind too: no need to start it
             fail(key, f"{type(e).__name__}: {e}")
             continue
         out.append((key, benchmark, index, cache_file, (int(plan[0]), int(plan[1]))))
@@ -577,7 +596,7 @@ def plan(suite: Path, jobs: list[list], out: Path, cache_dir: Path | None = None
     with tempfile.TemporaryDirectory(prefix="torchbench_plan_") as tmp:
         timed = _timed_statements(benchmarks, jobs, cache_dir or Path(tmp), result, types=("time",))
         for key, *_, made in _by_call(benchmarks, jobs, cache_dir or Path(tmp),
-                                      lambda key, error: result.__setitem__(key, {"error": error}),
+                                      lambda key, error: result.__setitem__(key, _not_measured(error)),
                                       set(timed) | set(result)):
             result[key] = {"plan": list(made)}
     out.write_text(json.dumps(result))
@@ -619,7 +638,7 @@ def counts(suite: Path, jobs: list[list], out: Path, cache_dir: Path | None = No
         cases.extend(timed.values())
         keys.extend(timed)
         for key, benchmark, index, cache_file, (number, warmup) in _by_call(
-                benchmarks, jobs, cache_dir or Path(tmp), lambda key, error: result.__setitem__(key, {"error": error}),
+                benchmarks, jobs, cache_dir or Path(tmp), lambda key, error: result.__setitem__(key, _not_measured(error)),
                 set(timed) | set(result)):
             call = AsvCall(str(suite.resolve()), benchmark.name, index, cache_file)
             cases.append(CallCase(call, label=key, number=number, each=call.each, teardown=call.teardown,
@@ -708,7 +727,7 @@ def _profile_one(benchmark, index: int, cache, seconds: float, marker: str) -> d
     benchmark.set_param_idx(index)
     benchmark.set_cache(cache)
     if benchmark.do_setup():
-        return {"skipped": True}
+        return _skip(benchmark)
     try:
         with contextlib.ExitStack() as stack:
             run_n = _runner(benchmark, stack)

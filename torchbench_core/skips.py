@@ -1,0 +1,48 @@
+"""Rows this machine cannot run: skipped, with the reason, never failed.
+
+Two kinds, each said the same way wherever a row is measured (the alert's
+workers, the counting and tracing workers, `torchbench run`'s asv runs):
+
+* asv's skip: the row's setup raises ``NotImplementedError`` (asv_runner
+  records NaN, "skipped"); SKIPPED_BY_SETUP.
+* hardware the machine lacks: the row asks for a CUDA device where torch has
+  none ("Torch not compiled with CUDA enabled", "Found no NVIDIA driver on
+  your system", "No CUDA GPUs are available", ...); skipped_here() reads it
+  from the error's text, and the row is listed as "skipped here: no CUDA
+  device".
+
+A row that fails for any other reason is a failure. Only the text of the
+error is read, so this module imports nothing heavy (asv's host interpreter
+loads it through the plugin).
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["NO_CUDA", "SKIPPED_BY_SETUP", "missing_hardware", "skipped_here"]
+
+NO_CUDA = "no CUDA device"
+SKIPPED_BY_SETUP = "skipped by its setup (NotImplementedError, asv's skip)"
+# torch's own messages where a CUDA device is asked for and there is none: a CPU build (AssertionError), a
+# CUDA build without a driver or without a device (RuntimeError), CUDA-only classes of a CPU build
+_NO_CUDA = re.compile("|".join([
+    r"Torch not compiled with CUDA enabled",
+    r"Found no NVIDIA driver on your system",
+    r"No CUDA GPUs are available",
+    r"no CUDA-capable device is detected",
+    r"torch\.cuda\.\w+ requires CUDA support",
+    r"Tried to instantiate dummy base class (?:CUDA)?(?:Event|Stream)",
+]))
+
+
+def missing_hardware(error: str) -> str:
+    """The hardware an error says this machine lacks (NO_CUDA), or "" where it says no such thing."""
+    return NO_CUDA if _NO_CUDA.search(error or "") else ""
+
+
+def skipped_here(error: str) -> str:
+    """How a row that failed with `error` is listed when the error is hardware this machine lacks
+    ("skipped here: no CUDA device"); "" for any other error (a failure)."""
+    missing = missing_hardware(error)
+    return f"skipped here: {missing}" if missing else ""
