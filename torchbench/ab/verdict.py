@@ -20,6 +20,11 @@ shown beside the others in the comment. Then:
                       Policy.fdr across them, weighted by what the counts say
                       (flat counts: a stricter bar), then stats.classify.
 
+A row this machine cannot run (asv's skip, or a CUDA device it lacks) is
+"skipped", with its reason, where every side that lists it skipped it; where
+one side measured it, hardware the other lacked is a failure of that side
+(the machine ran it), and asv's skip on one side a change of the suite.
+
 Each row's minimum detectable effect is the one its final test demands: a lone
 change's bar in weighted BH at this suite's size, w q / m, times the final
 analysis's share of it.
@@ -33,6 +38,8 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from .. import stats
+from torchbench_core.skips import missing_hardware
+
 from ..asv_bridge.results import param_value
 from . import sequential
 from .contrast import compare_row, slow_processes_moved
@@ -41,10 +48,10 @@ from .counts import COMPUTE, NO_COUNTS, VETO_LEVEL, WALL_ONLY, count_change, no_
 from .evidence import Evidence
 from .options import Policy
 
-__all__ = ["COMPUTE", "COUNTS", "CYCLES", "FAILED", "NEW", "NO_COUNTS", "Prepared", "REMOVED", "SYSCALLS", "Verdict",
-           "WALL", "WALL_ONLY", "decide", "prepare", "settle"]
+__all__ = ["COMPUTE", "COUNTS", "CYCLES", "FAILED", "NEW", "NO_COUNTS", "Prepared", "REMOVED", "SKIPPED", "SYSCALLS",
+           "Verdict", "WALL", "WALL_ONLY", "decide", "prepare", "settle"]
 
-NEW, REMOVED, FAILED = "new", "removed", "failed"
+NEW, REMOVED, FAILED, SKIPPED = "new", "removed", "failed", "skipped"
 WALL = "wall time"  # what decided a row: a deterministic channel (channels.CHANNELS) or this
 
 
@@ -52,10 +59,10 @@ WALL = "wall time"  # what decided a row: a deterministic channel (channels.CHAN
 class Verdict:
     """One benchmark case's verdict: its status, values, interval and label."""
 
-    name: str  # asv's row name: benchmark(params)
+    name: str  # asv's row name: benchmark(params), as asv prints it
     benchmark: str
-    params: list
-    status: str  # stats verdicts, or new / removed / failed
+    params: list  # asv's repr strings
+    status: str  # stats verdicts, or new / removed / failed / skipped
     label: str = ""
     base: float | None = None  # median of per-process values
     head: float | None = None
@@ -64,22 +71,23 @@ class Verdict:
     counts_base: float | None = None
     counts_head: float | None = None
     counts_delta: float | None = None  # head / base - 1
-    error: str = ""
+    error: str = ""  # why it failed, or was skipped, or is inconclusive where a reason says more
     stopped: str = ""  # why it stopped early, if it did
     index: int = 0  # the parameter combination's position in asv's order
     decided_by: str = ""  # a deterministic channel (COUNTS, SYSCALLS, CYCLES) or WALL, for compared rows
     counts_margin: float | None = None  # the noise margin the count change was held against
     decided_delta: float | None = None  # the deciding deterministic channel's change (head / base - 1)
     channels_text: str = ""  # what every deterministic channel with measurements says, the decider's first
+    param_names: list = dataclasses.field(default_factory=list)  # asv's param_names of its benchmark
 
     @property
     def title(self) -> str:
-        """Compare's placement when the parameters are the task-spec fields: sub_label, description (label)."""
+        """The row as the user wrote it: asv's name, benchmark(params). Compare's shorter placement, sub_label ·
+        description (label), only for a suite that declares its parameters the task-spec fields (TimerSuite)."""
         from torchbench_core.asv_suite import TASK_SPEC_PARAMS
 
-        values = [param_value(v) for v in self.params]
-        if len(values) == len(TASK_SPEC_PARAMS):
-            label, sub_label, description, threads = values
+        if tuple(self.param_names) == TASK_SPEC_PARAMS and len(self.params) == len(TASK_SPEC_PARAMS):
+            label, sub_label, description, threads = [param_value(v) for v in self.params]
             suffix = f", {threads} threads" if threads != 1 else ""
             return f"{sub_label} · {description}{suffix} ({label})"
         return self.name
@@ -96,12 +104,18 @@ def _rows(evidence: Evidence, policy: Policy) -> tuple[list[Verdict], list[tuple
     rows, compared = [], []
     for job, info in sorted(evidence.jobs.items()):
         row = Verdict(info.name, job[0], info.params, "", unit=info.unit, stopped=evidence.decided.get(job, ""),
-                      index=job[1])
+                      index=job[1], param_names=list(info.param_names))
         base, head = evidence.values["base"].get(job, []), evidence.values["head"].get(job, [])
         err = evidence.errors["head"].get(job) or evidence.errors["base"].get(job)
+        skipped = _skipped(evidence, job)
         if err:
             side = "head" if job in evidence.errors["head"] else "base"
             row.status, row.error = FAILED, f"{side}: {err}"
+        elif skipped:
+            row.status, row.error = skipped
+            if row.status == SKIPPED:  # nothing measured to compare, count or label
+                rows.append(row)
+                continue
         elif job in evidence.skipped and not (base and head):
             continue  # combinations the suite does not define
         elif not info.on_base:
@@ -130,6 +144,24 @@ def _rows(evidence: Evidence, policy: Policy) -> tuple[list[Verdict], list[tuple
                                       for f in shown)
         rows.append(row)
     return rows, compared
+
+
+def _skipped(evidence: Evidence, job) -> tuple[str, str] | None:
+    """(status, why) of a job a side skipped with a reason: SKIPPED where every side that lists it skipped it
+    (one reason where both give the same); where the other side measured it, FAILED for hardware this side
+    lacked (this machine ran it), SKIPPED for asv's skip (the suite's own choice). None where no side did."""
+    info = evidence.jobs[job]
+    why = {side: evidence.skips[side].get(job) for side in ("base", "head")}
+    if not any(why.values()):
+        return None
+    if all(why[side] or not info.on(side) for side in ("base", "head")):
+        reasons = set(filter(None, why.values()))
+        return SKIPPED, reasons.pop() if len(reasons) == 1 else f"base: {why['base']}; head: {why['head']}"
+    side = "head" if why["head"] else "base"
+    other = "base" if side == "head" else "head"
+    if missing_hardware(evidence.skips[side][job]):
+        return FAILED, f"{side}: {why[side]}, but the {other} ran it on this machine"
+    return SKIPPED, f"{side}: {why[side]}; the {other} measured it"
 
 
 def _why_no_counts(evidence: Evidence, job) -> str:

@@ -23,14 +23,16 @@ from torchbench_core.units import select_unit
 from .. import resources, stats
 from ..ab.options import Policy
 from ..ab.channels import CHANNELS
-from ..ab.verdict import COUNTS, FAILED, NEW, REMOVED, Verdict
+from ..ab.verdict import COUNTS, FAILED, NEW, REMOVED, SKIPPED, Verdict
 from ..errors import EXIT_FAILURE, EXIT_OK, EXIT_REGRESSION
 from ..project.commits import Commit
 from .github import MARKER
 
 __all__ = ["MARKER", "OUTCOMES", "AlertReport", "undecided_order"]
 
-ORDER = [stats.REGRESSED, stats.IMPROVED, stats.UNCHANGED, stats.INCONCLUSIVE, NEW, FAILED, REMOVED]
+ORDER = [stats.REGRESSED, stats.IMPROVED, stats.UNCHANGED, stats.INCONCLUSIVE, NEW, FAILED, REMOVED, SKIPPED]
+# A skipped row (one this machine cannot run, or asv's skip: Verdict.error says which) is listed and decides
+# nothing: it fails neither the verdict nor the exit status
 # What an alert concluded, for machines (the JSON's `outcome`) and its exit status:
 REGRESSION = "regression"  # a row regressed: exit 1
 NO_REGRESSION = "no_regression"  # every compared row decided (unchanged, improved, or below the floor): exit 0
@@ -164,7 +166,7 @@ class AlertReport:
     def sections(self) -> list[tuple[str, list[Verdict]]]:
         """The rows in the order every view of the report shows them (the comment, the terminal, the evidence
         site's verdict page): regressed, improved, failed, the suspects, the other undecided by p-value, then
-        unchanged, new and removed."""
+        unchanged, new, removed and skipped."""
         suspects, rest = undecided_order(self.rows)
         by = {s: [r for r in self.rows if r.status == s] for s in ORDER}
         suspects_title = ("suspects: their interval excludes no change, not significant at the suite's false "
@@ -172,7 +174,7 @@ class AlertReport:
         return [(title, found) for title, found in [
             ("regressed", by[stats.REGRESSED]), ("improved", by[stats.IMPROVED]), ("failed", by[FAILED]),
             (suspects_title, suspects), ("undecided, by p-value", rest), ("unchanged", by[stats.UNCHANGED]),
-            ("new", by[NEW]), ("removed", by[REMOVED])] if found]
+            ("new", by[NEW]), ("removed", by[REMOVED]), ("skipped", by[SKIPPED])] if found]
 
     def _cells(self, r: Verdict) -> dict:
         c = r.comparison
@@ -209,7 +211,7 @@ class AlertReport:
             marker=MARKER, headline=self.headline(), counts=self.counts(), policy=self.policy,
             base=self.base, head=self.head, rounds_text=self.rounds_text(),
             compared=self.compared(),
-            changed=by[stats.REGRESSED] + by[stats.IMPROVED], failed=by[FAILED],
+            changed=by[stats.REGRESSED] + by[stats.IMPROVED], failed=by[FAILED], skipped=by[SKIPPED],
             suspects=undecided[:len(suspects)], undecided=undecided[len(suspects):], unfolded=UNFOLDED,
             suspects_significant=_with_evidence(suspects),
             take=self.what_it_would_take(), outcome=self.outcome(), exit_status=self.exit_status(),
