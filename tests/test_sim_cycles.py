@@ -123,3 +123,36 @@ def test_memory_traffic_moves_cycles_not_instructions(tmp_path):
         cached.add_job(job, JobInfo(name, [str(job[1])]), "base")
     assert collect_counts(suite, side, [big, small], cached, cache)["cached"] == 2
     assert cached.cycles["base"] == cycles and cached.sim_events["base"] == events
+
+
+def test_totals_only_stats_count_from_the_summary_and_refuse_denoise():
+    """CallgrindStats of collect_callgrind_many(functions=False): counts from the dumps' totals, the empty
+    loop's subtracted on request; no function table, so no denoising; a round trip through to_dict keeps them."""
+    empty_inc, empty_exc = FunctionCounts((), True), FunctionCounts((), False)
+    s = CallgrindStats(TaskSpec(stmt="x", setup="pass"), 10, False, empty_inc, empty_exc, empty_inc, empty_exc,
+                       None, stmt_total=5_000, baseline_total=300)
+    assert s.counts() == 5_000 and s.counts(subtract_baseline=True) == 4_700
+    with pytest.raises(ValueError, match="function tables"):
+        s.counts(denoise=True)
+    again = CallgrindStats.from_dict(json.loads(json.dumps(s.to_dict())))
+    assert again.counts(subtract_baseline=True) == 4_700
+
+
+@pytest.mark.slow
+def test_totals_only_counts_are_the_function_tables_sums():
+    """The counting worker's functions=False reads a dump's summary line instead of callgrind_annotate's
+    tables: the same counts, to the instruction, as the tables' sums, statement by statement (two valgrind
+    processes counting the same statements in the same order, which agree to the instruction)."""
+    import torch
+
+    from torchbench_core import Timer
+    from torchbench_core.callgrind import collect_callgrind_many
+
+    timers = [Timer("x + 1", globals={"x": torch.ones(4)}), Timer("sorted(y)", globals={"y": list(range(50, 0, -1))})]
+    tables = collect_callgrind_many(timers, 20, 2)
+    totals = collect_callgrind_many(timers, 20, 2, functions=False)
+    for with_tables, with_totals in zip(tables, totals):
+        assert [s.counts() for s in with_totals] == [s.counts() for s in with_tables]
+        assert ([s.counts(subtract_baseline=True) for s in with_totals]
+                == [s.counts(subtract_baseline=True) for s in with_tables])
+        assert all(s.stmt_total is not None and not s.stats() for s in with_totals)

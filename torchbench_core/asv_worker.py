@@ -646,8 +646,9 @@ def counts(suite: Path, jobs: list[list], out: Path, cache_dir: Path | None = No
             keys.append(key)
             plans[key] = [number, warmup]
         if cases:
+            # totals only (functions=False): the alert reads a row's counts and cycles, never its functions
             outcomes = collect_callgrind_many(cases, COUNT_NUMBER, COUNT_REPEATS, on_error="return",
-                                              simulate=os.environ.get(SIMULATE_ENV, "1") != "0")
+                                              simulate=os.environ.get(SIMULATE_ENV, "1") != "0", functions=False)
             for key, outcome in zip(keys, outcomes):
                 if isinstance(outcome, CallgrindError):
                     result[key] = {"error": str(outcome)}

@@ -201,6 +201,10 @@ class CallgrindStats:
     # number_per_run runs; None where the caches and branches were not simulated
     stmt_events: dict[str, int] | None = None
     baseline_events: dict[str, int] | None = None
+    # collect_callgrind_many(functions=False): the dumps' instruction totals, read from their summary line,
+    # with no function tables parsed (the stats above are then empty); None where the tables were parsed
+    stmt_total: int | None = None
+    baseline_total: int | None = None
 
     def stats(self, inclusive: bool = False) -> FunctionCounts:
         return self.stmt_inclusive_stats if inclusive else self.stmt_exclusive_stats
@@ -212,6 +216,10 @@ class CallgrindStats:
         and collection toggles): torch collects that baseline but never
         subtracts it.
         """
+        if self.stmt_total is not None:  # counted without function tables: the dump's summary line
+            if denoise:
+                raise ValueError("denoise needs the function tables: count with collect_callgrind_many(functions=True)")
+            return self.stmt_total - ((self.baseline_total or 0) if subtract_baseline else 0)
         stmt, base = self.stmt_exclusive_stats, self.baseline_exclusive_stats
         if denoise:
             stmt, base = stmt.denoise(), base.denoise()
@@ -280,6 +288,8 @@ class CallgrindStats:
             "stmt_exclusive_stats": self.stmt_exclusive_stats.to_list(),
             **({"stmt_events": self.stmt_events, "baseline_events": self.baseline_events}
                if self.stmt_events is not None else {}),
+            **({"stmt_total": self.stmt_total, "baseline_total": self.baseline_total}
+               if self.stmt_total is not None else {}),
         }
 
     @classmethod
@@ -295,6 +305,8 @@ class CallgrindStats:
             stmt_callgrind_out=None,
             stmt_events=data.get("stmt_events"),
             baseline_events=data.get("baseline_events"),
+            stmt_total=data.get("stmt_total"),
+            baseline_total=data.get("baseline_total"),
         )
 
 
@@ -462,6 +474,7 @@ def collect_callgrind_many(
     progress: Callable[[int, str], Any] | None = None,
     workers: int = 1,
     simulate: bool = False,
+    functions: bool = True,
 ) -> list[tuple[CallgrindStats, ...] | CallgrindError]:
     """Instruction counts for every Timer (or CallCase): Python statements in one valgrind process (two for a
     big batch), C++ statements compiled together and counted beside them (cpp_counts).
@@ -481,6 +494,10 @@ def collect_callgrind_many(
     `simulate=True` (Python statements and CallCases; not C++ ones) simulates the caches and branch
     predictors in the same valgrind processes (SIMULATE_OPTIONS): each CallgrindStats then has its events()
     and estimated cycles(); the instruction counts are the same.
+    `functions=False` (Python statements and CallCases) reads each dump's totals from its summary line and
+    parses no function tables (callgrind_annotate, twice a dump: 13-31 s of a 66-row suite's 95-207 s): the
+    counts are the same (the summary is the sum of the exclusive table), stats() and delta() are empty, and
+    counts(denoise=True) raises.
     """
     if number < 1 or repeats < 1:
         raise ValueError(f"number and repeats must be >= 1, got {number}, {repeats}")
@@ -501,7 +518,7 @@ def collect_callgrind_many(
             counted = _collect_python([timers[i] for i in python], number, repeats, collect_baseline,
                                       retain_out_file, case_timeout, on_error,
                                       (lambda j, event: progress(python[j], event)) if progress else None,
-                                      workers, simulate)
+                                      workers, simulate, functions)
             for i, result in zip(python, counted):
                 results[i] = result
         if cpp_counted is not None:
@@ -518,7 +535,7 @@ _MIN_SHARE = 16  # statements: a valgrind process of its own starts Python and t
 
 
 def _collect_python(timers, number, repeats, collect_baseline, retain_out_file, case_timeout, on_error, progress,
-                    workers=1, simulate=False):
+                    workers=1, simulate=False, functions=True):
     """Python statements and CallCases: one valgrind process (one Python start-up under valgrind) for them
     all, or `workers` side by side, each dealt every workers-th statement."""
     # a CallCase brings its own number; a Timer's statement runs `number` times per counted run
@@ -551,7 +568,8 @@ def _collect_python(timers, number, repeats, collect_baseline, retain_out_file, 
         with ThreadPoolExecutor(max_workers=max(len(shares), 1)) as pool:
             for found in pool.map(run, range(len(shares))):
                 events.extend(found)
-        return _assemble(timers, events, [c["number"] for c in cases], repeats, retain_out_file, simulate)
+        return _assemble(timers, events, [c["number"] for c in cases], repeats, retain_out_file, simulate,
+                         functions)
 
 
 def _imported_off_path() -> dict[str, str]:
@@ -696,7 +714,7 @@ def _pickle_cases(cases: list[dict[str, Any]], timers: Sequence[Any],
     return blobs, errors
 
 
-def _assemble(timers, events, numbers, repeats, retain_out_file, simulate=False):
+def _assemble(timers, events, numbers, repeats, retain_out_file, simulate=False, functions=True):
     dumps: dict[int, dict[int, Path]] = collections.defaultdict(dict)
     baselines: dict[tuple[str, int, str], Path] = {}  # (launch dir, number, loop kind): shared empty-loop dump
     errors: dict[int, str] = {}
@@ -709,11 +727,14 @@ def _assemble(timers, events, numbers, repeats, retain_out_file, simulate=False)
             errors[e["case"]] = e["error"]
 
     wanted = sorted({d for per in dumps.values() for d in per.values()} | set(baselines.values()))
-    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-        parsed = dict(zip(wanted, pool.map(_annotate, wanted)))
-    totals = {path: _dump_events(path) for path in wanted} if simulate else {}
-    debug = _built_with_debug_symbols()
     empty = (FunctionCounts((), True), FunctionCounts((), False))
+    if functions:
+        with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+            parsed = dict(zip(wanted, pool.map(_annotate, wanted)))
+    else:
+        parsed = dict.fromkeys(wanted, empty)
+    totals = {path: _dump_events(path) for path in wanted} if simulate or not functions else {}
+    debug = _built_with_debug_symbols()
 
     results: list[tuple[CallgrindStats, ...] | CallgrindError] = []
     for i, timer in enumerate(timers):
@@ -730,8 +751,10 @@ def _assemble(timers, events, numbers, repeats, retain_out_file, simulate=False)
             dump = dumps[i][r]
             inc, exc = parsed[dump]
             out = dump.read_text() if retain_out_file else None
+            ir = None if functions else (totals[dump]["Ir"], totals[baseline]["Ir"] if baseline else 0)
             stats.append(CallgrindStats(timer.task_spec, number, debug, base_inc, base_exc, inc, exc, out,
-                                        totals.get(dump), base_events))
+                                        totals.get(dump) if simulate else None, base_events,
+                                        *(ir or (None, None))))
         results.append(tuple(stats))
     return results
 
