@@ -1,7 +1,7 @@
 """asv plugin loaded by every derived configuration ("plugins": [".torchbench.asv_bridge.plugin"]).
 
 asv 0.6.6 has no hooks for what a tracker must not lose, so `setup()` (which
-asv calls when it loads the plugin) wraps four of its functions:
+asv calls when it loads the plugin) wraps five of its functions:
 
 * ``asv.util.write_json`` writes to a temporary file and renames it: asv
   writes results in place, and a run killed while writing leaves half a
@@ -21,6 +21,13 @@ asv calls when it loads the plugin) wraps four of its functions:
   samples), which the pages need for between-process evidence: whether a
   commit's cell differs from its baseline by more than processes vary.
 
+* ``runner._run_benchmark_single_param`` makes a parameter combination that
+  failed for hardware this machine lacks (torchbench_core.skips: "Torch not
+  compiled with CUDA enabled", ...) asv's skip: NaN, exit code 0, so asv
+  itself shows it as skipped ("n/a"), not failed. Each skipped combination's
+  reason (that, or asv's skip by its setup) goes into the outcome record,
+  under "skipped", so the run report lists it.
+
 After the run, `torchbench run` adds the instruction counts of each
 commit's plain asv `time_` rows to its outcome record (`record_counts`;
 history/counts.py), which a later save keeps.
@@ -34,15 +41,21 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import os
 from pathlib import Path
 
+from torchbench_core.skips import SKIPPED_BY_SETUP, skipped_here
 from torchbench_core.storage import atomic_path, atomic_write_text
 
 OUTCOME_SCHEMA = "torchbench.outcome/1"
 COUNT_KEYS = ("counts", "uncounted")  # what record_counts adds (history/counts.py), kept by every later save
 STDERR_TAIL = 4000
 _builds: dict[tuple[str, str], dict] = {}  # (env name, commit) -> {"built": bool, "log": str}
+# the benchmark being run: (name, parameter index) -> why it was skipped; moved into its Results by add_result
+_skips: dict[tuple[str, int], str] = {}
+ASV_SKIP = "asv: skipped: "  # what asv_runner prints for a setup that raises NotImplementedError
+NO_ROW = "no TimerSpec for this combination"  # a TimerSuite's undefined combination (asv_suite.py): no row
 
 
 def outcome_path(results_dir: str | os.PathLike, results_filename: str) -> Path:
@@ -80,6 +93,11 @@ def _recording_save(original, self, result_dir):
             failures[name] = {"errcode": code, "stderr": (self.stderr.get(name) or "")[-STDERR_TAIL:]}
         else:
             failures.pop(name, None)
+    skipped = dict(record.get("skipped", {}))
+    for name in self.errcode:  # the benchmarks run now replace their earlier reasons
+        skipped.pop(name, None)
+    skipped.update({name: {str(i): why for i, why in by_index.items()}
+                    for name, by_index in self.__dict__.get("_torchbench_skips", {}).items()})
     build = _builds.get((self.env_name, self.commit_hash), record.get("build"))
     processes = dict(record.get("processes", {}))
     levels = dict(record.get("levels", {}))
@@ -99,7 +117,7 @@ def _recording_save(original, self, result_dir):
         else:
             levels[name] = [list(old or []) + new for old, new in zip(before_levels or [None] * len(found), found)]
     record = {"schema": OUTCOME_SCHEMA, "commit_hash": self.commit_hash, "env_name": self.env_name,
-              "build": build, "failures": failures, "processes": processes, "levels": levels,
+              "build": build, "failures": failures, "skipped": skipped, "processes": processes, "levels": levels,
               # a commit's instruction counts (record_counts) stay: the same code counts the same
               **{key: record[key] for key in COUNT_KEYS if key in record}}
     atomic_write_text(path, json.dumps(record, indent=1, sort_keys=True))
@@ -127,12 +145,29 @@ def record_counts(results_dir: str | os.PathLike, results_filename: str, commit_
     atomic_write_text(path, json.dumps(record, indent=1, sort_keys=True))
 
 
+def _skipping_run(original, benchmark, spawner, param_idx, *args, **kwargs):
+    """One parameter combination run by asv; one that failed for hardware this machine lacks becomes asv's
+    skip (NaN, exit code 0, its output kept), and a skipped one's reason is noted for add_result."""
+    res = original(benchmark, spawner, param_idx, *args, **kwargs)
+    why = skipped_here(res.stderr) if res.errcode else ""
+    if why:
+        res = res._replace(result=[math.nan] * len(res.result), errcode=0)
+    elif ASV_SKIP in (res.stderr or "") and NO_ROW not in res.stderr:
+        why = SKIPPED_BY_SETUP
+    if why:
+        _skips[(benchmark["name"], param_idx or 0)] = why
+    return res
+
+
 def _counting_add(original, self, benchmark, result, *args, **kwargs):
     original(self, benchmark, result, *args, **kwargs)
+    name = benchmark["name"]
+    skips = {index: _skips.pop((of, index)) for of, index in list(_skips) if of == name}
+    if skips:
+        self.__dict__.setdefault("_torchbench_skips", {}).setdefault(name, {}).update(skips)
     if all(r is None for r in result.result):  # a failed round measured nothing
         return
     counted = self.__dict__.setdefault("_torchbench_processes", {})
-    name = benchmark["name"]
     found = [_round_level(samples, value) for samples, value in zip(result.samples, result.result)]
     if kwargs.get("append_samples") and name in counted:
         count, appended, levels = counted[name]
@@ -156,7 +191,7 @@ def _round_level(samples, value) -> list[float]:
 
 def setup() -> None:
     """asv's plugin hook: called once when the configuration loads this module."""
-    from asv import environment, results, util
+    from asv import environment, results, runner, util
 
     if getattr(util.write_json, "_torchbench", False):
         return
@@ -168,3 +203,5 @@ def setup() -> None:
     environment.Environment.install_project = lambda self, *args: _recording_install(install, self, *args)
     results.Results.save = lambda self, result_dir: _recording_save(save, self, result_dir)
     results.Results.add_result = lambda self, *args, **kwargs: _counting_add(add, self, *args, **kwargs)
+    run_one = runner._run_benchmark_single_param
+    runner._run_benchmark_single_param = lambda *args, **kwargs: _skipping_run(run_one, *args, **kwargs)

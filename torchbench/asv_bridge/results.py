@@ -54,12 +54,20 @@ def timed_benchmark(name: str) -> str:
 
 
 @functools.lru_cache(maxsize=65536)  # a history repeats the same few parameter values in every file
+class Unparsed(str):
+    """A parameter value that is no literal (asv's repr of a function or a class, "<function f>"): the text,
+    whose repr is the text itself, so that a row is named as asv names it: benchmark(True, <function f>)."""
+
+    def __repr__(self) -> str:
+        return str.__str__(self)
+
+
 def param_value(text):
-    """asv keeps parameter values as repr strings; the value itself where it is a literal."""
+    """asv keeps parameter values as repr strings; the value itself where it is a literal, else Unparsed."""
     try:
         return ast.literal_eval(text)
     except (ValueError, SyntaxError, TypeError):
-        return text
+        return Unparsed(text)
 
 
 @dataclass(frozen=True)
@@ -120,7 +128,8 @@ class Row:
 
 @dataclass(frozen=True)
 class Outcome:
-    """What our asv plugin (plugin.py) recorded for one results file: the build, and why benchmarks failed."""
+    """What our asv plugin (plugin.py) recorded for one results file: the build, why benchmarks failed, and
+    why combinations were skipped."""
 
     build: dict | None  # {"built": bool, "log": str}, or None where nothing was built (existing env)
     failures: dict[str, dict]  # benchmark name -> {"errcode": int, "stderr": str}
@@ -129,6 +138,8 @@ class Outcome:
     # a plain time_ benchmark's instruction counts per call (history/counts.py): name -> combination -> repeats
     counts: dict[str, dict[int, list[float]]] = field(default_factory=dict)
     uncounted: dict[str, dict[int, str]] = field(default_factory=dict)  # name -> combination -> why not counted
+    # name -> combination -> why it was skipped ("skipped here: no CUDA device", asv's skip by its setup)
+    skipped: dict[str, dict[int, str]] = field(default_factory=dict)
 
     def levels_of(self, name: str, index: int) -> tuple[float, ...] | None:
         found = self.levels.get(name)
@@ -321,9 +332,10 @@ def _load_outcome(path: Path, warnings: list[str]) -> Outcome | None:
         levels = {str(k): [[float(x) for x in per] for per in v] for k, v in dict(doc.get("levels", {})).items()}
         counts = {str(k): {int(i): [float(x) for x in c] for i, c in dict(v).items()}
                   for k, v in dict(doc.get("counts", {})).items()}
-        uncounted = {str(k): {int(i): str(why) for i, why in dict(v).items()}
-                     for k, v in dict(doc.get("uncounted", {})).items()}
-        return Outcome(doc.get("build"), dict(doc.get("failures", {})), processes, levels, counts, uncounted)
+        uncounted, skipped = ({str(k): {int(i): str(why) for i, why in dict(v).items()}
+                               for k, v in dict(doc.get(key, {})).items()} for key in ("uncounted", "skipped"))
+        return Outcome(doc.get("build"), dict(doc.get("failures", {})), processes, levels, counts, uncounted,
+                       skipped)
     except (ValueError, TypeError, OSError, AttributeError) as e:
         warnings.append(f"{path}: skipped, not a readable outcome record ({e})")
         return None

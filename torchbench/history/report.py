@@ -3,7 +3,10 @@
 Built from the result files (results.load) and the outcome records of
 asv_bridge/plugin.py, never from asv's console output. `exit_status` applies the
 policy of errors.py: 0 only when every selected commit was built and every
-selected benchmark measured.
+selected benchmark measured or skipped. A skipped row (asv's skip, or hardware
+this machine lacks: "skipped here: no CUDA device", torchbench_core.skips) is
+listed with its reason, once for all the commits that skipped it, and is no
+failure.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ class CommitReport:
     measured: int = 0
     counted: int = 0  # plain time_ rows with instruction counts (history/counts.py)
     skipped: int = 0
+    skips: list[tuple[str, str]] = field(default_factory=list)  # (row name, why) of the skipped rows with a reason
     failed: list[tuple[str, str]] = field(default_factory=list)  # (row name, reason)
     not_built: dict[str, str] = field(default_factory=dict)  # env name -> last line of the build log
     has_results: bool = False
@@ -75,6 +79,11 @@ class RunReport:
         for c in self.commits:
             for name, reason in c.failed:
                 lines.append(f"  FAILED {c.commit.short} {name}: {reason}")
+        skips: dict[tuple[str, str], int] = {}
+        for c in self.commits:
+            for skip in c.skips:
+                skips[skip] = skips.get(skip, 0) + 1
+        lines += [f"  skipped {name}: {why} ({n} commit{'s' if n > 1 else ''})" for (name, why), n in skips.items()]
         lines += [f"  counts: {line}" for line in self.counts]
         lines += [f"  WARNING {w}" for w in self.warnings]
         lines += [f"  ERROR {p}" for p in self.problems]
@@ -108,6 +117,10 @@ def summarize(commits: list[Commit], results: ResultSet, timings: Timings) -> Ru
             report.measured += 1
         elif row.status == "skipped":
             report.skipped += 1
+            outcome = results.outcomes.get((row.machine, row.commit, row.env_name))
+            why = outcome.skipped.get(row.benchmark, {}).get(row.index) if outcome else None
+            if why:
+                report.skips.append((row.name, why))
     build_seconds, setup_cache = [], 0.0
     for (machine, commit, env), durations in results.durations.items():
         if commit not in by_sha:
