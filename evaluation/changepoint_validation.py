@@ -199,14 +199,14 @@ def _show(ours, theirs, subjects: dict[str, str]) -> None:
 def example_history(tmp: Path) -> None:
     out = tmp / "example"
     print("\n== the example history (6 commits), measured: torchbench run", flush=True)
-    tb("run", "--out", out, "--no-publish")
+    tb("run", "--example", "--out", out, "--no-publish")
     repo_path = example.default_subject(out)
     repo = commits.open_repo(repo_path)
     subjects = {c.hexsha: c.summary for c in repo.iter_commits("HEAD")}
     ours, theirs = _detect_both(out, repo_path)
     _show(ours, theirs, subjects)
     start = time.perf_counter()
-    proc = tb("find", "--out", out)
+    proc = tb("find", "--example", "--out", out)
     minutes = (time.perf_counter() - start) / 60
     record = json.loads((out / steprecord.RECORD).read_text())
     print(f"  torchbench find: {minutes:.1f} min")

@@ -10,7 +10,8 @@
 #   5. `torchbench alert`: the pull-request verdict for its regressing commit
 #      (00d31233 "TensorLike: normalise arguments with torch.utils._pytree",
 #      against its parent b2e29fb6; the example's hashes are the same everywhere).
-# OUT (default .torchbench) is the output folder.
+# OUT (default .torchbench) is the output folder. Every command names --example: run
+# inside a git repository (this one), torchbench tracks that repository, as asv does.
 #
 # Exit status: 0 when the history was measured, find named the planted
 # slowdown's commit and the alert found the known regression (the alert itself
@@ -22,15 +23,15 @@ bash scripts/install.sh || exit 2
 PY="${PYTHON:-python3}"
 OUT="${OUT:-.torchbench}"
 
-"$PY" -m torchbench run --out "$OUT" --no-publish
+"$PY" -m torchbench run --example --out "$OUT" --no-publish
 run_status=$?
 echo
 echo "== torchbench profile: flame graphs of every commit"
-"$PY" -m torchbench profile --out "$OUT"
+"$PY" -m torchbench profile --example --out "$OUT"
 profile_status=$?
 echo
 echo "== torchbench find: steps in the history, confirmed and bisected (budget 3 minutes a comparison)"
-"$PY" -m torchbench find --out "$OUT"
+"$PY" -m torchbench find --example --out "$OUT"
 find_status=$?
 echo
 "$PY" -m torchbench publish --out "$OUT"
@@ -52,7 +53,7 @@ echo "== torchbench alert: the example's regressing commit against its parent (b
 # The budget counts from the start, instruction counts included (valgrind, about
 # 2.5 minutes here for both sides); the regression decides within about 7 rounds,
 # and the rows that stay undecided at the budget are reported inconclusive.
-"$PY" -m torchbench alert --out "$OUT" --base b2e29fb6 --head 00d31233 --budget-minutes 4 \
+"$PY" -m torchbench alert --example --out "$OUT" --base b2e29fb6 --head 00d31233 --budget-minutes 4 \
     --markdown "$OUT/alert/example-regression.md"
 alert_status=$?
 

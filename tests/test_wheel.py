@@ -95,7 +95,7 @@ def wheel(tmp_path_factory) -> Wheel:
     proc = subprocess.run([sys.executable, "-m", "build", "--no-isolation", "-o", str(dist), str(src)],
                           check=False, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, explain(proc)
-    (whl,) = dist.glob("torchbench-*.whl")
+    (whl,) = dist.glob("torchbench_tracker-*.whl")  # the distribution torchbench-tracker
     return Wheel(whl, src)
 
 

@@ -18,9 +18,12 @@ errors.py (exit statuses), stats.py, resources.py (package data) and tools.py
 
 from .errors import UserError
 
-__all__ = ["UserError", "AlertOptions", "AlertReport", "Existing", "HistoryOptions", "Policy", "ResultSet",
-           "Rounds", "RunReport", "Selection", "compare_commits", "compare_results", "publish_site", "read_history",
-           "run_history"]
+__version__ = "0.1.0"  # the distribution's version too (pyproject.toml reads it here); on PyPI: torchbench-tracker
+
+__all__ = ["UserError", "AlertOptions", "AlertReport", "Existing", "FindOptions", "HistoryOptions", "Merged",
+           "Policy", "ProfileOptions", "Profiled", "ResultSet", "Rounds", "RunReport", "Selection", "StepsFound",
+           "compare_commits", "compare_results", "find_steps", "merge_results", "profile_cases", "publish_site",
+           "read_history", "run_history"]
 
 
 def __getattr__(name: str):

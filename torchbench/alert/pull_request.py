@@ -61,7 +61,7 @@ def alert(folders: Folders, base_rev: str, head_rev: str, options: AlertOptions 
     torch = options.torch
     ws = open_workspace(out=folders.out, env_dir=folders.env_dir, repo_path=folders.repo_path, repo=folders.repo,
                         project_sha=head.sha, benchmarks=benchmarks, fds=folders.fds,
-                        torch=tuple(dict.fromkeys(torch.values())) if torch else ())
+                        torch=tuple(dict.fromkeys(torch.values())) if torch else (), user=folders.config)
     try:
         measured = measure_pair(ws, base, head, options.rounds, options.policy, patterns=options.patterns,
                                 torch=torch)

@@ -22,7 +22,7 @@ from .. import resources
 from ..errors import UserError
 from ..project.config import Project, base_config
 
-__all__ = ["MACHINE_COMMAND", "Asv", "Environment", "PipIndex", "Timings", "harness_env", "install_env",
+__all__ = ["MACHINE_COMMAND", "write_machine_file", "Asv", "Environment", "PipIndex", "Timings", "harness_env", "install_env",
            "machine_file", "machine_name"]
 
 
@@ -108,8 +108,7 @@ class Asv:
         return [sys.executable, "-m", "asv", *args, "--config", str(self.conf_path)]
 
     def ensure_machine(self) -> None:
-        if not machine_file().exists():
-            self._run("machine", [*MACHINE_COMMAND, "--config", str(self.conf_path)])
+        write_machine_file()
 
     def setup(self, env_dir: Path) -> list[Path]:
         """Build the managed environments (only those asv finds absent); return their interpreters."""
@@ -191,8 +190,21 @@ class Asv:
         self._run("publish", self.asv("publish"))
 
 
-# asv's own description of this machine; asv wants a configuration with it (--config), from any folder
+# asv's own description of this machine; asv wants a configuration with it (--config), from any folder.
+# It prints asv's questionnaire with its answers: write_machine_file does the same without a word.
 MACHINE_COMMAND = [sys.executable, "-m", "asv", "machine", "--yes"]
+
+
+def write_machine_file() -> Path:
+    """asv's machine file with asv's own answers (Machine.get_defaults, what `asv machine --yes` takes), where
+    there is none: a fresh machine, whose first `asv run` would otherwise stop to ask (or print its questions)."""
+    from asv.machine import Machine, MachineCollection
+
+    path = machine_file()
+    if not path.exists():
+        answers = Machine.get_defaults()
+        MachineCollection.save(answers["machine"], answers)
+    return path
 
 
 def machine_name() -> str:
@@ -253,19 +265,44 @@ def python_can_import(python: Path, *modules: str) -> list[str]:
 
 
 
-def install_commit(python: Path, src: Path, target: Path) -> str | None:
-    """Build the project in `src` with `python`'s build backend and install it into `target` (not the
-    environment's site-packages), so two commits can live side by side. Returns None, or why it failed."""
+def _build_commands(commands: list[str], python: Path, src: Path, wheels: str) -> subprocess.CompletedProcess | None:
+    """The user's asv build_command, run as asv runs it (asv's interpolation: {build_dir}, {build_cache_dir},
+    {env_dir}...; in-dir= and return-code= prefixes; `python` the environment's) into WHEELS; the first failure
+    or None."""
+    from asv.util import interpolate_command
+
+    env_dir = python.parent.parent
+    env = dict(harness_env(), PATH=f"{python.parent}{os.pathsep}{os.environ.get('PATH', '')}",
+               VIRTUAL_ENV=str(env_dir))
+    names = {"build_dir": str(src), "build_cache_dir": wheels, "env_dir": str(env_dir), "conf_dir": str(src),
+             "commit": "", "env_name": env_dir.name}
+    for command in commands if isinstance(commands, list) else [commands]:
+        cmd, extra, codes, cwd = interpolate_command(command, names)
+        proc = subprocess.run(cmd, cwd=cwd or src, capture_output=True, text=True, env={**env, **extra})
+        if codes is not None and proc.returncode not in codes:
+            return proc
+    return None
+
+
+def install_commit(python: Path, src: Path, target: Path, build_command: list[str] | None = None) -> str | None:
+    """Build the project in `src` with `python`'s build backend (or the user's asv `build_command`, which
+    leaves a wheel in {build_cache_dir}) and install it into `target` (not the environment's site-packages), so
+    two commits can live side by side. Returns None, or why it failed."""
     pip = [str(python), "-m", "pip"]
     quiet = ["-q", "--disable-pip-version-check", "--no-deps"]
     with tempfile.TemporaryDirectory() as wheels:
-        proc = subprocess.run(pip + ["wheel", *quiet, "--no-build-isolation", "-w", wheels, str(src)],
-                              capture_output=True, text=True, env=harness_env())
+        proc = _build_commands(build_command, python, src, wheels) if build_command else None
+        if proc is None and not any(Path(wheels).glob("*.whl")):
+            proc = subprocess.run(pip + ["wheel", *quiet, "--no-build-isolation", "-w", wheels, str(src)],
+                                  capture_output=True, text=True, env=harness_env())
+        elif proc is None:
+            proc = subprocess.CompletedProcess([], 0, "", "")
         if proc.returncode == 0:
             proc = subprocess.run(pip + ["install", *quiet, "--target", str(target),
                                          *map(str, Path(wheels).glob("*.whl"))],
                                   capture_output=True, text=True, env=harness_env())
     if proc.returncode != 0:
         lines = [line for line in (proc.stdout + proc.stderr).splitlines() if line.strip()]
-        return f"pip {proc.args[3]} failed (exit status {proc.returncode}): {' | '.join(lines[-3:])}"
+        step = f"pip {proc.args[3]}" if len(proc.args) > 3 and proc.args[1:3] == ["-m", "pip"] else " ".join(proc.args)
+        return f"{step} failed (exit status {proc.returncode}): {' | '.join(lines[-3:])}"
     return None

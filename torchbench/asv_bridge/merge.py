@@ -144,11 +144,12 @@ def _merge_machine(src: Path, dest: Path, merged: Merged) -> None:
 
 
 def merge_history(inputs: list[Path], *, out: Path, repo_path: Path, repo, benchmarks: Path | None,
-                  env_dir: Path) -> Merged:
+                  env_dir: Path, user=None) -> Merged:
     """Merge `inputs` into OUT/results and derive OUT/asv.conf.json for REPO (as `torchbench run` does), so
     that `torchbench publish --out OUT` publishes the machines side by side."""
     merged = merge_results(inputs, out / "results")
-    project = config.read_project(repo, commits.resolve(repo, "HEAD").sha, repo_path.name)
+    subdir = str(user.values.get("repo_subdir", "")) if user else ""  # user: the repository's own asv config
+    project = config.read_project(repo, commits.resolve(repo, "HEAD").sha, repo_path.name, subdir)
     config.derive(repo=repo_path, project=project, out=out, env_dir=env_dir,
-                  benchmark_dir=config.benchmark_dir(repo_path, benchmarks))
+                  benchmark_dir=config.benchmark_dir(repo_path, benchmarks, user=user), user=user)
     return merged

@@ -19,6 +19,7 @@ from pathlib import Path
 import git
 
 from ..project import commits, config
+from ..project.user_config import UserConfig
 from .driver import Asv, PipIndex, Timings, install_commit
 
 __all__ = ["Workspace", "open_workspace"]
@@ -34,11 +35,13 @@ class Workspace:
     bench_dir: Path
     conf: Path
     asv: Asv
+    config: UserConfig | None = None  # the repository's own asv configuration, layered under ours
     _pythons: list[Path] = field(default_factory=list)
 
     def pythons(self) -> list[Path]:
         """The asv environments' interpreters, set up and given the project's build dependencies."""
         if not self._pythons:
+            self.asv.ensure_machine()
             self._pythons = self.asv.setup(self.env_dir)
             self.asv.prepare(self._pythons, self.project)
         return self._pythons
@@ -70,7 +73,9 @@ class Workspace:
         print(f"== building {commit.short} ({commit.subject[:50]})", flush=True)
         partial = folder.with_name(f".{folder.name}.partial")
         shutil.rmtree(partial, ignore_errors=True)
-        why = install_commit(python, self.export(commit.sha), partial)
+        user = self.config.values if self.config else {}
+        src = self.export(commit.sha) / str(user.get("repo_subdir", "")).strip("/")
+        why = install_commit(python, src, partial, build_command=user.get("build_command"))
         if why:
             return None, why
         partial.rename(folder)
@@ -80,14 +85,20 @@ class Workspace:
 def open_workspace(*, out: Path, env_dir: Path, repo_path: Path, repo, project_sha: str,
                    benchmarks: Path | None, fds: tuple[int, ...], timings: Timings | None = None,
                    torch_build: bool = False, torch: tuple[str, ...] = (),
-                   pip: PipIndex | None = None) -> Workspace:
-    """Derive OUT/asv.conf.json for the repository (project read at `project_sha`) and its suites; `torch`:
-    the releases to measure, an environment each (default: the pinned one); `pip`: the package indexes the
-    environments install from."""
-    project = config.read_project(repo, project_sha, repo_path.name)
-    bench_dir = config.benchmark_dir(repo_path, benchmarks, torch_build=torch_build)
+                   pip: PipIndex | None = None, user: UserConfig | None = None) -> Workspace:
+    """Derive OUT/asv.conf.json for the repository (project read at `project_sha`) and its suites, its own asv
+    configuration (`user`, from Folders.config) layered under ours; `torch`: the releases to measure, an
+    environment each (default: the pinned one); `pip`: the package indexes the environments install from.
+    Prints what was taken from the user's configuration and what torchbench added."""
+    user = None if torch_build else user
+    subdir = str(user.values.get("repo_subdir", "")) if user else ""
+    project = config.read_project(repo, project_sha, repo_path.name, subdir)
+    bench_dir = config.benchmark_dir(repo_path, benchmarks, torch_build=torch_build, user=user)
+    notes: list[str] = []
     conf = config.derive(repo=repo_path, project=project, out=out, env_dir=env_dir, benchmark_dir=bench_dir,
-                         torch=torch)
+                         torch=torch, user=user, notes=notes)
+    for note in notes:
+        print(f"== {note}", flush=True)
     return Workspace(out=out, env_dir=env_dir, repo_path=repo_path, repo=repo, project=project,
                      bench_dir=bench_dir, conf=conf,
-                     asv=Asv(conf, timings or Timings(), keep_fds=fds, pip=pip or PipIndex()))
+                     asv=Asv(conf, timings or Timings(), keep_fds=fds, pip=pip or PipIndex()), config=user)

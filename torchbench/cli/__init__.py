@@ -21,12 +21,14 @@ import tempfile
 import traceback
 from pathlib import Path
 
+from .. import __version__
+
 from torchbench_core.storage import atomic_write_text
 
 from ..errors import EXIT_FAILURE, EXIT_INCONCLUSIVE, EXIT_OK, EXIT_REGRESSION, UserError
 from . import alert, find, merge, profile, run
 
-__all__ = ["build_parser", "main"]
+__all__ = ["ClosedPipeSafe", "build_parser", "main"]
 
 _FAILURE = f"{EXIT_FAILURE} a failure (a benchmark, a build, a malformed input, a bad option, or the tool)"
 EPILOGS = {
@@ -44,15 +46,44 @@ EPILOGS = {
 }
 
 
+# Each --help ends with examples (run from inside the tracked repository, as with asv: it is the project).
+EXAMPLES = {
+    "run": ["torchbench run                       # the last 6 commits of the repository you are in",
+            "torchbench run HEAD~10..HEAD -b Softmax --rounds 2",
+            "torchbench run --torch 2.12.0 --torch 2.13.0 HEAD",
+            "torchbench run --example            # the embedded example library's six commits"],
+    "publish": ["torchbench publish                   # the site of ./.torchbench, in .torchbench/html",
+                "torchbench publish --out /tmp/tb"],
+    "profile": ["torchbench profile --last 2 -b Softmax",
+                "torchbench profile --example"],
+    "find": ["torchbench find                      # the steps of the measured history, confirmed",
+             "torchbench find Softmax --good v1.0 --bad main   # bisect"],
+    "alert": ["torchbench alert main..HEAD          # this branch against main",
+              "torchbench alert --base main --head HEAD --markdown comment.md",
+              "torchbench alert --base-results base/ --head-results head/   # from asv result files",
+              "torchbench alert main..HEAD | head   # a closed pipe changes nothing: the exit status is the verdict's"],
+    "merge": ["torchbench merge machine2/.torchbench machine3/.torchbench && torchbench publish"],
+}
+
+
+def _epilog(name: str) -> str:
+    return "examples:\n" + "\n".join(f"  {line}" for line in EXAMPLES[name]) + "\n\n" + EPILOGS[name]
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="torchbench", description=__doc__.splitlines()[0],
-                                     epilog="Every subcommand prints its report first. " + " ".join(
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog="examples:\n  torchbench run && torchbench publish   # in your "
+                                            "repository, as asv run && asv publish\n  torchbench alert main..HEAD\n\n"
+                                            "Every subcommand prints its report first. " + " ".join(
                                          f"{name}: {text}" for name, text in EPILOGS.items()))
+    parser.add_argument("--version", action="version",
+                        version=f"torchbench {__version__} (distribution torchbench-tracker)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def command(name: str, module, add, func, help: str) -> None:
         p = sub.add_parser(name, help=help, description=(module.__doc__ or help).split("\n\n")[0],
-                           epilog=EPILOGS[name])
+                           epilog=_epilog(name), formatter_class=argparse.RawDescriptionHelpFormatter)
         add(p)
         p.set_defaults(func=func)
 
@@ -83,7 +114,41 @@ def _crash_file(args: argparse.Namespace) -> Path:
     return folder / f"torchbench-{args.command}-{stamp}-{os.getpid()}.txt"
 
 
+class ClosedPipeSafe:
+    """sys.stdout for the command: when its reader goes (`torchbench alert ... | head`), the rest of the output
+    goes to /dev/null and the command goes on to its own exit status, never a BrokenPipeError (whose exit
+    status 1 would read as "regression")."""
+
+    def __init__(self, stream):
+        self._stream = stream
+        self.closed_pipe = False
+
+    def _to_devnull(self) -> None:
+        self.closed_pipe = True
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, self._stream.fileno())  # children started from now on inherit /dev/null too
+        os.close(devnull)
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            self._to_devnull()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._to_devnull()
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
 def main(argv: list[str] | None = None) -> int:
+    if not isinstance(sys.stdout, ClosedPipeSafe):
+        sys.stdout = ClosedPipeSafe(sys.stdout)
     args = build_parser().parse_args(argv)  # a bad flag: argparse says so and exits 2
     try:
         return args.func(args)

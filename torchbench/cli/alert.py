@@ -13,7 +13,7 @@ from ..ab.options import Policy
 from ..alert.pull_request import AlertOptions, alert, alert_from_results
 from ..errors import EXIT_INCONCLUSIVE, UserError
 from ..project.folders import locked_folders
-from .options import add_folder_arguments, add_measurement_arguments, checked, policy_of, rounds_of
+from .options import add_folder_arguments, add_measurement_arguments, checked, policy_of, regex, rounds_of, subject_of
 
 __all__ = ["add_arguments", "main"]
 
@@ -21,9 +21,11 @@ BUDGET = 9.0  # minutes: a verdict within 10, the last round, counts and site in
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("range", nargs="?", metavar="BASE..HEAD",
+                        help="the change, as a git range (the same as --base BASE --head HEAD)")
     parser.add_argument("--base", help="the base revision (e.g. the pull request's merge base)")
     parser.add_argument("--head", help="the head revision (the change)")
-    parser.add_argument("-b", "--bench", action="append", default=[], metavar="REGEX",
+    parser.add_argument("-b", "--bench", action="append", default=[], metavar="REGEX", type=regex,
                         help="only benchmarks whose name matches REGEX; repeatable")
     add_folder_arguments(parser)
     add_measurement_arguments(parser, budget=BUDGET)
@@ -54,6 +56,11 @@ def main(args: argparse.Namespace) -> int:
             raise UserError("give both --base-results and --head-results")
         report = alert_from_results(args.base_results, args.head_results, policy)
     else:
+        if args.range:
+            base, sep, head = args.range.partition("..")
+            if not (sep and base and head) or args.base or args.head:
+                raise UserError(f"{args.range!r}: give the change as BASE..HEAD, or --base and --head")
+            args.base, args.head = base, head
         if args.base_torch and args.head and not args.base:
             args.base = args.head  # the upgrade verdict of one commit
         if not (args.base and args.head):
@@ -61,7 +68,8 @@ def main(args: argparse.Namespace) -> int:
         options = AlertOptions(rounds=rounds_of(args), policy=policy, patterns=tuple(args.bench),
                                profile=not args.no_profile, site_url=args.site_url, base_torch=args.base_torch,
                                head_torch=args.head_torch)
-        with locked_folders(args.out, args.env_dir, args.repo) as folders:
+        subject = subject_of(args)
+        with locked_folders(args.out, args.env_dir, subject.repo, subject.config) as folders:
             report = alert(folders, args.base, args.head, options, benchmarks=args.benchmarks)
     text = report.markdown()
     print("\n" + text)

@@ -10,7 +10,7 @@ from ..errors import EXIT_INCONCLUSIVE, EXIT_OK, UserError
 from ..history.find import FOUND, FindOptions, Session, bisect_range, find_steps, render_bisect, render_steps
 from ..project import commits
 from ..project.folders import locked_folders
-from .options import add_folder_arguments, add_measurement_arguments, policy_of, rounds_of
+from .options import add_folder_arguments, add_measurement_arguments, policy_of, regex, rounds_of, subject_of
 
 __all__ = ["add_arguments", "main"]
 
@@ -18,7 +18,7 @@ BUDGET = 3.0  # minutes per comparison
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("benchmark", nargs="?", metavar="BENCHMARK",
+    parser.add_argument("benchmark", nargs="?", metavar="BENCHMARK", type=regex,
                         help="regex: only benchmarks whose name (benchmark(params)) matches; needed to bisect")
     parser.add_argument("--good", metavar="REV", help="bisect: a revision before the step")
     parser.add_argument("--bad", metavar="REV", help="bisect: a revision after the step")
@@ -37,12 +37,13 @@ def main(args: argparse.Namespace) -> int:
     if args.good and not args.benchmark:
         raise UserError("bisecting needs a BENCHMARK (a regex of benchmark names)")
     options = FindOptions(rounds=rounds_of(args), policy=policy_of(args), profile=not args.no_profile)
-    with locked_folders(args.out, args.env_dir, args.repo) as f:
+    subject = subject_of(args)
+    with locked_folders(args.out, args.env_dir, subject.repo, subject.config) as f:
         newest = commits.resolve(f.repo, args.bad or args.branch)
 
         def session() -> Session:
             ws = open_workspace(out=f.out, env_dir=f.env_dir, repo_path=f.repo_path, repo=f.repo,
-                                project_sha=newest.sha, benchmarks=args.benchmarks, fds=f.fds)
+                                project_sha=newest.sha, benchmarks=args.benchmarks, fds=f.fds, user=f.config)
             return Session(ws, options)
 
         try:

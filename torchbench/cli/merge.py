@@ -8,7 +8,7 @@ from pathlib import Path
 from ..asv_bridge.merge import merge_history
 from ..errors import EXIT_FAILURE, EXIT_OK
 from ..project.folders import locked_folders
-from .options import add_folder_arguments
+from .options import add_folder_arguments, subject_of
 
 __all__ = ["add_arguments", "main"]
 
@@ -22,9 +22,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    with locked_folders(args.out, args.env_dir, args.repo) as folders:
+    subject = subject_of(args)
+    with locked_folders(args.out, args.env_dir, subject.repo, subject.config) as folders:
         merged = merge_history(list(args.inputs), out=folders.out, repo_path=folders.repo_path,
-                               repo=folders.repo, benchmarks=args.benchmarks, env_dir=folders.env_dir)
+                               repo=folders.repo, benchmarks=args.benchmarks, env_dir=folders.env_dir,
+                               user=folders.config)
     print(merged.report())
     print(f"next: torchbench publish --out {folders.out}")
     return EXIT_FAILURE if merged.skipped else EXIT_OK

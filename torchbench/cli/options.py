@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 from typing import Callable
 
 from ..ab.options import MIN_ROUNDS, Policy, Rounds
 from ..errors import UserError
 from ..project import commits
+from ..project.subject import Subject, choose
 from ..validate import SCHEDULES, check
 
-__all__ = ["add_folder_arguments", "add_measurement_arguments", "add_selection_arguments", "checked", "policy_of",
+__all__ = ["regex", "subject_of", "add_folder_arguments", "add_measurement_arguments", "add_selection_arguments", "checked", "policy_of",
            "rounds_of", "selection_of"]
 
 
@@ -19,12 +21,36 @@ def add_folder_arguments(parser: argparse.ArgumentParser, out_help: str = "outpu
                          repo: bool = True) -> None:
     if repo:
         parser.add_argument("--repo", type=Path,
-                            help="git repository (default: the embedded example library, made under OUT)")
+                            help="git repository to track (default: the one you are in, as asv does; outside any "
+                                 "repository, the embedded example library, made under OUT)")
+        parser.add_argument("--example", action="store_true",
+                            help="track the embedded example library (six commits, made under OUT) wherever you are")
+        parser.add_argument("--config", type=Path, metavar="FILE",
+                            help="the project's asv.conf.json (default: asv.conf.json at the repository's root, or "
+                                 "in benchmarks/, asv_bench/ or benchmark/); its repo, benchmark_dir, commands, "
+                                 "matrix and branches are used, torchbench's pinned torch and plugins added")
     parser.add_argument("--benchmarks", type=Path, metavar="DIR",
-                        help="asv suite folder (default: REPO/benchmarks if it exists, else torchbench's own)")
+                        help="asv suite folder (default: the asv.conf.json's benchmark_dir, else REPO/benchmarks "
+                             "if it exists, else torchbench's own)")
     parser.add_argument("--out", type=Path, default=Path(".torchbench"), help=out_help)
     parser.add_argument("--env-dir", type=Path, metavar="DIR",
                         help="where asv's environments live (default OUT/env); share it between output folders")
+
+
+def subject_of(args: argparse.Namespace) -> Subject:
+    """The repository the command tracks (project.subject.choose), its line printed: the log says which."""
+    chosen = choose(args.repo, example=args.example, config=args.config)
+    print(chosen.line, flush=True)
+    return chosen
+
+
+def regex(text: str) -> str:
+    """An argparse type: a benchmark regex (asv's -b, Python's re), refused at once when it does not compile."""
+    try:
+        re.compile(text)
+    except re.error as e:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a regular expression ({e})") from None
+    return text
 
 
 def add_selection_arguments(parser: argparse.ArgumentParser, verb: str) -> None:

@@ -12,7 +12,7 @@ from ..asv_bridge.driver import PipIndex
 from ..project import config
 from ..history.run import DEFAULT_ROUNDS, Existing, HistoryOptions
 from ..publish.site import publish_folder
-from .options import add_folder_arguments, add_selection_arguments, checked, selection_of
+from .options import add_folder_arguments, add_selection_arguments, checked, regex, selection_of, subject_of
 
 __all__ = ["add_arguments", "add_publish_arguments", "main", "publish_main"]
 
@@ -20,7 +20,7 @@ __all__ = ["add_arguments", "add_publish_arguments", "main", "publish_main"]
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_selection_arguments(parser, "measure")
     add_folder_arguments(parser, "output folder: results, html, outcome records (default ./.torchbench)")
-    parser.add_argument("-b", "--bench", action="append", default=[], metavar="REGEX",
+    parser.add_argument("-b", "--bench", action="append", default=[], metavar="REGEX", type=regex,
                         help="only benchmarks matching REGEX (asv -b); repeatable")
     parser.add_argument("--quick", action="store_true",
                         help="smoke test: each benchmark once, nothing saved (asv --quick --dry-run)")
@@ -60,8 +60,9 @@ def main(args: argparse.Namespace) -> int:
                              benchmarks=args.benchmarks, torch=tuple(args.torch), counts=not args.no_counts,
                              pip=PipIndex(args.index_url, tuple(args.extra_index_url)))
     existing = Existing(args.existing.absolute(), args.commit) if args.existing is not None else None
-    report = run_history(args.repo, selection_of(args), out=args.out, options=options, existing=existing,
-                         env_dir=args.env_dir, publish=not args.no_publish)
+    subject = subject_of(args)
+    report = run_history(subject.repo, selection_of(args), out=args.out, options=options, existing=existing,
+                         env_dir=args.env_dir, publish=not args.no_publish, config=subject.config)
     print(report.render())
     out = args.out.resolve()
     if (out / "html" / "index.html").exists() and not args.no_publish:

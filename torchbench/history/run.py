@@ -108,7 +108,8 @@ def measure_history(folders: Folders, selection: commits.Selection = commits.Sel
     selected = _select(folders.repo, selection, existing)
     ws = open_workspace(out=folders.out, env_dir=folders.env_dir, repo_path=folders.repo_path, repo=folders.repo,
                         project_sha=selected[-1].sha, benchmarks=options.benchmarks, fds=folders.fds,
-                        timings=timings, torch_build=existing is not None, torch=options.torch, pip=options.pip)
+                        timings=timings, torch_build=existing is not None, torch=options.torch, pip=options.pip,
+                        user=folders.config)
     print(f"== tracking {folders.repo_path} ({ws.project.name}): {len(selected)} commit(s), "
           f"{selected[0].short}..{selected[-1].short}; suites in {ws.bench_dir}; output in {folders.out}",
           flush=True)

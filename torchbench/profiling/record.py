@@ -457,7 +457,8 @@ def profile_history(folders: Folders, selection: commits.Selection = commits.Sel
         raise UserError(NO_PYSPY)
     selected = commits.select(folders.repo, selection)
     ws = open_workspace(out=folders.out, env_dir=folders.env_dir, repo_path=folders.repo_path, repo=folders.repo,
-                        project_sha=selected[-1].sha, benchmarks=options.benchmarks, fds=folders.fds)
+                        project_sha=selected[-1].sha, benchmarks=options.benchmarks, fds=folders.fds,
+                        user=folders.config)
     print(f"== profiling {folders.repo_path}: {len(selected)} commit(s), {selected[0].short}..{selected[-1].short}; "
           f"suites in {ws.bench_dir}; output in {folders.out / 'profiles'}", flush=True)
     done = Profiled(selected)

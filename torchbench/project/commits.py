@@ -24,10 +24,14 @@ class Commit:
 
 
 def open_repo(path: Path) -> git.Repo:
+    """The repository at PATH, with at least one commit (an empty one is refused before anything is built)."""
     try:
-        return git.Repo(path)
+        repo = git.Repo(path)
     except (git.NoSuchPathError, git.InvalidGitRepositoryError):
         raise UserError(f"{path}: not a git repository") from None
+    if not repo.head.is_valid():
+        raise UserError(f"{path}: the repository has no commits yet; commit the project and its benchmarks first")
+    return repo
 
 
 def resolve(repo: git.Repo, rev: str) -> Commit:

@@ -25,6 +25,7 @@ import git
 
 from .. import resources
 from ..errors import UserError
+from .user_config import HONOURED, UserConfig
 from torchbench_core.storage import atomic_write_text
 
 __all__ = ["PLUGIN", "PUBLISHER", "Project", "base_config", "benchmark_dir", "check_torch_versions", "derive",
@@ -57,10 +58,11 @@ def _normalise(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def read_project(repo: git.Repo, commit: str, fallback_name: str) -> Project:
-    """The project as its pyproject.toml at `commit` describes it."""
+def read_project(repo: git.Repo, commit: str, fallback_name: str, subdir: str = "") -> Project:
+    """The project as its pyproject.toml at `commit` describes it (in SUBDIR: asv's repo_subdir)."""
+    where = f"{subdir.strip('/')}/pyproject.toml" if subdir.strip("/") else "pyproject.toml"
     try:
-        text = repo.git.show(f"{commit}:pyproject.toml")
+        text = repo.git.show(f"{commit}:{where}")
     except git.GitCommandError:
         return Project(fallback_name, list(LEGACY_BUILD_REQUIRES))  # setup.py-only project
     try:
@@ -78,12 +80,18 @@ def read_project(repo: git.Repo, commit: str, fallback_name: str) -> Project:
     return Project(name, list(build_requires), dependencies)
 
 
-def benchmark_dir(repo: Path, explicit: Path | None, *, torch_build: bool = False) -> Path:
-    """The suites to run: --benchmarks, else the tracked project's own `benchmarks/`, else ours
-    (ours always for a torch build: a torch checkout's benchmarks/ is not an asv suite)."""
+def benchmark_dir(repo: Path, explicit: Path | None, *, torch_build: bool = False,
+                  user: UserConfig | None = None) -> Path:
+    """The suites to run: --benchmarks, else the `benchmark_dir` of the repository's own asv.conf.json
+    (relative to that file), else the tracked project's own `benchmarks/`, else ours (ours always for a torch
+    build: a torch checkout's benchmarks/ is not an asv suite)."""
     if explicit is not None:
         return explicit.resolve()
-    if not torch_build and (repo / "benchmarks").is_dir():
+    if torch_build:
+        return resources.suites()
+    if user is not None:
+        return user.benchmark_dir()
+    if (repo / "benchmarks").is_dir():
         return repo / "benchmarks"
     return resources.suites()
 
@@ -109,14 +117,44 @@ def check_torch_versions(versions: tuple[str, ...] | list[str]) -> None:
         raise UserError(f"--torch: a release is given twice ({', '.join(versions)})")
 
 
+def _layer(conf: dict, user: UserConfig, notes: list[str]) -> None:
+    """The user's configuration under ours: its honoured keys and its matrix (but torch) replace the base's."""
+    values = user.values
+    taken = [k for k in HONOURED if k in values]
+    for key in taken:
+        conf[key] = values[key]
+    env_type, why = user.environment_type()
+    conf["environment_type"] = env_type
+    if why:
+        notes.append(why)
+    matrix = user.matrix()
+    req = dict(conf["matrix"]["req"])
+    asked_torch = matrix.get("req", {}).pop("torch", None)
+    req.update(matrix.get("req", {}))
+    conf["matrix"] = {"req": req, **{k: v for k, v in matrix.items() if k != "req" and v}}
+    if values.get("plugins"):
+        conf["plugins"] = [*conf["plugins"], *(p for p in values["plugins"] if p not in conf["plugins"])]
+    keys = ", ".join(taken + ["environment_type"] * ("environment_type" in values) + ["matrix"] * bool(matrix))
+    notes.append(f"asv configuration {user.path}: its {keys or 'defaults'} and benchmark_dir "
+                 f"{values.get('benchmark_dir', 'benchmarks')} are used as written")
+    if asked_torch is not None and asked_torch != conf["matrix"]["req"]["torch"]:
+        notes.append(f"its matrix asks torch {asked_torch or '(any)'}: torchbench measures the pinned "
+                     "release instead (--torch VERSION measures others)")
+
+
 def derive(*, repo: Path, project: Project, out: Path, env_dir: Path, benchmark_dir: Path,
-           torch: tuple[str, ...] = ()) -> Path:
+           torch: tuple[str, ...] = (), user: UserConfig | None = None, notes: list[str] | None = None) -> Path:
     """Write OUT/asv.conf.json for this run and return its path. `torch`: the releases to measure, one asv
-    environment each (asv's matrix); none: the base configuration's pinned release."""
+    environment each (asv's matrix); none: the base configuration's pinned release. `user`: the repository's
+    own asv configuration, layered under torchbench's additions (the pinned torch or `torch`, our plugins, the
+    folders under OUT); `notes` receives the lines that say what was taken from where."""
     if not benchmark_dir.is_dir():
         raise UserError(f"{benchmark_dir}: no such benchmark folder")
     check_torch_versions(torch)
+    notes = notes if notes is not None else []
     conf = base_config()
+    if user is not None:
+        _layer(conf, user, notes)
     if torch:
         conf["matrix"]["req"]["torch"] = list(torch) if len(torch) > 1 else torch[0]
     conf.update(
@@ -126,8 +164,13 @@ def derive(*, repo: Path, project: Project, out: Path, env_dir: Path, benchmark_
         env_dir=str(env_dir),
         results_dir=str(out / "results"),
         html_dir=str(out / "html"),
-        plugins=[PLUGIN, PUBLISHER],
     )
+    conf["plugins"] = [PLUGIN, PUBLISHER, *(p for p in conf["plugins"] if p not in (PLUGIN, PUBLISHER))]
+    torch_line = conf["matrix"]["req"]["torch"]
+    if user is not None:
+        notes.append(f"torchbench adds: torch {', '.join(torch_line) if isinstance(torch_line, list) else torch_line}"
+                     f"{' (--torch)' if torch else ' (pinned)'}, its plugins ({PLUGIN}, {PUBLISHER}), and the "
+                     f"environments, results and site under {env_dir} and {out}")
     path = out / "asv.conf.json"
     atomic_write_text(path, json.dumps(conf, indent=2) + "\n")
     return path
