@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["NO_CUDA", "SKIPPED_BY_SETUP", "missing_hardware", "skipped_here"]
+__all__ = ["NO_CUDA", "SKIPPED_BY_SETUP", "SKIPPED_HERE", "lacks_hardware", "missing_hardware", "skipped_here"]
 
 NO_CUDA = "no CUDA device"
+SKIPPED_HERE = "skipped here: "  # how a row skipped for hardware this machine lacks is listed, before what
 SKIPPED_BY_SETUP = "skipped by its setup (NotImplementedError, asv's skip)"
 # torch's own messages where a CUDA device is asked for and there is none: a CPU build (AssertionError), a
 # CUDA build without a driver or without a device (RuntimeError), CUDA-only classes of a CPU build
@@ -45,4 +46,9 @@ def skipped_here(error: str) -> str:
     """How a row that failed with `error` is listed when the error is hardware this machine lacks
     ("skipped here: no CUDA device"); "" for any other error (a failure)."""
     missing = missing_hardware(error)
-    return f"skipped here: {missing}" if missing else ""
+    return f"{SKIPPED_HERE}{missing}" if missing else ""
+
+
+def lacks_hardware(why: str) -> bool:
+    """Whether a skipped row's reason is hardware this machine lacks (skipped_here), not asv's skip."""
+    return why.startswith(SKIPPED_HERE)

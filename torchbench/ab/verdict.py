@@ -38,7 +38,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from .. import stats
-from torchbench_core.skips import missing_hardware
+from torchbench_core.skips import lacks_hardware
 
 from ..asv_bridge.results import param_value
 from . import sequential
@@ -159,7 +159,7 @@ def _skipped(evidence: Evidence, job) -> tuple[str, str] | None:
         return SKIPPED, reasons.pop() if len(reasons) == 1 else f"base: {why['base']}; head: {why['head']}"
     side = "head" if why["head"] else "base"
     other = "base" if side == "head" else "head"
-    if missing_hardware(evidence.skips[side][job]):
+    if lacks_hardware(why[side]):
         return FAILED, f"{side}: {why[side]}, but the {other} ran it on this machine"
     return SKIPPED, f"{side}: {why[side]}; the {other} measured it"
 
