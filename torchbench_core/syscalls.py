@@ -172,7 +172,7 @@ def _timer_of(benchmark, index: int, cache_dir: Path) -> tuple[object | None, di
 def _trace_one(suite: Path, benchmark, index: int, position: int, fd: int, cache_dir: Path) -> dict:
     """A job's regions: a Timer's statement in its loop (setup once), or a plain `time_` method call by call
     after asv's setup (as the counting worker's AsvCall calls it)."""
-    from .asv_worker import AsvCall, _by_call
+    from .asv_worker import AsvCall, _by_call, _not_measured
 
     timer, answer = _timer_of(benchmark, index, cache_dir)
     if answer is not None:
@@ -188,7 +188,7 @@ def _trace_one(suite: Path, benchmark, index: int, position: int, fd: int, cache
     planned = _by_call({benchmark.name: benchmark}, [[benchmark.name, index, 1, 1]], cache_dir,
                        lambda key, error: failed.__setitem__(key, error))
     if not planned:
-        return {"error": next(iter(failed.values()), "cannot be set up")}
+        return _not_measured(next(iter(failed.values()), "cannot be set up"))
     _, _, _, cache_file, _ = planned[0]
     call = AsvCall(str(suite.resolve()), benchmark.name, index, cache_file)
     try:
@@ -203,7 +203,7 @@ def trace(suite: Path, jobs: list[list], manifest: Path, cache_dir: Path | None)
     `manifest` at the end."""
     import traceback
 
-    from .asv_worker import _discover
+    from .asv_worker import _discover, _not_measured
 
     benchmarks = _discover(suite)
     fd = os.open(os.devnull, os.O_WRONLY)
@@ -216,9 +216,10 @@ def trace(suite: Path, jobs: list[list], manifest: Path, cache_dir: Path | None)
                 continue
             try:
                 ran[position] = _trace_one(suite, benchmark, index, position, fd, cache_dir or Path(tmp))
-            except Exception as e:
-                ran[position] = {"error": f"{type(e).__name__}: {e}",
-                                 "traceback": traceback.format_exc(limit=-3)}
+            except Exception as e:  # a row this machine cannot run is skipped, with its reason (skips.py)
+                ran[position] = _not_measured(f"{type(e).__name__}: {e}")
+                if "error" in ran[position]:
+                    ran[position]["traceback"] = traceback.format_exc(limit=-3)
     manifest.write_text(json.dumps(ran))
 
 
