@@ -156,3 +156,26 @@ def test_totals_only_counts_are_the_function_tables_sums():
         assert ([s.counts(subtract_baseline=True) for s in with_totals]
                 == [s.counts(subtract_baseline=True) for s in with_tables])
         assert all(s.stmt_total is not None and not s.stats() for s in with_totals)
+
+
+@pytest.mark.slow
+def test_layout_draws_vary_an_identity_keyed_row_and_a_deadline_keeps_what_was_counted():
+    """collect_callgrind_many(draws=3): a set of objects hashed by address is counted in 3 layouts of one
+    process, the first the process's own and the others after a draw's objects (other collisions: other
+    counts). `deadline`: the process is killed then, the statement counted before keeps its counts and the one
+    still running is reported, not lost."""
+    import time
+
+    from torchbench_core import Timer
+    from torchbench_core.callgrind import DEADLINE_PASSED, CallgrindError, collect_callgrind_many
+
+    identity = Timer("set(objs)", setup="objs = [object() for _ in range(400)]")
+    start = time.time()
+    drawn, stuck = collect_callgrind_many(
+        [identity, Timer("pass", setup="import time; time.sleep(3600)")], 10, 1, functions=False, draws=3,
+        on_error="return", deadline=start + 80)
+    assert time.time() - start < 80 + 30
+    counts = [s.counts() for s in drawn]
+    assert len(counts) == 3 and len(set(counts)) > 1, counts  # the draws' layouts collide differently
+    assert str(counts[0]) in repr(drawn[0])  # its summary, without the function tables it has not
+    assert isinstance(stuck, CallgrindError) and DEADLINE_PASSED in str(stuck)

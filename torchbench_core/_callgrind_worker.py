@@ -117,6 +117,19 @@ def _jitter_layout(k):
             [bytearray(draw.randrange(513, 1 << 17)) for _ in range(1 + k % 5)]) if k else None
 
 
+def _draw_layout(seed):
+    """Objects for one in-process layout draw of a case (collect_callgrind_many(draws=...)): a drawn number
+    of small objects of drawn sizes (pymalloc's size classes) and a few odd malloc blocks, allocated before
+    the case's objects are made again and kept until the case ends, so that the draw's objects land at other
+    offsets in the pools and the heap than the draw before. Fewer than _jitter_layout's (a whole process's
+    shift): a draw costs no more than the case's own setup."""
+    import random
+
+    draw = random.Random(seed)
+    return ([bytes(draw.randrange(1, 512)) for _ in range(draw.randrange(1, 768))],
+            [bytearray(draw.randrange(513, 1 << 16)) for _ in range(draw.randrange(1, 4))])
+
+
 def main():
     import os
 
@@ -145,7 +158,8 @@ def main():
     sys.path[:0] = [p for p in payload["sys_path"] if p not in sys.path]
     # ... and the modules it imported from elsewhere (an asv suite), found where it found them.
     sys.meta_path[:0] = [_FoundIn(name, folder) for name, folder in payload.get("packages", {}).items()]
-    jittered = _jitter_layout(int(os.environ.get(JITTER_ENV) or 0))  # noqa: F841 - alive until the end
+    jitter = int(os.environ.get(JITTER_ENV) or 0)
+    jittered = _jitter_layout(jitter)  # noqa: F841 - alive until the end
     dumps = 0
     baselines = {}
     switch = os.environ.get(SWITCH_ENV)
@@ -205,15 +219,17 @@ def main():
             gc.enable()
         return dumps
 
-    def count_calls(index, case):
-        """A CallCase: warm-up calls (each one after `each`), then its repeats, then its teardown."""
+    def count_calls(index, case, first):
+        """A CallCase: warm-up calls (each one after `each`), then its repeats (numbered from `first`), then
+        its teardown."""
         call, each = case["call"], case["each"] or _nothing
         try:
             for _ in range(case["warmup"]):
                 each()
                 call()
             for repeat in range(case["repeats"]):
-                report(event="dump", case=index, repeat=repeat, dump=counted_calls(call, each, case["number"]))
+                report(event="dump", case=index, repeat=first + repeat,
+                       dump=counted_calls(call, each, case["number"]))
         finally:
             if case["teardown"]:
                 case["teardown"]()
@@ -226,18 +242,24 @@ def main():
     report(event="started", cases=len(payload["cases"]))
     for index, blob in payload["cases"]:
         report(event="case", case=index)
+        drawn = []  # the case's layout draws' objects, alive until the case ends
         try:
             case = pickle.loads(blob)  # per case: one that cannot load fails alone
             torch.set_num_threads(case["num_threads"])
             kind = "call" if case.get("call") is not None else "stmt"
-            if kind == "call":
-                count_calls(index, case)
-            else:
-                gen, loops = _build(case, torch)
-                _warm_up(gen, loops)
-                for repeat in range(case["repeats"]):
-                    report(event="dump", case=index, repeat=repeat, dump=counted(gen, loops))
-                gen.close()
+            for draw in range(case.get("draws", 1)):
+                if draw:  # another layout: a draw's objects first, then the case's made again after them
+                    drawn.append(_draw_layout(f"{jitter}:{index}:{draw}"))
+                    case = pickle.loads(blob)
+                first = draw * case["repeats"]
+                if kind == "call":
+                    count_calls(index, case, first)
+                else:
+                    gen, loops = _build(case, torch)
+                    _warm_up(gen, loops)
+                    for repeat in range(case["repeats"]):
+                        report(event="dump", case=index, repeat=first + repeat, dump=counted(gen, loops))
+                    gen.close()
         except BaseException:
             report(event="error", case=index, error=traceback.format_exc())
             continue

@@ -115,6 +115,8 @@ DUET_ENV = "TORCHBENCH_DUET_FDS"
 # "0": `counts` counts instructions alone; otherwise it simulates the caches and branches in the same valgrind
 # process and adds each job's estimated "cycles" and simulated "events" (callgrind.simulated_per_run)
 SIMULATE_ENV = "TORCHBENCH_COUNTS_SIMULATE"
+DRAWS_ENV = "TORCHBENCH_COUNTS_DRAWS"  # counts: each case in this many layout draws (collect_callgrind_many(draws))
+DEADLINE_ENV = "TORCHBENCH_COUNTS_DEADLINE"  # counts: a time.time() when counting stops, keeping what it counted
 
 
 def _discover(suite: Path) -> dict:
@@ -647,14 +649,20 @@ def counts(suite: Path, jobs: list[list], out: Path, cache_dir: Path | None = No
             plans[key] = [number, warmup]
         if cases:
             # totals only (functions=False): the alert reads a row's counts and cycles, never its functions
-            outcomes = collect_callgrind_many(cases, COUNT_NUMBER, COUNT_REPEATS, on_error="return",
-                                              simulate=os.environ.get(SIMULATE_ENV, "1") != "0", functions=False)
+            draws = int(os.environ.get(DRAWS_ENV) or 1)
+            deadline = float(os.environ[DEADLINE_ENV]) if os.environ.get(DEADLINE_ENV) else None
+            # in layout draws, one repeat a draw: a layout's repeats agree (0.03% on a TimerSuite row), the
+            # draws are what varies
+            outcomes = collect_callgrind_many(cases, COUNT_NUMBER, COUNT_REPEATS if draws == 1 else 1, on_error="return",
+                                              simulate=os.environ.get(SIMULATE_ENV, "1") != "0", functions=False,
+                                              draws=draws, deadline=deadline)
             for key, outcome in zip(keys, outcomes):
                 if isinstance(outcome, CallgrindError):
                     result[key] = {"error": str(outcome)}
-                else:  # per run of the statement (per call of a time_ method); "cycles" and "events" simulated
+                else:  # per run of the statement (per call of a time_ method); "cycles" and "events" simulated;
+                    # with draws, a layout draw's values in turn
                     result[key] = {"counts": [s.counts(subtract_baseline=True) / s.number_per_run for s in outcome],
-                                   **simulated_per_run(outcome)}
+                                   "draws": draws, **simulated_per_run(outcome)}
                     if key in plans:
                         result[key]["plan"] = plans[key]
     out.write_text(json.dumps(result))

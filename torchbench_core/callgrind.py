@@ -262,12 +262,16 @@ class CallgrindStats:
     def __repr__(self) -> str:
         base = self.baseline_exclusive_stats
         threads = self.task_spec.num_threads
+        if self.stmt_total is None:
+            denoised, baseline, baseline_denoised = self.counts(denoise=True), base.sum(), base.denoise().sum()
+        else:  # counted without function tables: no symbols to remove
+            denoised, baseline, baseline_denoised = "-", self.baseline_total, "-"
         out = f"""
 {object.__repr__(self)}
 {self.task_spec.summarize()}
   {'':>25}All{'':>10}Noisy symbols removed
-    Instructions: {self.counts(denoise=False):>12}{'':>15}{self.counts(denoise=True):>12}
-    Baseline:     {base.sum():>12}{'':>15}{base.denoise().sum():>12}
+    Instructions: {self.counts(denoise=False):>12}{'':>15}{denoised:>12}
+    Baseline:     {baseline:>12}{'':>15}{baseline_denoised:>12}
 {self.number_per_run} runs per measurement, {threads} thread{'s' if threads > 1 else ''}
 """.strip()
         if not self.built_with_debug_symbols:
@@ -320,6 +324,7 @@ class CallgrindStats:
 # last level: a common desktop or server core's share.
 SIMULATE_OPTIONS = ("--cache-sim=yes", "--branch-sim=yes", "--I1=32768,8,64", "--D1=32768,8,64",
                     "--LL=8388608,16,64")
+DEADLINE_PASSED = "not counted: the deadline passed before this statement was counted"
 # the events estimated_cycles weighs; every one is there when both simulations ran
 SIM_EVENTS = ("Ir", "I1mr", "D1mr", "D1mw", "ILmr", "DLmr", "DLmw", "Bcm", "Bim")
 L1_MISS_CYCLES, LL_MISS_CYCLES, MISPREDICT_CYCLES = 10, 100, 10
@@ -475,6 +480,8 @@ def collect_callgrind_many(
     workers: int = 1,
     simulate: bool = False,
     functions: bool = True,
+    draws: int = 1,
+    deadline: float | None = None,
 ) -> list[tuple[CallgrindStats, ...] | CallgrindError]:
     """Instruction counts for every Timer (or CallCase): Python statements in one valgrind process (two for a
     big batch), C++ statements compiled together and counted beside them (cpp_counts).
@@ -498,13 +505,20 @@ def collect_callgrind_many(
     parses no function tables (callgrind_annotate, twice a dump: 13-31 s of a 66-row suite's 95-207 s): the
     counts are the same (the summary is the sum of the exclusive table), stats() and delta() are empty, and
     counts(denoise=True) raises.
+    `draws=D` (Python statements and CallCases) counts each case in D memory layouts of the same process:
+    before each draw after the first, a drawn number of objects of drawn sizes is allocated and the case's
+    objects are made again after them (_callgrind_worker._draw_layout), so that they land at other offsets,
+    as after a commit that changes code the case does not run. Each case's tuple then has repeats x D
+    CallgrindStats, draw by draw (one layout draw for the cost of the case, not of a process).
+    `deadline` (a time.time(); Python statements and CallCases): the valgrind processes still running then are
+    killed; the statements counted by then keep their counts, the others get DEADLINE_PASSED as their error.
     """
     if number < 1 or repeats < 1:
         raise ValueError(f"number and repeats must be >= 1, got {number}, {repeats}")
     if on_error not in ("raise", "return"):
         raise ValueError(f"on_error must be 'raise' or 'return', got {on_error!r}")
-    if workers < 1:
-        raise ValueError(f"workers must be >= 1, got {workers}")
+    if workers < 1 or draws < 1:
+        raise ValueError(f"workers and draws must be >= 1, got {workers}, {draws}")
     _require_valgrind()
     cpp = [i for i, t in enumerate(timers) if getattr(t, "language", Language.PYTHON) is Language.CPP]
     python = [i for i in range(len(timers)) if i not in set(cpp)]
@@ -518,7 +532,7 @@ def collect_callgrind_many(
             counted = _collect_python([timers[i] for i in python], number, repeats, collect_baseline,
                                       retain_out_file, case_timeout, on_error,
                                       (lambda j, event: progress(python[j], event)) if progress else None,
-                                      workers, simulate, functions)
+                                      workers, simulate, functions, draws, deadline)
             for i, result in zip(python, counted):
                 results[i] = result
         if cpp_counted is not None:
@@ -535,12 +549,12 @@ _MIN_SHARE = 16  # statements: a valgrind process of its own starts Python and t
 
 
 def _collect_python(timers, number, repeats, collect_baseline, retain_out_file, case_timeout, on_error, progress,
-                    workers=1, simulate=False, functions=True):
+                    workers=1, simulate=False, functions=True, draws=1, deadline=None):
     """Python statements and CallCases: one valgrind process (one Python start-up under valgrind) for them
     all, or `workers` side by side, each dealt every workers-th statement."""
     # a CallCase brings its own number; a Timer's statement runs `number` times per counted run
     cases = [
-        dict({"number": number}, **t._worker_case(), index=i, repeats=repeats, baseline=collect_baseline)
+        dict({"number": number}, **t._worker_case(), index=i, repeats=repeats, baseline=collect_baseline, draws=draws)
         for i, t in enumerate(timers)
     ]
     blobs, unpicklable = _pickle_cases(cases, timers, on_error)
@@ -557,7 +571,7 @@ def _collect_python(timers, number, repeats, collect_baseline, retain_out_file, 
             while remaining:
                 out_dir = Path(tmp) / f"share{share}_launch{launch}"
                 out_dir.mkdir()
-                new_events, unfinished = _launch(remaining, out_dir, case_timeout, progress, simulate)
+                new_events, unfinished = _launch(remaining, out_dir, case_timeout, progress, simulate, deadline)
                 for e in new_events:
                     e["dir"] = str(out_dir)
                 found.extend(new_events)
@@ -568,7 +582,7 @@ def _collect_python(timers, number, repeats, collect_baseline, retain_out_file, 
         with ThreadPoolExecutor(max_workers=max(len(shares), 1)) as pool:
             for found in pool.map(run, range(len(shares))):
                 events.extend(found)
-        return _assemble(timers, events, [c["number"] for c in cases], repeats, retain_out_file, simulate,
+        return _assemble(timers, events, [c["number"] for c in cases], repeats * draws, retain_out_file, simulate,
                          functions)
 
 
@@ -599,9 +613,11 @@ def _launch(
     case_timeout: float | None,
     progress: Callable[[int, str], Any] | None,
     simulate: bool = False,
+    deadline: float | None = None,
 ) -> tuple[list[dict[str, Any]], set[int]]:
-    """One valgrind process over the pickled `cases` (simulating caches and branches where `simulate`). Returns
-    its events and the indices that still need a run (those after a crash or a timeout)."""
+    """One valgrind process over the pickled `cases` (simulating caches and branches where `simulate`), killed
+    at `deadline` (time.time()) with every case not finished by then reported as DEADLINE_PASSED. Returns its
+    events and the indices that still need a run (those after a crash or a timeout)."""
     manifest = out_dir / "manifest.jsonl"
     manifest.touch()
     # Uninstrumented until the worker's first count, when it can switch instrumentation on: Python's and
@@ -646,6 +662,16 @@ def _launch(
                         current = None
                 if exited:
                     break
+                if deadline is not None and time.time() > deadline:
+                    # out of time: what is counted stays counted; the rest is reported, not run again
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()
+                    finished = {e["case"] for e in events if e["event"] in ("case_done", "error")}
+                    events.extend({"event": "error", "case": index, "error": DEADLINE_PASSED}
+                                  for index, _ in cases if index not in finished)
+                    if progress and current is not None:
+                        progress(current, "done")
+                    return events, set()
                 if current is not None and case_timeout is not None and time.monotonic() - started > case_timeout:
                     os.killpg(proc.pid, signal.SIGKILL)
                     proc.wait()

@@ -52,9 +52,10 @@ from torchbench_core.storage import atomic_write_text
 from .. import resources
 from .evidence import Job
 
-__all__ = ["CountPlans", "CountsCache", "JITTERED"]
+__all__ = ["CountPlans", "CountsCache", "DRAWN", "JITTERED"]
 
 JITTERED = "|jittered {}"  # the k-th jittered valgrind process's counts (an older "|again, layout 1" is unread)
+DRAWN = ", {} draws"  # after JITTERED: that process counted each case in this many layout draws, draw by draw
 
 
 def _suite_digest(suite: Path) -> str:

@@ -34,7 +34,8 @@ from pathlib import Path
 import numpy as np
 
 from torchbench_core._callgrind_worker import JITTER_ENV, LAYOUT_ENV
-from torchbench_core.asv_worker import DUET_ENV
+from torchbench_core.asv_worker import DEADLINE_ENV, DRAWS_ENV, DUET_ENV
+from torchbench_core.callgrind import DEADLINE_PASSED
 
 from .. import stats
 from ..asv_bridge.driver import install_env
@@ -45,9 +46,12 @@ from .allocation import allocate
 from .contrast import compare_row, slow_processes_moved
 from .channels import findings
 from .counts import NO_COUNTS, count_change, opposite_p, processes, weights
-from .counts_cache import JITTERED, CountsCache
+from .counts_cache import DRAWN, JITTERED, CountsCache
 from .evidence import Evidence, Job, Side
 from .options import Policy, Rounds
+
+# seconds before a counting process's timeout at which it stops counting and reports what it has
+COUNTS_WRAP_UP = 30
 
 __all__ = ["collect_counts", "collect_syscalls", "duet_cores", "interim_decisions", "measure_rounds", "plan_counts", "plan_design",
            "side_env", "wall_check_rounds"]
@@ -332,15 +336,16 @@ def measure_rounds(suite: Path, sides: dict[str, Side], jobs: list[Job], evidenc
 def collect_counts(suite: Path, side: Side, jobs: list[Job], evidence: Evidence,
                    cache: CountsCache | None = None, jitter: int = 0,
                    plans: dict[Job, tuple[int, int]] | None = None,
-                   cache_dir: Path | None = None, timeout: float = 3600) -> dict[str, int]:
+                   cache_dir: Path | None = None, timeout: float = 3600, draws: int = 1) -> dict[str, int]:
     """Instruction counts of the countable cases among `jobs` (TimerSuite cases and asv time_ methods), from
     the cache where it has them, the rest in one valgrind process for this side (then cached). Each job left
     without counts gets its reason in evidence.uncounted. `jitter` k > 0: the k-th valgrind process whose
     memory layout is jittered (torchbench_core._callgrind_worker._jitter_layout), for the jobs whose first
     counts moved beyond the floor (appended to evidence.counts_again; cached apart from the first; a job it
-    fails for keeps the processes it has, which then decide nothing). `timeout`: the seconds the valgrind
-    process may take (the counting's share of the budget: a process past it counts nothing, and its rows
-    keep their wall time). `plans`: the calls per counted run and
+    fails for keeps the processes it has, which then decide nothing); with `draws` D > 1, that process counts
+    each job in D layout draws (collect_callgrind_many(draws)), each appended as one jittered process.
+    `timeout`: the seconds the valgrind process may take (the counting's share of the budget: what it counted
+    by then is kept, the rest keeps its wall time). `plans`: the calls per counted run and
     warm-up calls of `time_` cases (plan_counts), the same for every side and commit; the plan is part of the
     cached case's key. `cache_dir`: the folder of the sides' setup_cache values (setup_cache_of), so that a
     side's setup_cache is made once for its plan, counts and rounds (None: the worker makes its own).
@@ -355,13 +360,14 @@ def collect_counts(suite: Path, side: Side, jobs: list[Job], evidence: Evidence,
         else:
             countable.append(job)
     again = jitter > 0
+    drawn = DRAWN.format(draws) if again and draws > 1 else ""
     cases = {job: CountsCache.case(job, evidence.jobs[job].params, plans.get(job)) +
-             (JITTERED.format(jitter) if again else "") for job in countable}
+             (JITTERED.format(jitter) + drawn if again else "") for job in countable}
     cached = cache.load(side.commit) if cache else {}
     cached_simulated = cache.load_simulated(side.commit) if cache else {}
     missing = [job for job in countable if cases[job] not in cached]
     found = _count(suite, side, [(*job, *plans.get(job, ())) for job in missing], cache_dir=cache_dir,
-                   jitter=jitter, timeout=timeout) if missing else {}
+                   jitter=jitter, timeout=timeout, draws=draws if again else 1) if missing else {}
     counted, simulated, failures = {}, {}, {}
     for job in missing:
         result = found.get(f"{job[0]}|{job[1]}") or {"error": "the counting worker returned nothing for it"}
@@ -373,8 +379,11 @@ def collect_counts(suite: Path, side: Side, jobs: list[Job], evidence: Evidence,
                 simulated[cases[job]] = {"cycles": result["cycles"], "events": result.get("events", [])}
             continue
         error = f"not countable: {result['uncountable']}" if "uncountable" in result else str(result.get("error"))
+        if error.endswith(DEADLINE_PASSED):
+            error = "not counted: the counting's share of the budget ran out first (its wall time decides it)"
         if not again:  # a second process that fails leaves the first's counts, which then decide nothing
-            uncounted[job] = error if "uncountable" in result else f"counting failed: {last_line(error)}"
+            uncounted[job] = (error if "uncountable" in result or error.startswith("not counted")
+                              else f"counting failed: {last_line(error)}")
         if again or "uncountable" not in result:
             failures.setdefault(error, []).append(evidence.jobs[job].name)
     for error, names in failures.items():  # one note per distinct failure (a worker that died: one for all)
@@ -389,10 +398,10 @@ def collect_counts(suite: Path, side: Side, jobs: list[Job], evidence: Evidence,
     for job in countable:
         counts = cached.get(cases[job]) or counted.get(cases[job])
         sim = cached_simulated.get(cases[job]) or simulated.get(cases[job])
-        if counts and again:  # the jittered processes a job has, in order
-            evidence.counts_again[side.name].setdefault(job, []).append(counts)
+        if counts and again:  # the jittered processes a job has, in order (a process's draws, each as one)
+            evidence.counts_again[side.name].setdefault(job, []).extend(_per_draw(counts, draws))
             if sim:
-                evidence.cycles_again[side.name].setdefault(job, []).append(sim["cycles"])
+                evidence.cycles_again[side.name].setdefault(job, []).extend(_per_draw(sim["cycles"], draws))
         elif counts:
             evidence.counts[side.name][job] = counts
             if sim:
@@ -402,6 +411,12 @@ def collect_counts(suite: Path, side: Side, jobs: list[Job], evidence: Evidence,
     return {"counted": len(counted), "cached": len(countable) - len(missing),
             "uncountable": sum(1 for j in jobs if uncounted.get(j, "").startswith("not countable")),
             "failed": sum(len(names) for names in failures.values())}
+
+
+def _per_draw(values: list[float], draws: int) -> list[list[float]]:
+    """A process's values of one job, draw by draw (collect_callgrind_many(draws): each draw's repeats in turn)."""
+    size = len(values) // draws
+    return [values[k * size:(k + 1) * size] for k in range(draws)] if size else [values]
 
 
 def _first_names(names: list[str]) -> str:
@@ -459,11 +474,14 @@ def plan_counts(suite: Path, sides: list[Side], jobs: list[Job],
 
 
 def _count(suite: Path, side: Side, jobs: list[tuple], layout: int = 0, cache_dir: Path | None = None,
-           jitter: int = 0, timeout: float = 3600) -> dict:
+           jitter: int = 0, timeout: float = 3600, draws: int = 1) -> dict:
     """One valgrind process for this side counts every case among `jobs` ((name, index) or (name, index,
     calls per run, warm-up calls)), its memory layout shifted by `layout` before the imports and jittered by
-    `jitter` after them (torchbench_core._callgrind_worker): {"name|index": result}."""
-    env = ({LAYOUT_ENV: str(layout)} if layout else {}) | ({JITTER_ENV: str(jitter)} if jitter else {})
+    `jitter` after them, each case in `draws` layout draws (torchbench_core._callgrind_worker): {"name|index":
+    result}. Counting stops COUNTS_WRAP_UP seconds (or a tenth) before `timeout`, keeping what it counted."""
+    wrap_up = min(COUNTS_WRAP_UP, timeout / 10)
+    env = (({LAYOUT_ENV: str(layout)} if layout else {}) | ({JITTER_ENV: str(jitter)} if jitter else {})
+           | ({DRAWS_ENV: str(draws)} if draws > 1 else {}) | {DEADLINE_ENV: repr(time.time() + timeout - wrap_up)})
     found = _worker(suite, side, "counts", jobs, timeout=timeout, env=env, cache_dir=cache_dir)
     if "error" in found:
         return {f"{job[0]}|{job[1]}": {"error": found["error"]} for job in jobs}  # each job keeps the reason
