@@ -23,7 +23,7 @@ import pytest
 from e2e import ROOT, explain
 from torchbench.ab.evidence import Evidence, Side
 from torchbench.ab.options import Policy, Rounds
-from torchbench.ab.pair import select_jobs
+from torchbench.ab.pair import evidence_from_results, select_jobs
 from torchbench.ab.rounds import measure_rounds, plan_counts, side_env
 from torchbench.ab.verdict import FAILED, SKIPPED, decide
 from torchbench.alert.comment import FAILED_OUTCOME, AlertReport
@@ -164,7 +164,8 @@ def test_the_counting_worker_skips_them_too(measured):
 
 def test_the_history_skips_them_as_asv_does_and_exits_0(tmp_path):
     """`torchbench run` through asv (--existing: this interpreter, nothing to build): the CUDA rows are asv's
-    skip (NaN) in the results, their reasons in the outcome record and the report; the run exits 0."""
+    skip (NaN) in the results, their reasons in the outcome record and the report; the run exits 0. An alert
+    decided from those result files (`--base-results`) lists them skipped too."""
     repo = tmp_path / "lib"
     (repo / "benchmarks").mkdir(parents=True)
     (repo / "benchmarks" / "__init__.py").write_text("")
@@ -191,3 +192,11 @@ def test_the_history_skips_them_as_asv_does_and_exits_0(tmp_path):
     (outcome,) = found.outcomes.values()
     assert not outcome.failures and outcome.skipped["softmax.Softmax.track_fwd"] == {1: NO_CUDA, 2: ASV_SKIP,
                                                                                    3: ASV_SKIP}
+    (machine,) = [d for d in (out / "results").iterdir() if d.is_dir()]
+    evidence, _, _ = evidence_from_results([machine], [machine])
+    rows = {r.name: r for r in decide(evidence, Policy())}
+    assert (rows[_name("track_fwd", True, "cuda")].status, rows[_name("track_fwd", True, "cuda")].error) == \
+        (SKIPPED, NO_CUDA)
+    assert (rows[_name("time_fwd", False, "cpu")].status, rows[_name("time_fwd", False, "cpu")].error) == \
+        (SKIPPED, ASV_SKIP)
+    assert sum(r.status == SKIPPED for r in rows.values()) == 6  # (one process a side: the CPU rows cannot compare)

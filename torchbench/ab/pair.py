@@ -251,6 +251,9 @@ def _add_results(paths: list[Path], side: str, evidence: Evidence) -> str:
                 evidence.values[side].setdefault(job, []).append(row.value)
             elif row.status == "failed":
                 evidence.errors[side][job] = "no result in the asv results file"
+            else:  # asv's skip (NaN): with the reason our plugin recorded (a CUDA device this machine lacks, ...)
+                outcome = found.outcomes.get((row.machine, row.commit, row.env_name))
+                evidence.skip(side, job, outcome.skipped.get(row.benchmark, {}).get(row.index, "") if outcome else "")
     if len(seen) != 1:
         raise UserError(f"the {side} results must hold results of exactly one commit; found {len(seen)}")
     return seen.pop()
