@@ -8,9 +8,9 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-# Issue 50's strace tracer and the asv worker call each other's functions (both lazily); theirs to untangle,
-# named here so that no other circle passes unseen.
-KNOWN = {frozenset({"torchbench_core.asv_worker", "torchbench_core.syscalls"})}
+# none known: the strace tracer's process (syscalls_trace) imports the asv worker, which imports only the
+# trace's parser (syscalls)
+KNOWN: set[frozenset[str]] = set()
 
 
 def _modules(*folders: str) -> dict[str, Path]:

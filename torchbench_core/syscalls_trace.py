@@ -1,0 +1,99 @@
+"""The process strace follows for torchbench_core.syscalls.collect: an asv suite's jobs run natively, each
+job's N and 2N regions marked (syscalls.regions), as the counting worker finds the job's statement or call.
+
+    python -m torchbench_core.syscalls_trace trace SUITE JOBS.json MANIFEST.json [CACHE_DIR]
+
+Apart from syscalls.py, which parses the trace, so that the asv worker (whose `syscalls` mode calls
+syscalls.collect) and this process (which finds jobs as the asv worker does) import in one direction.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import os
+import sys
+import tempfile
+import traceback
+from pathlib import Path
+
+from .asv_worker import AsvCall, _by_call, _discover, _not_measured, _timed_statements, _timer_suite, uncountable
+from .syscalls import CALLS, regions
+
+
+def _call_n(call, n: int) -> None:
+    for _ in range(n):
+        call()
+
+
+def _timer_of(benchmark, index: int, cache_dir: Path) -> tuple[object | None, dict | None]:
+    """The Timer a job's statement runs in, as the counting worker finds it: a TimerSuite case's, or the one a
+    `track_` or `time_` method times (asv_worker._timed_statements); or the job's answer where it has one
+    already (skipped, failed, a track_ that times none)."""
+    suite_instance = _timer_suite(benchmark)
+    if suite_instance is not None:
+        benchmark.set_param_idx(index)
+        spec = suite_instance._specs.get(tuple(benchmark._current_params))
+        return (None, {"skipped": True}) if spec is None else (spec.timer(), None)
+    why = uncountable(benchmark)
+    if why:
+        return None, {"uncountable": why}
+    key, answer = f"{benchmark.name}|{index}", {}
+    timed = _timed_statements({benchmark.name: benchmark}, [[benchmark.name, index]], cache_dir, answer)
+    return timed.get(key), answer.get(key)
+
+
+def _trace_one(suite: Path, benchmark, index: int, position: int, fd: int, cache_dir: Path) -> dict:
+    """A job's regions: a Timer's statement in its loop (setup once), or a plain `time_` method call by call
+    after asv's setup (as the counting worker's AsvCall calls it)."""
+    timer, answer = _timer_of(benchmark, index, cache_dir)
+    if answer is not None:
+        return answer
+    if timer is not None:
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(timer._threads)
+            session = timer._session()
+            stack.callback(session.close)
+            regions(fd, position, functools.partial(timer._block, session))
+        return {"calls": CALLS}
+    failed = {}
+    planned = _by_call({benchmark.name: benchmark}, [[benchmark.name, index, 1, 1]], cache_dir,
+                       lambda key, error: failed.__setitem__(key, error))
+    if not planned:
+        return _not_measured(next(iter(failed.values()), "cannot be set up"))
+    _, _, _, cache_file, _ = planned[0]
+    call = AsvCall(str(suite.resolve()), benchmark.name, index, cache_file)
+    try:
+        regions(fd, position, functools.partial(_call_n, call), call.each)
+    finally:
+        call.teardown()
+    return {"calls": CALLS}
+
+
+def trace(suite: Path, jobs: list[list], manifest: Path, cache_dir: Path | None) -> None:
+    """The process strace follows: each job's regions, in order; {position: {"calls": N} or why not} to
+    `manifest` at the end."""
+    benchmarks = _discover(suite)
+    fd = os.open(os.devnull, os.O_WRONLY)
+    ran = {}
+    with tempfile.TemporaryDirectory(prefix="torchbench_syscalls_cache_") as tmp:
+        for position, (name, index, *_) in enumerate(jobs):
+            benchmark = benchmarks.get(name)
+            if benchmark is None:
+                ran[position] = {"error": f"LookupError: {name}: no such benchmark"}
+                continue
+            try:
+                ran[position] = _trace_one(suite, benchmark, index, position, fd, cache_dir or Path(tmp))
+            except Exception as e:  # a row this machine cannot run is skipped, with its reason (skips.py)
+                ran[position] = _not_measured(f"{type(e).__name__}: {e}")
+                if "error" in ran[position]:
+                    ran[position]["traceback"] = traceback.format_exc(limit=-3)
+    manifest.write_text(json.dumps(ran))
+
+
+if __name__ == "__main__":
+    if sys.argv[1] != "trace":
+        raise SystemExit("usage: python -m torchbench_core.syscalls_trace trace SUITE JOBS.json MANIFEST.json [CACHE_DIR]")
+    trace(Path(sys.argv[2]), json.loads(Path(sys.argv[3]).read_text()), Path(sys.argv[4]),
+          Path(sys.argv[5]) if len(sys.argv) > 5 else None)
