@@ -37,8 +37,10 @@ class Timings:
 
 
 def install_env(install: Path) -> dict[str, str]:
-    """The environment of a process that imports a commit installed into its own folder (Workspace.install)."""
-    return dict(harness_env(), PYTHONPATH=str(install))
+    """The environment of a process that imports a commit installed into its own folder (Workspace.install).
+    PYTHONSAFEPATH: `python -m` would put the current folder first on the path, and run from inside the tracked
+    repository (its default), the working tree's package would shadow the commit's install on both sides."""
+    return dict(harness_env(), PYTHONPATH=str(install), PYTHONSAFEPATH="1")
 
 
 def harness_env() -> dict[str, str]:

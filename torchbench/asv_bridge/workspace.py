@@ -10,6 +10,7 @@ install is never mistaken for a whole one and is redone next time.
 
 from __future__ import annotations
 
+import os
 import shutil
 import tarfile
 import tempfile
@@ -82,6 +83,20 @@ class Workspace:
         return folder, None
 
 
+def _matrix_environment(user: UserConfig | None) -> list[str]:
+    """The matrix's environment variables (`env`, `env_nobuild`) for the processes torchbench starts itself
+    (alert, profile, counts), as asv sets them for its own: taken where the matrix gives one value (a list of
+    values makes several environments, which only `torchbench run` measures one by one)."""
+    if user is None:
+        return []
+    single = {k: str(v) for kind in ("env", "env_nobuild") for k, v in user.matrix().get(kind, {}).items()
+              if isinstance(v, (str, int, float))}
+    for key, value in single.items():
+        os.environ[key] = value  # this process is the command's: its workers inherit it (driver.harness_env)
+    return [f"the matrix's {', '.join(f'{k}={v}' for k, v in single.items())} also reach torchbench's own "
+            "processes"] if single else []
+
+
 def open_workspace(*, out: Path, env_dir: Path, repo_path: Path, repo, project_sha: str,
                    benchmarks: Path | None, fds: tuple[int, ...], timings: Timings | None = None,
                    torch_build: bool = False, torch: tuple[str, ...] = (),
@@ -97,6 +112,7 @@ def open_workspace(*, out: Path, env_dir: Path, repo_path: Path, repo, project_s
     notes: list[str] = []
     conf = config.derive(repo=repo_path, project=project, out=out, env_dir=env_dir, benchmark_dir=bench_dir,
                          torch=torch, user=user, notes=notes)
+    notes += _matrix_environment(user)
     for note in notes:
         print(f"== {note}", flush=True)
     return Workspace(out=out, env_dir=env_dir, repo_path=repo_path, repo=repo, project=project,

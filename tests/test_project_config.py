@@ -1,0 +1,166 @@
+"""A user's asv.conf.json found and layered, the repository you stand in tracked, and the command line's friction
+gone (issue 48 items 1, 2 and 5). Fast: real git repositories and asv's own reader, nothing built."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import torchbench
+from e2e import ROOT, make_repo
+from torchbench.errors import EXIT_INCONCLUSIVE, UserError
+from torchbench.project import config, subject
+from torchbench.project.user_config import PLACES, find_config, read_config
+
+
+def _conf(path: Path, **values) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    doc = {"version": 1, "project": "mylib", "repo": "..", "branches": ["main"], **values}
+    path.write_text("// asv reads comments\n" + json.dumps(doc, indent=2) + "\n")
+    return path
+
+
+def test_the_configuration_is_found_where_asv_users_keep_it(tmp_path):
+    assert find_config(tmp_path) is None
+    for place in reversed(PLACES):  # each place, the earlier ones winning
+        _conf(tmp_path / place, repo=".." if "/" in place else ".")
+        assert find_config(tmp_path) == (tmp_path / place).resolve()
+    other = _conf(tmp_path / "elsewhere" / "my.json")
+    assert find_config(tmp_path, other) == other.resolve()
+    with pytest.raises(UserError, match="--config nope.json: no such file"):
+        find_config(tmp_path, Path("nope.json"))
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"project": "x"}')  # asv wants a version and a repo
+    with pytest.raises(UserError, match=f"{bad}: not a usable asv configuration"):
+        read_config(bad)
+
+
+def test_the_users_configuration_is_layered_under_torchbenchs(tmp_path):
+    repo = tmp_path / "lib"
+    (repo / "asv_bench" / "bench").mkdir(parents=True)
+    path = _conf(repo / "asv_bench" / "asv.conf.json", benchmark_dir="bench", environment_type="conda",
+                 build_command=["python -m build --wheel -o {build_cache_dir} {build_dir}"],
+                 install_command=["in-dir={env_dir} python -m pip install {wheel_file}"],
+                 show_commit_url="https://example.invalid/c/", launch_method="spawn", default_benchmark_timeout=99,
+                 matrix={"req": {"torch": "2.1.0", "numpy": "", "sparse": "0.15"}, "env": {"OMP_NUM_THREADS": "1"}},
+                 plugins=[".myplugin"], env_dir="/somewhere/else")
+    user = read_config(path)
+    assert user.repo_path() == repo.resolve()
+    bench = config.benchmark_dir(repo, None, user=user)
+    assert bench == repo.resolve() / "asv_bench" / "bench"  # relative to the file, not to the repository
+    assert config.benchmark_dir(repo, tmp_path, user=user) == tmp_path.resolve()  # --benchmarks first
+    notes: list[str] = []
+    out = tmp_path / "out"
+    conf = json.loads(config.derive(repo=repo, project=config.Project("mylib"), out=out, env_dir=out / "env",
+                                    benchmark_dir=bench, user=user, notes=notes).read_text())
+    for key in ("build_command", "install_command", "show_commit_url", "launch_method", "default_benchmark_timeout",
+                "branches"):
+        assert conf[key] == user.values[key], key
+    base = config.base_config()["matrix"]["req"]
+    assert conf["matrix"]["req"] == {**base, "numpy": "", "sparse": "0.15"}  # torch stays pinned
+    assert conf["matrix"]["env"] == {"OMP_NUM_THREADS": "1"}
+    assert conf["environment_type"] == "virtualenv"  # no conda on this machine
+    assert conf["plugins"] == [config.PLUGIN, config.PUBLISHER, ".myplugin"]
+    assert conf["env_dir"] == str(out / "env") and conf["results_dir"] == str(out / "results")
+    text = "\n".join(notes)
+    assert "environment_type 'conda'" in text and "virtualenvs" in text
+    assert "its matrix asks torch 2.1.0: torchbench measures the pinned release" in text
+    assert f"torchbench adds: torch {base['torch']} (pinned)" in text
+    with_torch = json.loads(config.derive(repo=repo, project=config.Project("mylib"), out=out, env_dir=out / "env",
+                                          benchmark_dir=bench, user=user, torch=("2.12.0",)).read_text())
+    assert with_torch["matrix"]["req"]["torch"] == "2.12.0"
+
+
+def test_the_repository_you_stand_in_is_the_project(tmp_path):
+    repo = tmp_path / "lib"
+    make_repo(repo, [("one", {"f": "1"})])
+    (repo / "deep").mkdir()
+    here = subject.choose(cwd=repo / "deep")
+    assert here.repo == repo.resolve() and "the git repository you are in" in here.line
+    assert subject.choose(example=True, cwd=repo).repo is None
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    assert subject.choose(cwd=outside).repo is None  # (tmp_path is inside no repository)
+    assert "not inside a git repository" in subject.choose(cwd=outside).line
+    conf = _conf(repo / "benchmarks" / "asv.conf.json")
+    assert subject.choose(config=conf, cwd=outside).repo == repo.resolve()  # the repo --config names
+    with pytest.raises(UserError, match="--example"):
+        subject.choose(repo, example=True)
+
+
+def cli(*args, cwd: Path, monkeypatch, capsys) -> tuple[int, str, str]:
+    """`torchbench ARGS` in CWD, in this process: (exit status, stdout, stderr)."""
+    from torchbench.cli import main
+
+    monkeypatch.chdir(cwd)
+    try:
+        status = main(list(map(str, args)))
+    except SystemExit as e:  # argparse: --help, --version, a refused flag
+        status = e.code
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+def test_an_empty_repository_and_a_bad_regex_are_refused_at_once_and_leave_nothing(tmp_path, monkeypatch, capsys):
+    repo = tmp_path / "empty"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    out = tmp_path / "out"
+    status, _, err = cli("run", "--out", out, cwd=repo, monkeypatch=monkeypatch, capsys=capsys)
+    assert status == 2 and err.strip().splitlines() == [f"torchbench: error: {repo}: the repository has no commits "
+                                                        "yet; commit the project and its benchmarks first"], err
+    assert not out.exists()  # no lock, no environment folder left
+    out.mkdir()  # an output folder that was there stays, without our lock
+    assert cli("find", "--out", out, cwd=repo, monkeypatch=monkeypatch, capsys=capsys)[0] == 2
+    assert list(out.iterdir()) == []
+    for args in (["run", "-b", "x("], ["alert", "HEAD~1..HEAD", "-b", "[a"], ["profile", "-b", "(?"],
+                 ["find", "*x"]):
+        status, _, err = cli(*args, "--out", tmp_path / "o2", cwd=repo, monkeypatch=monkeypatch, capsys=capsys)
+        assert status == 2 and "is not a regular expression" in err, (args, err)
+    assert not (tmp_path / "o2").exists()
+
+
+def test_version_and_an_example_in_every_help(tmp_path, monkeypatch, capsys):
+    status, out, _ = cli("--version", cwd=tmp_path, monkeypatch=monkeypatch, capsys=capsys)
+    assert status == 0 and out.strip() == f"torchbench {torchbench.__version__} (distribution torchbench-tracker)"
+    for command in ("", "run", "publish", "profile", "find", "alert", "merge"):
+        status, out, _ = cli(*filter(None, [command]), "--help", cwd=tmp_path, monkeypatch=monkeypatch, capsys=capsys)
+        assert status == 0 and "examples:\n  torchbench " in out, command
+
+
+def test_a_closed_pipe_ends_quietly_with_the_verdicts_exit_status(tmp_path):
+    from test_alert_outcomes import BASE, HEAD, _result_folders
+
+    pool = json.loads((ROOT / "tests" / "data" / "alert_pool_12_rounds.json").read_text())
+    base, head = _result_folders(tmp_path, "c5", BASE.sha, pool), _result_folders(tmp_path, "c6", HEAD.sha, pool)
+    proc = subprocess.Popen([sys.executable, "-m", "torchbench", "alert", "--base-results", *map(str, base),
+                             "--head-results", *map(str, head), "--undecided-exit", "3"], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    proc.stdout.close()  # `| head` gone before the report
+    err = proc.stderr.read()
+    assert proc.wait(timeout=300) == EXIT_INCONCLUSIVE, err  # the verdict's own status, never 1
+    assert "BrokenPipeError" not in err and "Traceback" not in err
+    assert "== undecided: exit status 3" in err
+
+
+def test_compare_results_names_the_layout_it_expects(tmp_path):
+    (tmp_path / "notes.txt").write_text("x")
+    with pytest.raises(UserError, match="asv's results layout: result files RESULTS/MACHINE/COMMIT-ENV.json"):
+        torchbench.compare_results([tmp_path], [tmp_path])
+    assert "RESULTS/MACHINE/COMMIT-ENV.json" in torchbench.compare_results.__doc__
+    for name in ("find_steps", "profile_cases", "merge_results"):  # every command has a Python function
+        assert callable(getattr(torchbench, name)) and name in torchbench.__all__
+
+
+def test_the_distribution_name_is_not_the_unrelated_pypi_project():
+    import tomllib
+
+    doc = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert doc["project"]["name"] == "torchbench-tracker"  # "torchbench" on PyPI is another project (2019)
+    assert doc["project"]["scripts"] == {"torchbench": "torchbench.cli:main"}
