@@ -10,6 +10,7 @@ workers (two installs of a module, as base and head), and `torchbench run` throu
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -24,7 +25,7 @@ from e2e import ROOT, explain
 from torchbench.ab.evidence import Evidence, Side
 from torchbench.ab.options import Policy, Rounds
 from torchbench.ab.pair import evidence_from_results, select_jobs
-from torchbench.ab.rounds import measure_rounds, plan_counts, side_env
+from torchbench.ab.rounds import collect_counts, measure_rounds, side_env
 from torchbench.ab.verdict import FAILED, SKIPPED, decide
 from torchbench.alert.comment import FAILED_OUTCOME, AlertReport
 from torchbench.asv_bridge import results
@@ -95,18 +96,21 @@ def _sides(tmp_path: Path) -> tuple[Path, dict[str, Side]]:
 
 @pytest.fixture(scope="module")
 def measured(tmp_path_factory):
-    """Two rounds of the alert's alternating processes on the suite, and the counting worker's plans."""
+    """Two rounds of the alert's alternating processes on the suite, and the counting worker's answers for the
+    rows this machine cannot run (natively: none of them reaches valgrind)."""
     tmp_path = tmp_path_factory.mktemp("skipped")
     suite, sides = _sides(tmp_path)
     evidence = Evidence(counts_off="no counts: --no-counts")
     listed = list_benchmarks(sys.executable, suite, side_env(sides["base"]))  # the same suite file on both sides
     jobs = select_jobs({"base": listed, "head": listed}, [], evidence)
-    plans, problems = plan_counts(suite, [sides["base"]], jobs, tmp_path / "plans")
+    counted = Evidence(jobs=evidence.jobs)
+    cannot = [job for job in jobs if job[0].startswith("softmax.Softmax.") and job[1] != 0]  # all but 'cpu', True
+    tally = collect_counts(suite, sides["base"], cannot, counted, cache_dir=tmp_path / "counts")
     measure_rounds(suite, sides, jobs, evidence, rounds=Rounds(min_rounds=2, max_rounds=2, counts=False,
                                                                until_reachable=False),
                    policy=Policy(), deadline=time.monotonic() + 600, cache_dir=tmp_path / "cache")
     evidence.rounds = 2
-    return evidence, plans, problems
+    return evidence, (tally, counted)
 
 
 def _report(evidence: Evidence) -> AlertReport:
@@ -115,7 +119,7 @@ def _report(evidence: Evidence) -> AlertReport:
 
 
 def test_rows_without_a_cuda_device_or_skipped_by_setup_are_listed_skipped_on_both_sides(measured):
-    evidence, _, _ = measured
+    evidence, _ = measured
     report = _report(evidence)
     rows = {r.name: r for r in report.rows}
     for method in ("time_fwd", "track_fwd"):
@@ -139,7 +143,7 @@ def test_rows_without_a_cuda_device_or_skipped_by_setup_are_listed_skipped_on_bo
 
 
 def test_a_row_that_needs_cuda_on_one_side_only_still_fails_the_verdict(measured):
-    evidence, _, _ = measured
+    evidence, _ = measured
     report = _report(evidence)
     (moved,) = [r for r in report.rows if r.name == "softmax.Moved.time_add"]
     assert moved.status == FAILED and moved.error == f"head: {NO_CUDA}, but the base ran it on this machine"
@@ -148,18 +152,17 @@ def test_a_row_that_needs_cuda_on_one_side_only_still_fails_the_verdict(measured
 
 
 def test_skipped_rows_alone_fail_neither_the_verdict_nor_the_exit_status(measured):
-    evidence, _, _ = measured
-    del evidence.jobs[("softmax.Moved.time_add", 0)]  # the same evidence without the row that failed
-    report = _report(evidence)
+    evidence, _ = measured
+    without = {job: info for job, info in evidence.jobs.items() if job != ("softmax.Moved.time_add", 0)}
+    report = _report(dataclasses.replace(evidence, jobs=without))  # the same evidence without the row that failed
     assert report.outcome() != FAILED_OUTCOME and report.exit_status() == EXIT_OK, report.headline()
     assert "failed" not in report.headline()
 
 
 def test_the_counting_worker_skips_them_too(measured):
-    _, plans, problems = measured
-    assert not problems, problems  # no counting failure for the rows this machine cannot run
-    assert ("softmax.Softmax.time_fwd", 0) in plans
-    assert {("softmax.Softmax.time_fwd", 1), ("softmax.Softmax.time_fwd", 2)}.isdisjoint(plans)
+    _, (tally, counted) = measured
+    assert tally["failed"] == tally["counted"] == 0, (tally, counted.notes)  # skipped, not a counting failure
+    assert not counted.notes and not counted.uncounted["base"], (counted.notes, counted.uncounted)
 
 
 def test_the_history_skips_them_as_asv_does_and_exits_0(tmp_path):
