@@ -22,18 +22,16 @@ import jsonschema
 import pytest
 
 from e2e import ROOT, explain
-from torchbench.ab.evidence import Evidence, Side
+from torchbench.ab.evidence import Evidence, JobInfo, Side
 from torchbench.ab.options import Policy, Rounds
 from torchbench.ab.pair import evidence_from_results, select_jobs
 from torchbench.ab.rounds import collect_counts, measure_rounds, side_env
 from torchbench.ab.verdict import FAILED, SKIPPED, decide
-from torchbench.alert.comment import FAILED_OUTCOME, AlertReport
+from torchbench.alert.comment import FAILED_OUTCOME, UNDECIDED, AlertReport
 from torchbench.asv_bridge import results
 from torchbench.asv_bridge.worker import list_benchmarks
 from torchbench.errors import EXIT_FAILURE, EXIT_OK
 from torchbench.project.commits import Commit
-
-pytestmark = pytest.mark.slow
 
 SUITE = '''
 import torch
@@ -118,6 +116,7 @@ def _report(evidence: Evidence) -> AlertReport:
                        evidence.rounds)
 
 
+@pytest.mark.slow
 def test_rows_without_a_cuda_device_or_skipped_by_setup_are_listed_skipped_on_both_sides(measured):
     evidence, _ = measured
     report = _report(evidence)
@@ -142,6 +141,7 @@ def test_rows_without_a_cuda_device_or_skipped_by_setup_are_listed_skipped_on_bo
     assert skipped[_name("time_fwd", True, "cuda")] == NO_CUDA and len(skipped) == 6
 
 
+@pytest.mark.slow
 def test_a_row_that_needs_cuda_on_one_side_only_still_fails_the_verdict(measured):
     evidence, _ = measured
     report = _report(evidence)
@@ -151,20 +151,23 @@ def test_a_row_that_needs_cuda_on_one_side_only_still_fails_the_verdict(measured
     assert report.headline() == "⚠️ 1 benchmark(s) failed"  # the skipped rows are not counted as failures
 
 
+@pytest.mark.slow
 def test_skipped_rows_alone_fail_neither_the_verdict_nor_the_exit_status(measured):
     evidence, _ = measured
     without = {job: info for job, info in evidence.jobs.items() if job != ("softmax.Moved.time_add", 0)}
     report = _report(dataclasses.replace(evidence, jobs=without))  # the same evidence without the row that failed
     assert report.outcome() != FAILED_OUTCOME and report.exit_status() == EXIT_OK, report.headline()
-    assert "failed" not in report.headline()
+    assert "failed" not in report.headline() and report.headline().endswith("; 6 skipped")
 
 
+@pytest.mark.slow
 def test_the_counting_worker_skips_them_too(measured):
     _, (tally, counted) = measured
     assert tally["failed"] == tally["counted"] == 0, (tally, counted.notes)  # skipped, not a counting failure
     assert not counted.notes and not counted.uncounted["base"], (counted.notes, counted.uncounted)
 
 
+@pytest.mark.slow
 def test_the_history_skips_them_as_asv_does_and_exits_0(tmp_path):
     """`torchbench run` through asv (--existing: this interpreter, nothing to build): the CUDA rows are asv's
     skip (NaN) in the results, their reasons in the outcome record and the report; the run exits 0. An alert
@@ -203,3 +206,20 @@ def test_the_history_skips_them_as_asv_does_and_exits_0(tmp_path):
     assert (rows[_name("time_fwd", False, "cpu")].status, rows[_name("time_fwd", False, "cpu")].error) == \
         (SKIPPED, ASV_SKIP)
     assert sum(r.status == SKIPPED for r in rows.values()) == 6  # (one process a side: the CPU rows cannot compare)
+
+
+def test_a_suite_this_machine_cannot_run_at_all_is_undecided_never_passed():
+    """Only skipped rows (a CUDA-only suite on a CPU runner): nothing was compared, so no ✅; exit status 0 (the
+    undecided policy's), and the JSON says why each row is skipped."""
+    evidence = Evidence(counts_off="no counts: --no-counts")
+    job = ("softmax.Softmax.time_fwd", 0)
+    name = "softmax.Softmax.time_fwd(<function dense_softmax>, 'cuda')"
+    for side in ("base", "head"):
+        evidence.add_job(job, JobInfo(name, ["<function dense_softmax>", "'cuda'"], ["fn", "device"], "seconds"), side)
+        evidence.skip(side, job, NO_CUDA)
+    report = _report(evidence)
+    assert report.headline() == "⚠️ nothing compared: all 1 row(s) skipped" and "✅" not in report.markdown()
+    assert report.outcome() == UNDECIDED and report.exit_status() == EXIT_OK
+    assert AlertReport(report.base, report.head, report.rows, Policy(undecided_exit=3), 0).exit_status() == 3
+    (row,) = json.loads(report.json())["rows"]
+    assert (row["title"], row["status"], row["error"]) == (name, SKIPPED, NO_CUDA)

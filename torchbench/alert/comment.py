@@ -36,7 +36,8 @@ ORDER = [stats.REGRESSED, stats.IMPROVED, stats.UNCHANGED, stats.INCONCLUSIVE, N
 # What an alert concluded, for machines (the JSON's `outcome`) and its exit status:
 REGRESSION = "regression"  # a row regressed: exit 1
 NO_REGRESSION = "no_regression"  # every compared row decided (unchanged, improved, or below the floor): exit 0
-UNDECIDED = "undecided"  # no regression found, but rows could not be decided: Policy.undecided_exit (0)
+UNDECIDED = "undecided"  # no regression found, but rows could not be decided (or none was compared, all skipped):
+# Policy.undecided_exit (0)
 FAILED_OUTCOME = "failed"  # could not compare, or a benchmark failed: exit 2
 OUTCOMES = (REGRESSION, NO_REGRESSION, UNDECIDED, FAILED_OUTCOME)
 SUSPECTS_WITHOUT_EVIDENCE = 3  # where no undecided row's interval excludes 1: the smallest p-values shown first
@@ -111,7 +112,8 @@ class AlertReport:
             return FAILED_OUTCOME
         if counts[stats.REGRESSED]:
             return REGRESSION
-        return UNDECIDED if counts[stats.INCONCLUSIVE] else NO_REGRESSION
+        nothing_compared = counts[SKIPPED] and not self.compared()  # a suite this machine cannot run at all
+        return UNDECIDED if counts[stats.INCONCLUSIVE] or nothing_compared else NO_REGRESSION
 
     def exit_status(self) -> int:
         return {FAILED_OUTCOME: EXIT_FAILURE, REGRESSION: EXIT_REGRESSION, NO_REGRESSION: EXIT_OK,
@@ -129,13 +131,16 @@ class AlertReport:
             return f"❌ {counts[stats.REGRESSED]} regression(s), and {failed}" if counts[stats.REGRESSED] else failed
         if outcome == REGRESSION:
             return f"❌ {counts[stats.REGRESSED]} regression(s)"
+        skipped = f"; {counts[SKIPPED]} skipped" if counts[SKIPPED] else ""
+        if outcome == UNDECIDED and not counts[stats.INCONCLUSIVE]:
+            return f"⚠️ nothing compared: all {counts[SKIPPED]} row(s) skipped"
         if outcome == UNDECIDED:
             mdes = [r.comparison.mde for r in self.rows if r.status == stats.INCONCLUSIVE and r.comparison]
             finite = [m for m in mdes if math.isfinite(m)]
             mde = f"median MDE {statistics.median(finite):.0%}" if finite else "noise not measurable"
             return (f"⚠️ no regression found; {counts[stats.INCONCLUSIVE]} of {self.compared()} rows undecided "
-                    f"({mde})")
-        return f"✅ no regression: all {self.compared()} compared rows decided"
+                    f"({mde}){skipped}")
+        return f"✅ no regression: all {self.compared()} compared rows decided{skipped}"
 
     def rounds_text(self) -> str:
         """How the rounds ran their two processes (Rounds.schedule), as every view of the report says it."""
