@@ -12,7 +12,8 @@ method that times with torch.utils.benchmark.Timer, and a class whose setup
 raises NotImplementedError (asv's skip). `torchbench run`, `publish` and
 `alert` run in the repository, HOME fresh (no asv machine file): no --repo,
 --config or --benchmarks. Only the CI budget adds flags: the session's shared
-environment folder (--env-dir) and an alert bounded to two rounds.
+environment folder (--env-dir), one publish (`run --no-publish`, then `publish`) and an alert bounded to two
+rounds.
 """
 
 from __future__ import annotations
@@ -121,7 +122,7 @@ def test_a_users_asv_project_runs_publishes_and_gets_a_verdict_from_inside_its_r
     home = tmp_path / "home"  # no ~/.asv-machine.json: asv would ask its questions
     home.mkdir()
 
-    run = tb(repo, home, "run", "--env-dir", env_dir)
+    run = tb(repo, home, "run", "--env-dir", env_dir, "--no-publish")  # `publish` below makes the site
     assert run.returncode == 0, explain(run)
     log = run.stdout + run.stderr
     assert f"tracking {repo.resolve()} (the git repository you are in" in log

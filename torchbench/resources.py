@@ -49,8 +49,8 @@ def _top_level(package: str, folder: str) -> Path:
     beside = Path(__file__).resolve().parent.parent / folder
     if (beside / "__init__.py").is_file():
         return beside
-    raise RuntimeError(f"{package} is missing: reinstall torchbench (pip install torchbench, or pip install -e . "
-                       f"in a checkout)")
+    raise RuntimeError(f"{package} is missing: reinstall torchbench (pip install torchbench-tracker, or pip "
+                       f"install -e . in a checkout)")
 
 
 def templates() -> Path:

@@ -22,8 +22,8 @@ from .. import resources
 from ..errors import UserError
 from ..project.config import Project, base_config
 
-__all__ = ["MACHINE_COMMAND", "write_machine_file", "Asv", "Environment", "PipIndex", "Timings", "harness_env", "install_env",
-           "machine_file", "machine_name"]
+__all__ = ["MACHINE_COMMAND", "Asv", "Environment", "PipIndex", "Timings", "harness_env", "install_env",
+           "machine_file", "machine_name", "write_machine_file"]
 
 
 @dataclass
@@ -267,7 +267,8 @@ def python_can_import(python: Path, *modules: str) -> list[str]:
 
 
 
-def _build_commands(commands: list[str], python: Path, src: Path, wheels: str) -> subprocess.CompletedProcess | None:
+def _build_commands(commands: list[str], python: Path, src: Path,
+                    wheels: str) -> subprocess.CompletedProcess | None:
     """The user's asv build_command, run as asv runs it (asv's interpolation: {build_dir}, {build_cache_dir},
     {env_dir}...; in-dir= and return-code= prefixes; `python` the environment's) into WHEELS; the first failure
     or None."""

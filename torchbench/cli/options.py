@@ -13,8 +13,8 @@ from ..project import commits
 from ..project.subject import Subject, choose
 from ..validate import SCHEDULES, check
 
-__all__ = ["regex", "subject_of", "add_folder_arguments", "add_measurement_arguments", "add_selection_arguments", "checked", "policy_of",
-           "rounds_of", "selection_of"]
+__all__ = ["add_folder_arguments", "add_measurement_arguments", "add_selection_arguments", "checked", "policy_of",
+           "regex", "rounds_of", "selection_of", "subject_of"]
 
 
 def add_folder_arguments(parser: argparse.ArgumentParser, out_help: str = "output folder (default ./.torchbench)",
