@@ -308,7 +308,19 @@ def test_slow_processes_cap_the_power_of_few_and_the_mde_says_so():
     assert stats.compare(slow, head, alpha=bar).p_value > bar  # the same +20% no longer reaches the bar
     # the ceiling says so: no slow process is tolerated at 8 a side, so the power is the chance of none
     assert stats.power_ceiling(8, 8, bar, 0.1) == pytest.approx(0.9 ** 8)
-    assert stats.power_ceiling(24, 24, bar, 0.1) == 1.0  # not binding (measured) beyond CEILING_LIMIT
+    # computed at any number of processes (issue 51: it was set to 1.0 beyond 16 a side): it rises with them,
+    # and where the share of slow processes is large it still binds at 24 and 32 a side
+    ceilings = [stats.power_ceiling(n, n, bar, 0.1) for n in (8, 12, 16, 24, 32)]
+    assert ceilings == sorted(ceilings) and 0.99 < ceilings[-2] < 1.0
+    assert stats.power_ceiling(24, 24, bar, 0.4) < 0.8 and stats.power_ceiling(32, 32, bar, 0.4) < 1.0
+    # the stylized tail, counted by classes, equals the relabellings listed one by one
+    for slow in range(5):
+        fast = np.arange(8) * 1e-6
+        fast[8 - slow:] += 1.0
+        other = 0.5 + np.arange(8) * 1e-6
+        shifts = stats._shift_rows(np.concatenate([fast, other]), *stats._exact_relabellings(8, 8))
+        high, _ = stats._tails(shifts, float(stats._shift(fast, other)))
+        assert stats._stylized_tail(8, 8, slow) == pytest.approx(high / len(shifts))
     # a suite whose processes land in a slow group 30% above their fastest one time in ten
     sides = []
     for _ in range(60):
@@ -321,7 +333,11 @@ def test_slow_processes_cap_the_power_of_few_and_the_mde_says_so():
     assert np.isfinite(plain.mde) and plain.mde < 0.05 and np.isnan(plain.relabelled_mde)
     assert held.power_ceiling < 0.8 and held.relabelled_mde == pytest.approx(plain.mde)
     assert held.mde > 0.25  # past the slow group's excess, where its processes no longer overlap the head
-    assert stats.processes_to_detect(held, 0.05) > stats.CEILING_LIMIT
+    # more processes are needed than the ceiling lets bind (computed: where it reaches the stated power)
+    free = held.ceiling_free
+    assert free > 8 and stats.power_ceiling(free, free, bar, None, slow_counts=(
+        int(np.sum(excess > np.log1p(plain.mde))), len(excess))) >= 0.8
+    assert stats.processes_to_detect(held, 0.05) >= free
 
 
 def test_the_budget_ends_rounds_only_once_every_row_can_reach_its_bar():
@@ -331,6 +347,10 @@ def test_the_budget_ends_rounds_only_once_every_row_can_reach_its_bar():
     assert design.reachable(PRIOR_WEIGHT[WALL_ONLY]) >= design.reachable(1.0)  # a lighter row needs at least as many processes
     big = plan(69, 0.01, 0.95, 6, 100)
     assert big.reachable(1.0) > 6 and smallest_p(big.reachable(1.0)) <= big.final_bar(1.0)
+    # one bar for planning and deciding: the bar the verdict uses once the rounds end there (Design.after)
+    for d in (design, big, plan(500, 0.01, 0.95, 6, 100)):
+        n = d.reachable(1.0)
+        assert smallest_p(n) <= d.after(n).final_bar(1.0) and smallest_p(n - 1) > d.after(n - 1).final_bar(1.0)
 
 
 def test_the_shares_of_looks_that_never_came_go_to_the_final_analysis():

@@ -114,16 +114,21 @@ def walsh_interval(d: Sequence[float], confidence: float) -> tuple[float, float]
     return float(walsh[k - 1]), float(walsh[len(walsh) - k])
 
 
-def _power(residuals: np.ndarray, shift: float, alpha: float, rng_seed: int) -> float:
-    """The share of resampled rounds (residuals drawn with replacement, random signs, plus `shift`) whose
-    signed-rank p-value is at most alpha."""
+def _power(residuals: np.ndarray, shift: float, alpha: float, rng_seed: int, floor: float = 0.0) -> float:
+    """The share of resampled rounds (residuals drawn with replacement, random signs, plus `shift`) that the
+    verdict's rule flags: signed-rank p-value at most alpha and, where `floor` > 0, the estimate (the Walsh
+    averages' median, as compare_paired states it) beyond the floor."""
     rng = np.random.default_rng(rng_seed)
     n = len(residuals)
     draws = residuals[rng.integers(0, n, (MDE_DRAWS, n))] * rng.choice((-1.0, 1.0), (MDE_DRAWS, n)) + shift
-    return float(np.mean(_p_from_w(_w_plus(draws), n) <= alpha))
+    found = _p_from_w(_w_plus(draws), n) <= alpha
+    if floor > 0:
+        i, j = np.triu_indices(n)
+        found &= np.abs(np.median((draws[:, i] + draws[:, j]) / 2, axis=1)) >= math.log1p(floor)
+    return float(np.mean(found))
 
 
-def _simulated_mde(d: np.ndarray, centre: float, alpha: float, power: float) -> float:
+def _simulated_mde(d: np.ndarray, centre: float, alpha: float, power: float, floor: float = 0.0) -> float:
     """The smallest shift (log scale) the test detects with probability `power` at `alpha`, by bisection
     over shifts on resampled rounds (the same draws for every shift, so power rises with the shift)."""
     if smallest_paired_p(len(d)) > alpha:
@@ -131,19 +136,20 @@ def _simulated_mde(d: np.ndarray, centre: float, alpha: float, power: float) -> 
     residuals = d - centre
     if not np.any(residuals):
         return 0.0  # identical differences: any shift is seen
-    if _power(residuals, _MAX_LOG_EFFECT, alpha, 0) < power:
+    if _power(residuals, _MAX_LOG_EFFECT, alpha, 0, floor) < power:
         return math.inf
     low, high = 0.0, _MAX_LOG_EFFECT
     while high - low > 1e-3 * max(high, 1e-3):
         mid = (low + high) / 2
-        low, high = (low, mid) if _power(residuals, mid, alpha, 0) >= power else (mid, high)
+        low, high = (low, mid) if _power(residuals, mid, alpha, 0, floor) >= power else (mid, high)
     return high
 
 
 def compare_paired(base: Sequence[float], head: Sequence[float], *, confidence: float = 0.95,
-                   alpha: float = 0.01, power: float = 0.8, with_mde: bool = True) -> Comparison:
+                   alpha: float = 0.01, power: float = 0.8, with_mde: bool = True, floor: float = 0.0) -> Comparison:
     """Compare per-process values of one benchmark paired by round (base[i] and head[i] from round i);
-    with_mde=False: no minimum detectable effect (nan), as stats.compare."""
+    with_mde=False: no minimum detectable effect (nan), as stats.compare; `floor`: the MDE of the verdict's
+    whole rule (the test and the estimate beyond the floor), as stats.compare."""
     b, h = np.log(np.asarray(base, dtype=float)), np.log(np.asarray(head, dtype=float))
     if len(b) != len(h) or len(b) < 1:
         raise ValueError(f"compare_paired needs one base and one head value per round ({len(b)} vs {len(h)})")
@@ -153,6 +159,6 @@ def compare_paired(base: Sequence[float], head: Sequence[float], *, confidence: 
     centre = float(np.median(_walsh(d)))
     low, high = walsh_interval(d, confidence)
     return Comparison(math.exp(centre), math.exp(low), math.exp(high), signed_rank_p(d),
-                      math.expm1(_simulated_mde(d, centre, alpha, power)) if with_mde else math.nan,
+                      math.expm1(_simulated_mde(d, centre, alpha, power, floor)) if with_mde else math.nan,
                       len(b), len(h), confidence,
                       test="paired")

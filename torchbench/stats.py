@@ -50,7 +50,7 @@ import numpy as np
 
 __all__ = ["Comparison", "compare", "permutation_p", "resamples_for", "classify", "fdr", "process_summary",
            "processes_to_detect", "smallest_attainable_p", "shift_interval", "slower_half", "Interval", "interval",
-           "power_ceiling", "slow_excesses",
+           "power_ceiling", "ceiling_free", "slow_excesses",
            "interval_columns", "level", "pack_samples", "LEVEL_QUANTILE", "within",
            "PAGE_FLOOR", "PAGE_CONFIDENCE", "PAGE_Q", "page_changes", "spread_columns", "Changes", "REGRESSED", "IMPROVED", "UNCHANGED", "INCONCLUSIVE"]
 
@@ -84,6 +84,8 @@ class Comparison:
     power_ceiling: float = 1.0
     # the MDE read from the relabellings alone, before that ceiling raised it (nan: not raised)
     relabelled_mde: float = math.nan
+    # where the ceiling raised the MDE: the processes a side at which it stops binding (ceiling_free; 0: none)
+    ceiling_free: int = 0
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -177,11 +179,13 @@ def slower_half(base: Sequence[float], head: Sequence[float], *, resamples: int 
 
 def compare(base: Sequence[float], head: Sequence[float], *, confidence: float = 0.95, alpha: float = 0.01,
             power: float = 0.8, resamples: int = RESAMPLES, with_mde: bool = True,
-            excess: np.ndarray | None = None) -> Comparison:
+            excess: np.ndarray | None = None, floor: float = 0.0) -> Comparison:
     """Compare per-process values of one benchmark (times: higher is slower). with_mde=False: no minimum
     detectable effect (nan), for a look that only decides (the MDE's inversion costs about as much again).
     `excess`: the suite's processes' excesses over their fast group (slow_excesses); given, the MDE is raised
-    to where the machine's slow processes still leave the test its power (power_ceiling)."""
+    to where the machine's slow processes still leave the test its power (power_ceiling). `floor`: the verdict's
+    floor (classify): the MDE is that of the whole rule (the test at alpha, the estimate beyond the floor and
+    the interval excluding 1), never below the floor."""
     from scipy import stats
 
     b = np.log(np.asarray(base, dtype=float))
@@ -204,13 +208,17 @@ def compare(base: Sequence[float], head: Sequence[float], *, confidence: float =
     elif smallest_attainable_p(len(b), len(h), resamples) > alpha:
         mde = math.inf  # no change, however large, can reach the bar with this many processes
     else:
-        mde = _permutation_mde(b, h, shift, alpha, power, rng)
-    ceiling, relabelled = 1.0, math.nan
+        critical, spread = _permutation_mde(b, h, shift, alpha, rng, floor)
+        mde = math.expm1(critical + float(np.quantile(spread, power)))
+    ceiling, relabelled, free = 1.0, math.nan, 0
     if excess is not None and math.isfinite(mde):
-        held, ceiling = _held_mde(mde, len(b), len(h), alpha, power, resamples, excess)
-        mde, relabelled = held, (mde if held != mde else math.nan)
+        held, ceiling, free = _held_mde(mde, critical, spread, len(b), len(h), alpha, power, resamples, excess)
+        # "raised" (relabelled_mde kept) where the ceiling binds at the MDE first read; below that the product
+        # of the two chances still lifts it a little
+        mde, relabelled = held, (mde if ceiling < power else math.nan)
     return Comparison(math.exp(shift), math.exp(float(low)), math.exp(float(high)), p, mde, len(b), len(h),
-                      confidence, power_ceiling=ceiling, relabelled_mde=relabelled)
+                      confidence, power_ceiling=ceiling, relabelled_mde=relabelled,
+                      ceiling_free=free)
 
 
 INTERVAL_RELABELLINGS = 4000  # relabellings an interval and the MDE are inverted on, where too many to list
@@ -304,7 +312,8 @@ def shift_interval(b: np.ndarray, h: np.ndarray, confidence: float, rng) -> tupl
     return _inverted(b, h, (1 - confidence) / 2, _relabellings(len(b), len(h), INTERVAL_RELABELLINGS, rng))
 
 
-def _permutation_mde(b: np.ndarray, h: np.ndarray, observed: float, alpha: float, power: float, rng) -> float:
+def _permutation_mde(b: np.ndarray, h: np.ndarray, observed: float, alpha: float, rng,
+                     floor: float = 0.0) -> tuple[float, np.ndarray]:
     """The minimum detectable effect read from the permutation test itself (ratio - 1).
 
     Take the estimated shift out of the head (centred data), and shift it back by d: the test rejects at
@@ -322,7 +331,12 @@ def _permutation_mde(b: np.ndarray, h: np.ndarray, observed: float, alpha: float
     rows = _relabellings(len(b), len(h), draws, rng)
     _, bound = _inverted(b, centred, alpha / 2, rows, sides=(1,))
     spread = _shift_rows(np.concatenate([b, centred]), rows[0], rows[1])
-    return math.expm1(bound + float(np.quantile(spread, power) - np.median(spread)))
+    # the verdict's whole rule (classify): the estimate must also clear the floor, so the critical shift is the
+    # larger of the test's and the floor's; the interval excluding 1 follows from the test at any bar below
+    # 1 - confidence (the interval is the same test inverted). Returned as (that critical shift, the estimate's
+    # spread about its median): a change d is found with probability mean(spread >= critical - d), and the MDE
+    # at power P is critical + the spread's P quantile
+    return max(bound, math.log1p(floor)), spread - np.median(spread)
 
 
 # What caps the power of few processes. The test compares the faster halves, so a slow process (a collector,
@@ -333,12 +347,14 @@ def _permutation_mde(b: np.ndarray, h: np.ndarray, observed: float, alpha: float
 # the power levels off (at 8 a side on the real pool: 54-66% for changes 1.0-1.5x the MDE read from the
 # relabellings, a stated 80%; docs/results.md). Measured on the real pool (evaluation/stats_validation.py) the
 # ceiling below predicts that plateau; the MDE is then raised to where it holds, or infinite.
-SLOW_PRIOR = 0.5  # pseudo-count of slow processes: a suite whose processes show none is not known to have none
-# The ceiling binds where the bar needs (nearly) the most extreme split: measured up to 16 processes a side
-# (at 24 the MDE read from the relabellings found 81-99% for a stated 80%); beyond, it is not estimated (1.0)
-CEILING_LIMIT = 16
-MC_MARGIN = 2
-_STYLIZED_DRAWS = 200_000  # relabellings drawn for a stylized case's tail where there are too many to list
+#
+# Nothing here is set by hand (issue 51): the stylized tail is counted exactly at any number of processes (by
+# the classes of relabellings, not by listing them), so the ceiling is computed beyond 16 a side too; where the
+# real test is Monte Carlo, the chance that its p-value reaches the bar is the binomial chance over its draws
+# (stated before as a hand-set margin); and the number of slow processes on a side is the beta-binomial
+# predictive of the suite's own processes (Jeffreys' reference prior, the share's uncertainty included), where a
+# pseudo-count was set by hand.
+CEILING_SEARCH = 128  # processes a side up to which `ceiling_free` looks for where the ceiling stops binding
 
 
 def slow_excesses(sides: Sequence[Sequence[float]]) -> np.ndarray:
@@ -351,66 +367,136 @@ def slow_excesses(sides: Sequence[Sequence[float]]) -> np.ndarray:
     return np.sort(np.concatenate(found)) if found else np.zeros(0)
 
 
-@functools.lru_cache(maxsize=1024)
-def _stylized_tail(n_fast_side: int, n_other: int, slow: int) -> tuple[float, bool]:
+def _kept_mean(fast: np.ndarray, middle: np.ndarray, slow: np.ndarray, size: int) -> np.ndarray:
+    """The faster-half mean of a group of `size` holding `fast` values at 0, `middle` at 0.5, `slow` at 1."""
+    keep = size - int(TRIM * size)
+    mid = np.minimum(middle, np.maximum(keep - fast, 0))
+    top = np.maximum(keep - fast - middle, 0)
+    return (0.5 * mid + top) / keep
+
+
+@functools.lru_cache(maxsize=4096)
+def _stylized_tail(n_fast_side: int, n_other: int, slow: int) -> float:
     """The share of relabellings at least as extreme as the observed split when the faster side's `slow`
     processes lie beyond the whole other side and the rest below it (a shift larger than the fast group's
-    spread, smaller than the slow excess); and whether it was counted exactly. One tail, ties included."""
-    eps = 1e-6  # distinct values within each group: no ties but the statistic's own
-    fast = np.arange(n_fast_side) * eps
-    fast[n_fast_side - slow:] += 1.0
-    other = 0.5 + np.arange(n_other) * eps
-    pooled = np.concatenate([fast, other])
-    observed = float(_shift(fast, other))
-    if math.comb(n_fast_side + n_other, n_fast_side) <= EXACT_LIMIT:
-        rows, exact = _exact_relabellings(n_fast_side, n_other), True
-    else:
-        rows, exact = _relabellings(n_fast_side, n_other, _STYLIZED_DRAWS, np.random.default_rng(0))[:2], False
-    high, _ = _tails(_shift_rows(pooled, rows[0], rows[1]), observed)
-    return high / len(rows[0]), exact
+    spread, smaller than the slow excess). One tail, ties counted as extreme (the relabellings that tie the
+    observed split keep the fastest values on the faster side, as it does: they are at least as extreme).
+    Counted exactly by classes: a relabelling's statistic depends only on how many fast, slow and other-side
+    values it gives each side, and each class holds a product of binomial coefficients of them."""
+    from scipy.special import comb
+
+    f, s, o = n_fast_side - slow, slow, n_other
+    a, b = np.meshgrid(np.arange(f + 1), np.arange(s + 1), indexing="ij")
+    c = n_fast_side - a - b  # the other side's values relabelled onto the faster side
+    ok = (c >= 0) & (c <= o)
+    a, b, c = a[ok], b[ok], c[ok]
+    weight = comb(f, a, exact=False) * comb(s, b, exact=False) * comb(o, c, exact=False)
+    statistic = _kept_mean(f - a, o - c, s - b, n_other) - _kept_mean(a, c, b, n_fast_side)
+    observed = float(_kept_mean(np.array(0), np.array(o), np.array(0), n_other)
+                     - _kept_mean(np.array(f), np.array(0), np.array(s), n_fast_side))
+    return float(weight[statistic >= observed - 1e-9].sum() / comb(n_fast_side + n_other, n_fast_side, exact=False))
 
 
-def _reachable_slow(n_fast_side: int, n_other: int, alpha: float, resamples: int) -> int:
-    """The most slow processes the faster side may hold with the test still reaching alpha (-1: none), sought
-    up to half the side (beyond, slow processes are the faster half itself: a suite that slow has no fast
-    group to speak of, and the binomial tail beyond half is negligible at any slow share seen here)."""
-    for slow in range(n_fast_side // 2 + 1):
-        tail, exact = _stylized_tail(n_fast_side, n_other, slow)
-        # a Monte Carlo p-value scatters about its expectation (a few exceedances near the bar): it must
-        # expect half the bar to reach it most of the time (at 10 a side, expecting 90% of the bar left the
-        # stated MDE found 64% of the time, for a stated 80%)
-        p = 2 * tail if exact else 2 * MC_MARGIN * (tail * resamples + 1) / (resamples + 1)
-        if p > alpha:
-            return slow - 1
-    return n_fast_side // 2
-
-
-def power_ceiling(n_base: int, n_head: int, alpha: float, slow_share, resamples: int = RESAMPLES):
-    """The most power compare's test has at alpha when each process is slow (beyond the shift sought) with
-    probability `slow_share` (a number, or an array of them): the chance that the faster side holds no more
-    slow processes than the test tolerates (_reachable_slow), the worse of the two directions. 1.0 (not
-    estimated) beyond CEILING_LIMIT processes a side."""
+@functools.lru_cache(maxsize=1024)
+def _reach(n_fast_side: int, n_other: int, alpha: float, resamples: int) -> np.ndarray:
+    """For each number of slow processes on the faster side (0 to the side's size), the chance that compare's
+    test still reaches alpha: 0 or 1 where its p-value is exact; where it is Monte Carlo (Besag-Clifford, at
+    most `resamples` draws, p = 2 (exceedances + 1) / (draws + 1) on a rare tail), the binomial chance that
+    the draws hold few enough exceedances. Beyond half the side the slow processes are the faster half itself:
+    no fast group to speak of, counted as not reaching."""
     from scipy.stats import binom
 
-    if min(n_base, n_head) > CEILING_LIMIT:
-        return np.ones_like(slow_share, dtype=float) if np.ndim(slow_share) else 1.0
-    ceiling = np.minimum(*(binom.cdf(_reachable_slow(faster, other, alpha, resamples), faster, slow_share)
-                           for faster, other in ((n_base, n_head), (n_head, n_base))))
-    return ceiling if np.ndim(ceiling) else float(ceiling)
+    out = np.zeros(n_fast_side + 1)
+    exact = math.comb(n_fast_side + n_other, n_fast_side) <= EXACT_LIMIT
+    allowed = math.floor(alpha * (resamples + 1) / 2) - 1  # exceedances a Monte Carlo p-value may hold
+
+    def chance(slow: int) -> float:
+        tail = _stylized_tail(n_fast_side, n_other, slow)
+        if exact:
+            return float(2 * tail <= alpha * (1 + 1e-9))
+        return float(binom.cdf(allowed, resamples, tail)) if allowed >= 0 else 0.0
+
+    # the tail only grows with more slow processes: find the last that surely reaches by bisection, then count
+    # on until none does
+    low, high = -1, n_fast_side // 2 + 1  # surely reaching up to low; not surely at high
+    while high - low > 1:
+        mid = (low + high) // 2
+        low, high = (mid, high) if chance(mid) >= 1 - 1e-12 else (low, mid)
+    out[:low + 1] = 1.0
+    for slow in range(high, n_fast_side // 2 + 1):
+        out[slow] = chance(slow)
+        if out[slow] < 1e-12:
+            break
+    out.setflags(write=False)  # cached
+    return out
 
 
-def _held_mde(mde: float, n_base: int, n_head: int, alpha: float, power: float, resamples: int,
-              excess: np.ndarray) -> tuple[float, float]:
-    """The MDE raised to the smallest change at which the slow processes leave the test `power`: a process
+def power_ceiling(n_base: int, n_head: int, alpha: float, slow_share, resamples: int = RESAMPLES, *,
+                  slow_counts: tuple | None = None):
+    """The most power compare's test has at alpha when each process is slow (beyond the shift sought) with
+    probability `slow_share` (a number, or an array of them): the chance, over how many slow processes the
+    faster side holds, that the test still reaches alpha (_reach), the worse of the two directions. Given
+    `slow_counts` = (slow, processes) instead (arrays alike: the suite's processes beyond the shift, and all of
+    them), the number of slow processes on a side is the beta-binomial predictive of those counts under
+    Jeffreys' prior, so a suite of few processes is not taken at its point estimate. At any number of
+    processes: the stylized tail is counted exactly."""
+    from scipy.stats import betabinom, binom
+
+    worst = None
+    for faster, other in ((n_base, n_head), (n_head, n_base)):
+        reach = _reach(faster, other, alpha, resamples)
+        k = np.arange(faster + 1)
+        if slow_counts is not None:
+            slow, total = (np.asarray(x, dtype=float)[..., None] for x in slow_counts)
+            pmf = betabinom.pmf(k, faster, slow + 0.5, total - slow + 0.5)
+        else:
+            pmf = binom.pmf(k, faster, np.asarray(slow_share, dtype=float)[..., None])
+        ceiling = np.sum(pmf * reach, axis=-1)
+        worst = ceiling if worst is None else np.minimum(worst, ceiling)
+    return worst if np.ndim(worst) else float(worst)
+
+
+def ceiling_free(alpha: float, slow_counts: tuple[int, int], power: float, start: int,
+                 resamples: int = RESAMPLES) -> int:
+    """The fewest processes a side (from `start`) at which the suite's slow processes (`slow_counts`: slow,
+    processes) leave the test at least `power` at alpha (power_ceiling): where a raised MDE starts to shrink
+    like the relabellings' again. CEILING_SEARCH + 1 where not found up to it. By bisection: the ceiling rises
+    with the processes (more slow ones are tolerated, and the chance of more grows slower)."""
+    def enough(n: int) -> bool:
+        return power_ceiling(n, n, alpha, None, resamples, slow_counts=slow_counts) >= power
+
+    low, high = max(start, 2) - 1, CEILING_SEARCH  # not enough at low (or below the start), enough at high
+    if not enough(high):
+        return CEILING_SEARCH + 1
+    while high - low > 1:
+        mid = (low + high) // 2
+        low, high = (low, mid) if enough(mid) else (mid, high)
+    return high
+
+
+def _held_mde(mde: float, critical: float, spread: np.ndarray, n_base: int, n_head: int, alpha: float,
+              power: float, resamples: int, excess: np.ndarray) -> tuple[float, float, int]:
+    """The MDE raised to the smallest change found with `power` once the slow processes are counted: a process
     counts as slow for a change d when it lies more than d above its fast group (the suite's `excess`), so
-    larger changes see fewer of them. Returns (MDE, the ceiling at the MDE first read); infinite where no
-    change within the slow processes' reach is found with `power`."""
+    larger changes see fewer of them. A change d is found with about (the estimate's chance to pass the
+    critical shift) x (the ceiling at d): so where the ceiling is C, the change needed is the critical shift
+    plus the spread's power / C quantile (`critical`, `spread`: _permutation_mde), and never below where that
+    ceiling starts. Returns (MDE, the ceiling at the MDE first read, the processes a side at which that
+    ceiling stops binding: 0 where it does not bind); the MDE infinite where no change within the slow
+    processes' reach is found with `power`."""
     # the MDE first read, then each step up that leaves one slow process fewer
     changes = np.concatenate([[mde], np.expm1(excess[excess > math.log1p(mde)])])
     slow = len(excess) - np.searchsorted(excess, np.log1p(changes), side="right")
-    ceilings = power_ceiling(n_base, n_head, alpha, (slow + SLOW_PRIOR) / (len(excess) + 1), resamples)
-    held = np.flatnonzero(ceilings >= power)
-    return (float(changes[held[0]]) if len(held) else math.inf), float(ceilings[0])
+    ceilings = np.atleast_1d(power_ceiling(n_base, n_head, alpha, None, resamples,
+                                           slow_counts=(slow, np.full(len(slow), len(excess)))))
+    ok = ceilings >= power
+    levels, where = np.unique(power / ceilings[ok], return_inverse=True)  # one sort of the spread for all
+    needed = critical + np.quantile(spread, np.minimum(levels, 1.0))[where]
+    held = np.maximum(np.log1p(changes[ok]), needed)
+    free = 0
+    if ceilings[0] < power:
+        free = ceiling_free(alpha, (int(slow[0]), len(excess)), power, min(n_base, n_head) + 1, resamples)
+    return (math.expm1(float(held.min())) if len(held) else math.inf), float(ceilings[0]), free
 
 
 def smallest_attainable_p(n_base: int, n_head: int, resamples: int = RESAMPLES) -> float:
@@ -430,8 +516,8 @@ def processes_to_detect(c: Comparison, effect: float) -> int | None:
     processes measured this and the stated MDE agree. An approximation: the critical value also falls as
     more processes make smaller p-values reachable, so it overstates what is needed where the bar was
     nearly out of reach. None where the MDE is not finite (too few processes to reach the bar). Where the
-    slow processes' ceiling raised the MDE (power_ceiling), the relabellings' MDE scales, and at least
-    CEILING_LIMIT + 1 processes a side are needed, beyond which the ceiling no longer binds."""
+    slow processes' ceiling raised the MDE (power_ceiling), the relabellings' MDE scales, and at least the
+    processes at which the ceiling stops binding are needed (Comparison.ceiling_free, computed)."""
     if effect <= 0:
         return None
     n = min(c.n_base, c.n_head)
@@ -440,7 +526,7 @@ def processes_to_detect(c: Comparison, effect: float) -> int | None:
     if not math.isfinite(mde):
         return None
     needed = max(n, math.ceil(n * (math.log1p(mde) / math.log1p(effect)) ** 2))
-    return max(needed, CEILING_LIMIT + 1) if raised else needed
+    return max(needed, c.ceiling_free, n + 1) if raised else needed
 
 
 # The published pages colour a cell against its baseline cell. A history has a

@@ -244,7 +244,7 @@ def _interim(evidence: Evidence, job: Job, policy: Policy) -> str | None:
     evidence.looks.setdefault(job, []).append(c.p_value)
     if c.p_value <= bar and abs(c.ratio - 1) >= policy.floor and (c.ci_low > 1 or c.ci_high < 1):
         return f"clearly changed after {len(base)} processes a side (p={c.p_value:.1e} <= {bar:.1e})"
-    if stats.within(c, policy.threshold) and not slow_processes_moved(evidence, job, policy):
+    if stats.within(c, policy.threshold) and not slow_processes_moved(evidence, job, policy, design.m):
         return (f"clearly within +-{policy.threshold:.0%} after {len(base)} processes a side "
                 f"({design.interim_confidence:.2%} interval)")
     return None

@@ -117,8 +117,13 @@ class Design:
         """The fewest processes a side with which a row of this weight can reach its final bar at all
         (smallest_p at or below it): rounds must not end before (a deadline that stopped them at 6 for 6
         rows, whose final bar is 8.3e-4 while 6 a side cannot go below 2.2e-3, left a perfectly separated
-        +10% change inconclusive)."""
-        return fewest_processes(self.final_bar(weight))
+        +10% change inconclusive). One bar for planning and deciding (issue 51): the bar is the one the
+        verdict would use were the rounds to end at n, `after(n).final_bar` (the looks before n taken, the
+        shares of the others returned to the final analysis), not the bar as if every planned look came."""
+        n = 2
+        while smallest_p(n) > self.after(n).final_bar(weight) and n < 10_000:
+            n += 1
+        return n
 
     def to_dict(self) -> dict:
         return {**asdict(self), "look_share": self.look_share, "final_share": self.final_share}

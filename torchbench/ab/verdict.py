@@ -42,7 +42,7 @@ from torchbench_core.skips import lacks_hardware
 
 from ..asv_bridge.results import param_value
 from . import sequential
-from .contrast import compare_row, slow_processes_moved
+from .contrast import compare_row, slow_halves
 from .channels import CHANNELS, COUNTS, CYCLES, SYSCALLS, findings
 from .counts import COMPUTE, NO_COUNTS, VETO_LEVEL, WALL_ONLY, count_change, no_counts, opposite_p, weights
 from .evidence import Evidence
@@ -239,10 +239,12 @@ def settle(prepared: list[Prepared], policy: Policy) -> None:
         if row.label == COMPUTE and (row.counts_delta > 0) != (row.comparison.ratio > 1):
             row.label = WALL_ONLY  # counts that moved the other way do not explain the time
         row.status = stats.classify(row.comparison, significant, floor=policy.floor, threshold=policy.threshold)
-        if row.status == stats.UNCHANGED:
-            row.error = slow_processes_moved(evidence, (row.benchmark, row.index), policy)
-            if row.error:
-                row.status = stats.INCONCLUSIVE
+    # the slower halves, tested across the same rows with their own budget (contrast.slow_halves)
+    whys = slow_halves([(evidence, (row.benchmark, row.index)) for evidence, row, _ in members],
+                       [row.status == stats.UNCHANGED for _, row, _ in members], policy)
+    for (_, row, _), why in zip(members, whys):
+        if why:
+            row.status, row.error = stats.INCONCLUSIVE, why
 
 
 def decide(evidence: Evidence, policy: Policy) -> list[Verdict]:
