@@ -658,7 +658,7 @@ def counts(suite: Path, jobs: list[list], out: Path, cache_dir: Path | None = No
                                               draws=draws, deadline=deadline)
             for key, outcome in zip(keys, outcomes):
                 if isinstance(outcome, CallgrindError):
-                    result[key] = {"error": str(outcome)}
+                    result[key] = _not_measured(str(outcome))  # a row this machine cannot run: skipped
                 else:  # per run of the statement (per call of a time_ method); "cycles" and "events" simulated;
                     # with draws, a layout draw's values in turn
                     result[key] = {"counts": [s.counts(subtract_baseline=True) / s.number_per_run for s in outcome],
