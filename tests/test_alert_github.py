@@ -52,7 +52,8 @@ class FakeGitHub(http.server.BaseHTTPRequestHandler):
 
     def do_POST(self):
         self.state["calls"].append(("POST", self.path))
-        self.state["written"].append(("POST", self.path, self._body()["body"]))
+        body = self._body()
+        self.state["written"].append(("POST", self.path, body if self.path.endswith("/check-runs") else body["body"]))
         return self._reply(201, {"id": 99})
 
     def do_PATCH(self):
@@ -274,3 +275,48 @@ def test_the_history_workflow_measures_one_job_per_machine_then_merges_publishes
         for step in job["steps"]:
             if "actions/checkout" in step.get("uses", ""):
                 assert step["with"]["persist-credentials"] is False
+
+
+@pytest.mark.parametrize("outcome, conclusion", [("undecided", "neutral"), ("no_regression", "success"),
+                                                 ("regression", "failure"), ("failed", "failure")])
+def test_the_outcome_is_a_check_run_and_undecided_is_neutral_not_green(github, tmp_path, outcome, conclusion):
+    """Issue 51: undecided reaches the pull request as a neutral check with the suspects, distinct from the
+    green of no regression."""
+    from torchbench.alert.comment import OUTCOMES
+    from torchbench.alert.github import CONCLUSIONS
+
+    assert set(CONCLUSIONS) == set(OUTCOMES)
+    state, api = github
+    rows = [{"name": "b.slow", "title": "b.slow", "status": "inconclusive", "error": "",
+             "comparison": {"ratio": 1.04, "ci_low": 1.01, "ci_high": 1.08, "p_value": 0.003}},
+            {"name": "b.same", "title": "b.same", "status": "unchanged",
+             "comparison": {"ratio": 1.0, "ci_low": 0.99, "ci_high": 1.01, "p_value": 0.8}}]
+    (tmp_path / "report.json").write_text(json.dumps({"outcome": outcome, "verdict": f"verdict {outcome}",
+                                                      "rows": rows}))
+    (tmp_path / "comment.md").write_text("<!-- torchbench-alert -->\n### torchbench\n")
+    (tmp_path / "pr-number").write_text("12\n")
+    env = dict(os.environ, GITHUB_EVENT_PATH=str(EVENT), GITHUB_API_URL=api, GITHUB_TOKEN="test-token")
+    done = subprocess.run([sys.executable, "-m", "torchbench.alert.github", "--comment", str(tmp_path / "comment.md"),
+                           "--pr-file", str(tmp_path / "pr-number"), "--report", str(tmp_path / "report.json")],
+                          capture_output=True, text=True, env=env, cwd=ROOT, timeout=60)
+    assert done.returncode == 0, done.stderr
+    posted = [(path, body) for method, path, body in state["written"] if path.endswith("/check-runs")]
+    assert len(posted) == 1
+    body = posted[0][1]
+    assert body["conclusion"] == conclusion and body["head_sha"] == HEAD_SHA
+    assert body["output"]["title"] == f"verdict {outcome}"
+    assert "b.slow: +4.0% [+1.0%, +8.0%]" in body["output"]["summary"]  # the suspect, listed
+    assert "b.same" not in body["output"]["summary"]
+
+
+def test_a_report_with_an_unknown_outcome_sets_no_check(github, tmp_path):
+    state, api = github
+    (tmp_path / "report.json").write_text(json.dumps({"outcome": "green please", "rows": []}))
+    (tmp_path / "comment.md").write_text("<!-- torchbench-alert -->\n### torchbench\n")
+    (tmp_path / "pr-number").write_text("12\n")
+    env = dict(os.environ, GITHUB_EVENT_PATH=str(EVENT), GITHUB_API_URL=api, GITHUB_TOKEN="test-token")
+    done = subprocess.run([sys.executable, "-m", "torchbench.alert.github", "--comment", str(tmp_path / "comment.md"),
+                           "--pr-file", str(tmp_path / "pr-number"), "--report", str(tmp_path / "report.json")],
+                          capture_output=True, text=True, env=env, cwd=ROOT, timeout=60)
+    assert done.returncode == 2 and "none of" in done.stderr
+    assert not [c for c in state["written"] if c[1].endswith("/check-runs")]

@@ -192,3 +192,13 @@ def test_the_undecided_exit_flag_end_to_end_on_real_result_files(tmp_path):
     assert runs[0].returncode == EXIT_OK and runs[2].returncode == EXIT_INCONCLUSIVE
     assert "⚠️ no regression found" in runs[0].stdout and "✅" not in runs[0].stdout
     assert "== undecided: exit status 3" in runs[2].stderr
+
+
+def test_no_compared_rows_says_nothing_compared_not_all_decided():
+    """Issue 51: every row new: not "✅ no regression: all 0 compared rows decided"."""
+    from torchbench.ab.verdict import Verdict
+
+    rows = [Verdict("b.x", "b.x", [], "new"), Verdict("b.y", "b.y", [], "new"), Verdict("b.z", "b.z", [], "removed")]
+    r = AlertReport(Commit("a" * 40, "base"), Commit("b" * 40, "head"), rows, Policy(), 6, [], [])
+    assert r.headline().startswith("➖ nothing compared") and "2 new, 1 removed" in r.headline()
+    assert "all 0 compared" not in r.markdown()

@@ -140,6 +140,9 @@ class AlertReport:
             mde = f"median MDE {statistics.median(finite):.0%}" if finite else "noise not measurable"
             return (f"⚠️ no regression found; {counts[stats.INCONCLUSIVE]} of {self.compared()} rows undecided "
                     f"({mde}){skipped}")
+        if not self.compared():  # every row new or removed: nothing weighed, nothing to call decided
+            parts = [f"{counts[k]} {k}" for k in (NEW, REMOVED) if counts[k]]
+            return f"➖ nothing compared: no row measured on both sides ({', '.join(parts) or 'no rows'}){skipped}"
         return f"✅ no regression: all {self.compared()} compared rows decided{skipped}"
 
     def rounds_text(self) -> str:

@@ -18,6 +18,13 @@ triggered it (GITHUB_EVENT_PATH). The artifact is untrusted, so:
 One comment per pull request: the one with the marker is edited, else one is
 created. Only the standard library is used (the job installs nothing). The
 API root is GITHUB_API_URL, as in every Actions job.
+
+With --report (the artifact's report.json), a check run "torchbench verdict"
+on the measured head commit says the outcome as GitHub shows it (issue 51):
+a regression or a failure fails it, no regression passes it, and rows left
+undecided make it *neutral* (grey, not green), its summary the suspects: the
+undecided rows closest to significance, with their change and interval. The
+report's outcome must be one of the four (`CONCLUSIONS`), else nothing is set.
 """
 
 from __future__ import annotations
@@ -30,13 +37,18 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-__all__ = ["MARKER", "main", "post"]
+__all__ = ["CONCLUSIONS", "MARKER", "check_run", "main", "post"]
 
 MARKER = "torchbench-alert"  # the hidden <!-- marker --> by which the comment is found again
 
 MAX_BODY = 65536  # GitHub's limit for a comment body
 MAX_ARTIFACT = 1 << 20  # a comment file larger than this is not a torchbench comment
 MAX_NUMBER = 32
+# the report's outcome (comment.OUTCOMES) as a check run's conclusion: undecided is neutral, never green
+CONCLUSIONS = {"regression": "failure", "failed": "failure", "undecided": "neutral", "no_regression": "success"}
+CHECK_NAME = "torchbench verdict"
+SUSPECTS_LISTED = 10
+MAX_SUMMARY = 60000  # a check run's summary holds at most 65535 characters
 TRUNCATED = "\n\n> (cut to fit GitHub's comment size limit; the whole report is in the workflow's artifact)\n"
 
 
@@ -81,6 +93,41 @@ def post(*, api: str, token: str, repo: str, number: int, head_sha: str, body: s
     return "created"
 
 
+def _pct(x) -> str:
+    return f"{x - 1:+.1%}" if isinstance(x, (int, float)) else "?"
+
+
+def summary(report: dict) -> str:
+    """The check run's summary: the verdict, then (undecided) the suspects, closest to significance first."""
+    lines = [str(report.get("verdict", ""))[:500]]
+    undecided = [r for r in report.get("rows", []) if isinstance(r, dict) and r.get("status") == "inconclusive"
+                 and isinstance(r.get("comparison"), dict)]
+    undecided.sort(key=lambda r: r["comparison"].get("p_value") if isinstance(r["comparison"].get("p_value"),
+                                                                                (int, float)) else 1.0)
+    if undecided:
+        lines += ["", f"Undecided rows ({len(undecided)}), closest to significance first:"]
+        for r in undecided[:SUSPECTS_LISTED]:
+            c = r["comparison"]
+            lines.append(f"- {str(r.get('title') or r.get('name'))[:200]}: {_pct(c.get('ratio'))} "
+                         f"[{_pct(c.get('ci_low'))}, {_pct(c.get('ci_high'))}], p={c.get('p_value')}"
+                         + (f" ({str(r.get('error'))[:200]})" if r.get("error") else ""))
+        if len(undecided) > SUSPECTS_LISTED:
+            lines.append(f"- and {len(undecided) - SUSPECTS_LISTED} more (see the comment)")
+    return "\n".join(lines)[:MAX_SUMMARY]
+
+
+def check_run(*, api: str, token: str, repo: str, head_sha: str, report: dict) -> str:
+    """Set the check run that shows the outcome on the measured commit; returns its conclusion."""
+    outcome = report.get("outcome")
+    if outcome not in CONCLUSIONS:
+        raise GitHubError(f"the report's outcome {str(outcome)[:40]!r} is none of {sorted(CONCLUSIONS)}")
+    conclusion = CONCLUSIONS[outcome]
+    _request(api, token, "POST", f"/repos/{repo}/check-runs", {
+        "name": CHECK_NAME, "head_sha": head_sha, "status": "completed", "conclusion": conclusion,
+        "output": {"title": str(report.get("verdict", outcome))[:200], "summary": summary(report)}})
+    return conclusion
+
+
 def _read_small(path: Path, limit: int) -> str:
     """An artifact file's text, refused unread when it is larger than LIMIT bytes or not UTF-8."""
     size = path.stat().st_size
@@ -96,6 +143,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m torchbench.alert.github", description=__doc__.splitlines()[0])
     parser.add_argument("--comment", type=Path, required=True, help="the Markdown comment (from the artifact)")
     parser.add_argument("--pr-file", type=Path, required=True, help="file holding the pull request number")
+    parser.add_argument("--report", type=Path, default=None,
+                        help="the report's JSON (from the artifact): set the outcome's check run as well")
     args = parser.parse_args(argv)
     try:
         event = json.loads(Path(os.environ["GITHUB_EVENT_PATH"]).read_text())
@@ -104,9 +153,16 @@ def main(argv: list[str] | None = None) -> int:
         text = _read_small(args.pr_file, MAX_NUMBER).strip()
         if not text.isdigit():
             raise GitHubError(f"{args.pr_file}: not a pull request number: {text[:40]!r}")
-        outcome = post(api=os.environ.get("GITHUB_API_URL", "https://api.github.com"),
-                       token=os.environ["GITHUB_TOKEN"], repo=repo, number=int(text), head_sha=head_sha,
+        api = os.environ.get("GITHUB_API_URL", "https://api.github.com")
+        outcome = post(api=api, token=os.environ["GITHUB_TOKEN"], repo=repo, number=int(text), head_sha=head_sha,
                        body=_read_small(args.comment, MAX_ARTIFACT))
+        if args.report is not None:
+            report = json.loads(_read_small(args.report, 16 * MAX_ARTIFACT))
+            if not isinstance(report, dict):
+                raise GitHubError(f"{args.report}: not a torchbench alert report")
+            conclusion = check_run(api=api, token=os.environ["GITHUB_TOKEN"], repo=repo, head_sha=head_sha,
+                                   report=report)
+            print(f"torchbench comment: check run '{CHECK_NAME}' {conclusion}")
     except (KeyError, OSError, ValueError, GitHubError) as e:
         print(f"torchbench comment: {type(e).__name__}: {e}", file=sys.stderr)
         return 2
