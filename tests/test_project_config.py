@@ -158,6 +158,20 @@ def test_compare_results_names_the_layout_it_expects(tmp_path):
         assert callable(getattr(torchbench, name)) and name in torchbench.__all__
 
 
+def test_find_and_merge_from_python(tmp_path):
+    from test_alert_outcomes import BASE, _result_folders
+
+    repo = tmp_path / "lib"
+    make_repo(repo, [("one", {"f": "1"}), ("two", {"f": "2"})])
+    pool = json.loads((ROOT / "tests" / "data" / "alert_pool_12_rounds.json").read_text())
+    (machine,) = _result_folders(tmp_path / "m2", "c5", BASE.sha, {**pool, "rounds": pool["rounds"][:1]})
+    merged = torchbench.merge_results([machine], out=tmp_path / "out", repo=repo)
+    assert merged.added == {"vm": 1} and not merged.skipped
+    assert (tmp_path / "out" / "asv.conf.json").is_file()
+    found = torchbench.find_steps(repo, out=tmp_path / "out", confirm=False)  # the merged commit is not in repo
+    assert isinstance(found, torchbench.StepsFound) and found.record == {}
+
+
 def test_the_distribution_name_is_not_the_unrelated_pypi_project():
     import tomllib
 
