@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import git
 import pytest
 
 import torchbench
@@ -70,10 +71,17 @@ def test_the_users_configuration_is_layered_under_torchbenchs(tmp_path):
     text = "\n".join(notes)
     assert "environment_type 'conda'" in text and "virtualenvs" in text
     assert "its matrix asks torch 2.1.0: torchbench measures the pinned release" in text
-    assert f"torchbench adds: torch {base['torch']} (pinned)" in text
+    assert f"torchbench adds: torch {base['torch']} (pinned), its pins of scipy {base['scipy']}, setuptools " in text
     with_torch = json.loads(config.derive(repo=repo, project=config.Project("mylib"), out=out, env_dir=out / "env",
                                           benchmark_dir=bench, user=user, torch=("2.12.0",)).read_text())
     assert with_torch["matrix"]["req"]["torch"] == "2.12.0"
+
+
+def test_the_project_is_read_in_repo_subdir(tmp_path):
+    repo = tmp_path / "lib"
+    (sha,) = make_repo(repo, [("one", {"python/pyproject.toml": '[project]\nname = "sub-lib"\n'})])
+    assert config.read_project(git.Repo(repo), sha, "lib", "python").name == "sub-lib"
+    assert config.read_project(git.Repo(repo), sha, "lib").name == "lib"  # no pyproject.toml at the root
 
 
 def test_the_repository_you_stand_in_is_the_project(tmp_path):

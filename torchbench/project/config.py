@@ -168,9 +168,12 @@ def derive(*, repo: Path, project: Project, out: Path, env_dir: Path, benchmark_
     conf["plugins"] = [PLUGIN, PUBLISHER, *(p for p in conf["plugins"] if p not in (PLUGIN, PUBLISHER))]
     torch_line = conf["matrix"]["req"]["torch"]
     if user is not None:
+        theirs = user.matrix().get("req", {})
+        pins = ", ".join(f"{k} {v}".strip() for k, v in base_config()["matrix"]["req"].items()
+                         if k != "torch" and k not in theirs)
         notes.append(f"torchbench adds: torch {', '.join(torch_line) if isinstance(torch_line, list) else torch_line}"
-                     f"{' (--torch)' if torch else ' (pinned)'}, its plugins ({PLUGIN}, {PUBLISHER}), and the "
-                     f"environments, results and site under {env_dir} and {out}")
+                     f"{' (--torch)' if torch else ' (pinned)'}, its pins of {pins or 'nothing else'}, its plugins "
+                     f"({PLUGIN}, {PUBLISHER}), and the environments, results and site under {env_dir} and {out}")
     path = out / "asv.conf.json"
     atomic_write_text(path, json.dumps(conf, indent=2) + "\n")
     return path
