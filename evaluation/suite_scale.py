@@ -72,6 +72,61 @@ def run(decider: str, evidence: Evidence) -> tuple[list, float]:
     return verdicts, time.perf_counter() - start
 
 
+def aa_outcome(pool_file: Path, n: int, suites: int, rows: int, checked: int, rng) -> dict:
+    """Issue 51: how often an A/A suite of `rows` rows (n processes a side, drawn without replacement from a
+    case's values of both identical arms) is held back from "no regression" by the slower-half check:
+    before, each row tested at p <= 1 - confidence (5%) alone; now Benjamini-Hochberg at 1 - confidence across
+    the suite's rows (contrast.slow_halves), each with the threshold's size. On the first `checked` suites
+    also the whole verdict with its intervals (verdict.decide): the share of suites whose every row's
+    interval fits +-threshold, and of those, the share ending no regression (every row unchanged)."""
+    from torchbench.ab import contrast
+
+    policy = Policy()
+    pool = json.loads(pool_file.read_text())
+    cases: dict[str, list[float]] = {}
+    for r in pool["rounds"]:
+        for arm in ("c5", "c6"):
+            for key, v in r["arms"][arm]["values"].items():
+                cases.setdefault(key, []).append(v)
+    values = [np.asarray(v) for _, v in sorted(cases.items())]
+    resamples = stats.resamples_for(1 - policy.confidence, rows)
+    held_before = held_now = 0
+    all_within = ended_clean = 0
+    for s in range(suites):
+        evidence = Evidence()
+        ps, ratios = [], []
+        for i in range(rows):
+            job = (f"bench.case_{i:03d}", 0)
+            evidence.jobs[job] = JobInfo(job[0], unit="seconds", on_base=True, on_head=True)
+            v = values[i % len(values)]
+            picked = v[rng.choice(len(v), 2 * n, replace=False)]
+            evidence.values["base"][job], evidence.values["head"][job] = list(picked[:n]), list(picked[n:])
+            ratio, p = stats.slower_half(picked[:n], picked[n:], resamples=resamples)
+            ps.append(p)
+            ratios.append(ratio)
+        big = np.abs(np.asarray(ratios) - 1) >= policy.threshold
+        held_before += bool(np.any((np.asarray(ps) <= 1 - policy.confidence) & big))
+        held_now += bool(np.any(np.asarray(stats.fdr(ps, 1 - policy.confidence)) & big))
+        if s < checked:
+            evidence.rounds = n
+            with mock.patch.object(contrast, "compare_row", _without_mde(contrast.compare_row)):
+                verdicts = decide(evidence, policy)
+            within = all(stats.within(v.comparison, policy.threshold) for v in verdicts)
+            all_within += within
+            ended_clean += within and all(v.status == stats.UNCHANGED for v in verdicts)
+    return {"n": n, "rows": rows, "suites": suites, "held_before": held_before / suites,
+            "held_now": held_now / suites, "checked": checked, "all_within": all_within,
+            "no_regression_of_all_within": ended_clean / all_within if all_within else None}
+
+
+def _without_mde(compare_row):
+    """compare_row without the MDE (the outcome does not depend on it; it costs as much as the rest)."""
+    def wrapped(*a, **k):
+        k["with_mde"] = False
+        return compare_row(*a, **k)
+    return wrapped
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pool", type=Path, default=POOL)
@@ -79,7 +134,25 @@ def main() -> None:
     parser.add_argument("--effects", type=float, nargs="+", default=[0.05, 0.1, 0.5])
     parser.add_argument("--suites", type=int, default=10, help="suites per size and effect")
     parser.add_argument("--processes", type=int, default=20, help="processes a side")
+    parser.add_argument("--aa-outcome", type=int, nargs="*", default=None, metavar="N",
+                        help="issue 51: A/A suites of --sizes[0] rows at N processes a side held back from 'no "
+                             "regression' by the slower-half check, before and now (--suites of them)")
+    parser.add_argument("--checked", type=int, default=10, help="with --aa-outcome: suites decided in full")
+    parser.add_argument("--out", type=Path, default=None, help="with --aa-outcome: write the figures as JSON")
     args = parser.parse_args()
+    if args.aa_outcome is not None:
+        found = []
+        for n in args.aa_outcome:
+            f = aa_outcome(args.pool, n, args.suites, args.sizes[0], args.checked, np.random.default_rng(n))
+            found.append(f)
+            clean = f["no_regression_of_all_within"]
+            print(f"{f['rows']} rows, {n} a side, {f['suites']} A/A suites: held back by the slower-half check "
+                  f"before {f['held_before']:.1%}, now {f['held_now']:.1%}; of {f['checked']} decided in full, "
+                  f"{f['all_within']} had every interval within +-5%, of which "
+                  f"{'-' if clean is None else f'{clean:.0%}'} ended no regression", flush=True)
+        if args.out:
+            args.out.write_text(json.dumps(found, indent=1))
+        return
     cases = real_values(args.pool)
     print(f"pool: {args.pool.name}, {len(cases)} cases, {len(cases[0])} processes each; {args.processes} a side")
     print(f"{'rows':>5} {'suite':>10} {'decider':>7} {'A/A rows flagged':>17} {'lone row found':>15} "

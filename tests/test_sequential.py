@@ -86,18 +86,9 @@ def test_combined_p_is_a_valid_p_value_whatever_the_looks():
         assert np.mean(combined <= t) <= t
 
 
-def test_aa_suites_flag_at_most_one_percent_through_the_sequential_design(real_values):
-    rng = np.random.default_rng(11)
-    rows = [r for _ in range(3) for r in simulate(real_values, 60, {}, rng)[1]]
-    assert len(flagged(rows)) <= len(rows) // 100, [(r.name, r.comparison) for r in flagged(rows)]
-
-
-def test_unchanged_is_rarely_said_of_a_row_that_changed_by_more_than_the_threshold(real_values):
-    """The stated error of 'unchanged' (1 - confidence: 5%), on rows whose head is 6% slower."""
-    rng = np.random.default_rng(5)
-    rows = [r for _ in range(3) for r in simulate(real_values, 60, {i: 1.06 for i in range(60)}, rng)[1]]
-    unchanged = sum(r.status == stats.UNCHANGED for r in rows)
-    assert unchanged <= 0.05 * len(rows), unchanged
+# The suite-level A/A rate (<= q over 1,000 suites of 60 and 200 rows) and "unchanged" at exactly +-threshold
+# are asserted in tests/test_error_rates.py (issue 51): here they were a per-row rate over 3 suites and +6%
+# rows, weaker than the claims, at about 100 s each.
 
 
 def test_counts_decide_a_small_compute_regression_from_two_valgrind_processes_a_side(real_values):

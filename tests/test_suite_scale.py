@@ -52,7 +52,5 @@ def test_a_lone_clear_regression_is_flagged_among_hundreds_of_unchanged_rows(rea
     assert len(false) <= rows // 100, false
 
 
-def test_an_aa_suite_of_500_rows_flags_at_most_one_percent(real_values):
-    verdicts = decide(suite(real_values, 500, None, np.random.default_rng(7)), Policy())
-    flagged = [v for v in verdicts if v.status in (stats.REGRESSED, stats.IMPROVED)]
-    assert len(flagged) <= 5, [(v.name, v.comparison.ratio, v.comparison.p_value) for v in flagged]
+# The A/A rate of whole suites (<= q over 1,000 suites of 60 and 200 rows) is asserted in
+# tests/test_error_rates.py (issue 51); here it was at most 5 rows flagged in a single suite of 500.
