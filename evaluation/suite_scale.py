@@ -82,13 +82,7 @@ def aa_outcome(pool_file: Path, n: int, suites: int, rows: int, checked: int, rn
     from torchbench.ab import contrast
 
     policy = Policy()
-    pool = json.loads(pool_file.read_text())
-    cases: dict[str, list[float]] = {}
-    for r in pool["rounds"]:
-        for arm in ("c5", "c6"):
-            for key, v in r["arms"][arm]["values"].items():
-                cases.setdefault(key, []).append(v)
-    values = [np.asarray(v) for _, v in sorted(cases.items())]
+    values = real_values(pool_file)
     resamples = stats.resamples_for(1 - policy.confidence, rows)
     held_before = held_now = 0
     all_within = ended_clean = 0
@@ -119,6 +113,28 @@ def aa_outcome(pool_file: Path, n: int, suites: int, rows: int, checked: int, rn
             "no_regression_of_all_within": ended_clean / all_within if all_within else None}
 
 
+def vectorised_aa(suites: int, sizes: list[int], seed: int) -> list[dict]:
+    """The A/A rate of whole suites as tests/test_error_rates.py asserts it (its functions: 8 processes a side
+    from the 48-round pool, exact permutation p-values of every row at once, Benjamini-Hochberg at q, then the
+    floor and the interval): suites with any row flagged, and with any row at p <= q (no multiplicity control)."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    import test_error_rates as t
+
+    cases = real_values(t.POOL)
+    policy, weights, out = Policy(), t.rank_weights(t.N), []
+    for m in sizes:
+        base, head = t.draw_rows(cases, suites * m, np.random.default_rng(seed + m))
+        p = t.suite_p(base, head, weights, policy.fdr)
+        flagged = uncorrected = 0
+        for k in range(suites):
+            rows = slice(k * m, (k + 1) * m)
+            significant = np.asarray(stats.fdr(list(p[rows]), policy.fdr))
+            flagged += t.flagged(base[rows], head[rows], p[rows], policy, significant) > 0
+            uncorrected += bool(np.any(p[rows] <= policy.fdr))
+        out.append({"rows": m, "suites": suites, "flagged": flagged, "uncorrected": uncorrected})
+    return out
+
+
 def _without_mde(compare_row):
     """compare_row without the MDE (the outcome does not depend on it; it costs as much as the rest)."""
     def wrapped(*a, **k):
@@ -139,7 +155,16 @@ def main() -> None:
                              "regression' by the slower-half check, before and now (--suites of them)")
     parser.add_argument("--checked", type=int, default=10, help="with --aa-outcome: suites decided in full")
     parser.add_argument("--out", type=Path, default=None, help="with --aa-outcome: write the figures as JSON")
+    parser.add_argument("--vectorised-aa", type=int, default=None, metavar="SUITES",
+                        help="issue 51: the A/A rate of SUITES suites of each --sizes as tests/test_error_rates.py "
+                             "asserts it")
     args = parser.parse_args()
+    if args.vectorised_aa is not None:
+        for f in vectorised_aa(args.vectorised_aa, args.sizes, 1):
+            print(f"{f['rows']} rows, 8 a side, {f['suites']} A/A suites: any row flagged by the verdict "
+                  f"{f['flagged']} ({f['flagged'] / f['suites']:.2%}; stated <= 1%); any row at p <= q with no "
+                  f"multiplicity control {f['uncorrected']} ({f['uncorrected'] / f['suites']:.1%})", flush=True)
+        return
     if args.aa_outcome is not None:
         found = []
         for n in args.aa_outcome:

@@ -112,7 +112,7 @@ def test_what_it_would_take_uses_the_stated_mde(real_values):
     for c in undecided:
         n = stats.processes_to_detect(c, 0.05)
         # where the slow processes' ceiling raised the stated MDE, the relabellings' MDE is what shrinks with
-        # more processes, and beyond CEILING_LIMIT a side the ceiling no longer binds
+        # more processes, and at least those at which the ceiling stops binding (Comparison.ceiling_free)
         held = np.isfinite(c.relabelled_mde)
         raised += held
         mde = c.relabelled_mde if held else c.mde
@@ -120,7 +120,7 @@ def test_what_it_would_take_uses_the_stated_mde(real_values):
         def mde_at(k: int) -> float:  # the MDE's standard error, shrunk as 1/sqrt(processes)
             return float(np.expm1(np.log1p(mde) * np.sqrt(c.n_base / k)))
 
-        floor = stats.CEILING_LIMIT + 1 if held else c.n_base
+        floor = max(c.ceiling_free, c.n_base + 1) if held else c.n_base
         assert mde_at(n) <= 0.05 + 1e-12 and (n == max(c.n_base, floor) or mde_at(n - 1) > 0.05)
     assert raised > 0  # this suite's 10 processes a side: the ceiling binds on some rows
     assert take["all_rounds"] >= take["half_rounds"] > 0
