@@ -303,7 +303,9 @@ def test_slow_processes_cap_the_power_of_few_and_the_mde_says_so():
     # and where the share of slow processes is large it still binds at 24 and 32 a side
     ceilings = [stats.power_ceiling(n, n, bar, 0.1) for n in (8, 12, 16, 24, 32)]
     assert ceilings == sorted(ceilings) and 0.99 < ceilings[-2] < 1.0
-    assert stats.power_ceiling(24, 24, bar, 0.4) < 0.8 and stats.power_ceiling(32, 32, bar, 0.4) < 1.0
+    assert stats.power_ceiling(24, 24, bar, 0.4) < 0.9 and stats.power_ceiling(32, 32, bar, 0.4) < 1.0
+    # where half a side may be slow and the test still reaches the bar (many processes), it does not bind
+    assert stats.power_ceiling(200, 200, bar, 0.6) == pytest.approx(1.0)
     # the stylized tail, counted by classes, equals the relabellings listed one by one
     for slow in range(5):
         fast = np.arange(8) * 1e-6
