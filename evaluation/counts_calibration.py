@@ -6,19 +6,21 @@ torchbench/ab/count_test.py and measures the rule they make:
 
     FIRST_MOVE  the 99th percentile of |log(head/base)| of a first process a side between adjacent commits
                 (a row below it is "flat": the wall-time bar is stricter for it)
+    COMMIT_SD   the smallest commit noise (log sd, on a 0.01% grid) beyond the layouts' own spread at which
+                the test's A/A p-values hold at 5% (at most 5% of the pairs' rows have p <= 0.05) and the
+                whole rule decides none of them
     (and, where the pool has simulated cycles, the same fit for them: channels.CYCLES_COMMIT_SD)
 
-    COMMIT_SD   the smallest commit noise (log sd, on a 0.01% grid) beyond the jittered processes' own spread
-                at which the test's A/A p-values hold at 5% (at most 5% of the jittered commit pairs' rows
-                have p <= 0.05) and the whole rule decides none of them (the tail: a commit moved one
-                row by 1.7% in every jittered layout)
-
-Then the whole rule (a first process a side; a row moved by at least the floor counted in JITTERS jittered
-processes a side; decided at COUNT_ALPHA) is replayed on every pair of jittered commits: the share of A/A
-rows decided, and the share of rows decided when the head's counts of that row are raised by 2% and by 5%
-(a compute change: every process's counts scaled), beside the previous rule (counts.py before issue 50:
-5 x the repeats' spread or the processes' difference, at least 0.6%, beyond the 1% floor; its second process
-here the first jittered one) from the same pool.
+The test's layouts a side are the alert's: the first process's, then one jittered process's DRAWS layout
+draws (the pool's "j1d0" .. "j1d7", counts_noise_pool.py --draws). The whole rule (a first process a side;
+a row moved by at least the floor counted in the draws; decided at COUNT_ALPHA) is replayed on every pair of
+commits with draws: the share of A/A rows decided, and the share of rows decided when the head's counts of
+that row are raised by 2% and by 5% (a compute change: every layout's counts scaled), with the rows that
+would get a second jittered process (near their bar: the pool has none, so they count as not decided).
+Beside it, on the pool's commits with two jittered processes of one layout each ("j1", "j2"), the rule
+those replaced (the same test on three processes a side, with its own constants) and the rule before that
+(counts.py before issue 50: 5 x the repeats' spread or the processes' difference, at least 0.6%, beyond the
+1% floor).
 
     python evaluation/counts_calibration.py [POOL] [--floor 0.01]
 """
@@ -38,7 +40,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from torchbench.ab.count_test import BY_CALL, COUNT_ALPHA, JITTERS, STATEMENT, count_test  # noqa: E402
+from torchbench.ab.count_test import BY_CALL, COUNT_ALPHA, DRAWS, STATEMENT, count_test  # noqa: E402
+from torchbench.ab.counts import NEAR  # noqa: E402
 
 POOL = ROOT / "evaluation" / "results" / "counts_noise_pool-2026-11-27.json.gz"
 KINDS = {"timer": STATEMENT, "plain": BY_CALL}
@@ -51,18 +54,27 @@ def load(path: Path = POOL) -> dict:
     return json.loads(gzip.decompress(path.read_bytes()))
 
 
-def layouts(suite: dict) -> list[str]:
-    return ["0"] + [f"j{k}" for k in range(1, JITTERS + 1)]
+# the alert's layouts a side: the first process's, then one jittered process's DRAWS layout draws
+# (counts_noise_pool.py --draws: "j1d0" .. ); the rule before them: two jittered processes ("j1", "j2")
+DRAWN = ["0"] + [f"j1d{d}" for d in range(DRAWS)]
+PROCESSES = ["0", "j1", "j2"]
+PROCESSES_COMMIT_SD = {STATEMENT: 0.0018, BY_CALL: 0.0}  # that rule's constants (count_test.py before draws)
 
 
-def jittered_commits(suite: dict, field: str = "counts") -> list[str]:
+def layouts(suite: dict, drawn: bool = True) -> list[str]:
+    return DRAWN if drawn else PROCESSES
+
+
+def jittered_commits(suite: dict, field: str = "counts", drawn: bool = True) -> list[str]:
     """The commits counted (or simulated: field "cycles") in the first layout and every jittered one."""
     by_commit = suite.get(field, {})
-    return sorted((c for c, by in by_commit.items() if all(by.get(layout) for layout in layouts(suite))), key=int)
+    return sorted((c for c, by in by_commit.items() if all(by.get(layout) for layout in layouts(suite, drawn))),
+                  key=int)
 
 
-def processes(suite: dict, commit: str, job: str, factor: float = 1.0, field: str = "counts") -> list[list[float]]:
-    return [[v * factor for v in suite[field][commit][layout][job]] for layout in layouts(suite)]
+def processes(suite: dict, commit: str, job: str, factor: float = 1.0, field: str = "counts",
+              drawn: bool = True) -> list[list[float]]:
+    return [[v * factor for v in suite[field][commit][layout][job]] for layout in layouts(suite, drawn)]
 
 
 def first_moves(suite: dict, field: str = "counts") -> np.ndarray:
@@ -77,20 +89,25 @@ def first_moves(suite: dict, field: str = "counts") -> np.ndarray:
     return np.array(moves)
 
 
-def pairs(suite: dict, field: str = "counts") -> list[tuple[str, str]]:
-    return list(itertools.combinations(jittered_commits(suite, field), 2))
+def pairs(suite: dict, field: str = "counts", drawn: bool = True) -> list[tuple[str, str]]:
+    return list(itertools.combinations(jittered_commits(suite, field, drawn), 2))
+
+
+def _rows(suite: dict, field: str, drawn: bool):
+    """(base commit, head commit, job) of every pair's rows that every layout of both commits has."""
+    for a, b in pairs(suite, field, drawn):
+        for job in suite["jobs"]:
+            if all(job in suite[field][c][layout] for c in (a, b) for layout in layouts(suite, drawn)):
+                yield a, b, job
 
 
 def aa_p_values(suite: dict, kind: str, commit_sd: float, field: str = "counts") -> np.ndarray:
     ps = []
-    for a, b in pairs(suite, field):
-        for job in suite["jobs"]:
-            if not all(job in suite[field][c][layout] for c in (a, b) for layout in layouts(suite)):
-                continue
-            t = count_test(processes(suite, a, job, field=field), processes(suite, b, job, field=field), kind, 0.0,
-                           commit_sd=commit_sd)
-            if t is not None:
-                ps.append(t.p_value)
+    for a, b, job in _rows(suite, field, True):
+        t = count_test(processes(suite, a, job, field=field), processes(suite, b, job, field=field), kind, 0.0,
+                       commit_sd=commit_sd)
+        if t is not None:
+            ps.append(t.p_value)
     return np.array(ps)
 
 
@@ -117,12 +134,15 @@ def first_move(suite: dict, field: str = "counts") -> float:
     return round(float(np.quantile(first_moves(suite, field), 0.99)), 4)
 
 
-def rule(base: list[list[float]], head: list[list[float]], kind: str, floor: float, commit_sd: float) -> bool:
-    """The alert's rule: a first process a side, then the jittered ones for a candidate."""
+def rule(base: list[list[float]], head: list[list[float]], kind: str, floor: float, commit_sd: float) -> str:
+    """The alert's rule on one row: "decided", "near" (a second jittered process would count it: the pool
+    has none, so it is not decided here) or "" (a first process a side, then the jittered layouts for a
+    candidate)."""
     first = count_test(base[:1], head[:1], kind, floor, commit_sd=commit_sd)
     if first is None or not first.pending:
-        return False
-    return count_test(base, head, kind, floor, commit_sd=commit_sd).decides
+        return ""
+    t = count_test(base, head, kind, floor, commit_sd=commit_sd)
+    return "decided" if t.decides else "near" if abs(t.delta) >= floor and t.p_value <= NEAR else ""
 
 
 def old_rule(base: list[list[float]], head: list[list[float]], floor: float) -> bool:
@@ -139,16 +159,23 @@ def old_rule(base: list[list[float]], head: list[list[float]], floor: float) -> 
 
 
 def replay(suite: dict, kind: str, floor: float, commit_sd: float) -> dict:
+    """Each rule on every pair of commits it has the layouts of, the head's counts raised by 0, 2 and 5%."""
     found = {}
     for factor in (1.0, 1.02, 1.05):
-        ours = old = total = 0
-        for a, b in pairs(suite):
-            for job in suite["jobs"]:
-                base, head = processes(suite, a, job), processes(suite, b, job, factor)
-                total += 1
-                ours += rule(base, head, kind, floor, commit_sd)
-                old += old_rule(base, head, floor)
-        found[f"{factor:.2f}"] = {"rows": total, "ours": ours, "old": old}
+        ours = near = total = 0
+        for a, b, job in _rows(suite, "counts", True):
+            verdict = rule(processes(suite, a, job), processes(suite, b, job, factor), kind, floor, commit_sd)
+            total += 1
+            ours += verdict == "decided"
+            near += verdict == "near"
+        earlier = old = total_p = 0
+        for a, b, job in _rows(suite, "counts", False):
+            base, head = processes(suite, a, job, drawn=False), processes(suite, b, job, factor, drawn=False)
+            total_p += 1
+            earlier += rule(base, head, kind, floor, PROCESSES_COMMIT_SD[kind]) == "decided"
+            old += old_rule(base, head, floor)
+        found[f"{factor:.2f}"] = {"rows": total, "ours": ours, "near": near, "rows_processes": total_p,
+                                  "processes": earlier, "old": old}
     return found
 
 
@@ -160,7 +187,8 @@ def calibrate(pool: dict, floor: float) -> dict:
         moves = first_moves(suite)
         out[name] = {"kind": kind, "commit_sd": sd, "first_move": move, "rows": len(suite["jobs"]),
                      "adjacent_pairs": len(set(c for c, by in suite["counts"].items() if "0" in by)) - 1,
-                     "jittered_pairs": len(pairs(suite)), "candidates": float(np.mean(moves >= floor)),
+                     "jittered_pairs": len(pairs(suite)), "process_pairs": len(pairs(suite, drawn=False)),
+                     "candidates": float(np.mean(moves >= floor)),
                      "first_moves": {q: float(np.quantile(moves, float(q))) for q in ("0.5", "0.9", "0.99", "1")},
                      "aa_level": float(np.mean(aa_p_values(suite, kind, sd) <= LEVEL)),
                      "replay": replay(suite, kind, floor, sd)}
@@ -176,12 +204,10 @@ def calibrate(pool: dict, floor: float) -> dict:
 def aa_decided(suite: dict, kind: str, floor: float, commit_sd: float, field: str) -> list[int]:
     """[rows decided, rows] of the whole rule on every jittered pair's identical rows."""
     decided = total = 0
-    for a, b in pairs(suite, field):
-        for job in suite["jobs"]:
-            if all(job in suite[field][c][layout] for c in (a, b) for layout in layouts(suite)):
-                total += 1
-                decided += rule(processes(suite, a, job, field=field), processes(suite, b, job, field=field), kind,
-                                floor, commit_sd)
+    for a, b, job in _rows(suite, field, True):
+        total += 1
+        decided += rule(processes(suite, a, job, field=field), processes(suite, b, job, field=field), kind,
+                        floor, commit_sd) == "decided"
     return [decided, total]
 
 
@@ -193,7 +219,8 @@ def main() -> None:
     found = calibrate(load(args.pool), args.floor)
     for name, f in found.items():
         print(f"== {name} ({f['kind']}): {f['rows']} rows, {f['adjacent_pairs']} adjacent commit pairs, "
-              f"{f['jittered_pairs']} jittered pairs ({JITTERS} jittered processes a side)")
+              f"{f['jittered_pairs']} pairs with a jittered process of {DRAWS} layout draws "
+              f"({f['process_pairs']} with two jittered processes)")
         print("  a first process's A/A move, quantiles 50/90/99/max: "
               + " / ".join(f"{v:.3%}" for v in f["first_moves"].values())
               + f"; candidates (>= {args.floor:.0%}): {f['candidates']:.1%}")
@@ -201,8 +228,10 @@ def main() -> None:
               f"{f['aa_level']:.1%} of rows (COUNT_ALPHA {COUNT_ALPHA})")
         for factor, r in f["replay"].items():
             what = "A/A rows decided" if factor == "1.00" else f"rows decided at +{float(factor) - 1:.0%}"
-            print(f"  {what:22}: ours {r['ours']}/{r['rows']} ({r['ours'] / r['rows']:.1%}), "
-                  f"previous rule {r['old']}/{r['rows']} ({r['old'] / r['rows']:.1%})")
+            print(f"  {what:22}: ours {r['ours']}/{r['rows']} ({r['ours'] / r['rows']:.1%}; {r['near']} more near "
+                  f"their bar: a second jittered process); two jittered processes {r['processes']}/"
+                  f"{r['rows_processes']} ({r['processes'] / r['rows_processes']:.1%}); 5 x spread {r['old']}/"
+                  f"{r['rows_processes']} ({r['old'] / r['rows_processes']:.1%})")
         if "cycles" in f:
             c = f["cycles"]
             print(f"  simulated cycles: CYCLES_COMMIT_SD {c['commit_sd']:.4f} ({c['jittered_pairs']} jittered pairs), "

@@ -14,7 +14,9 @@ as the alert does (OUT/installs), plans the `time_` rows' calls once (as the ale
 counts every row of every commit in the alert's first valgrind process (the default layout, "0"),
 COUNT_REPEATS repeats each, two processes at a time; the first M commits are counted again in J processes
 whose layout is jittered after the imports ("j1" .. "jJ": torchbench_core._callgrind_worker._jitter_layout),
-as the alert counts a row whose first counts moved (torchbench/ab/counts.py). Adjacent commits are the A/A
+as the alert counted a row whose first counts moved until the layout draws; with --draws D, each such
+process counts every row in D layout draws (collect_callgrind_many(draws), as the alert's jittered process
+does), stored as the layouts "jKd0" .. "jKd<D-1>". Adjacent commits are the A/A
 pairs (C - 1 of them a suite); any two commits are a looser A/A pair. An existing pool file is resumed: its
 (commit, layout) counts are kept and not counted again (the commits are the same: fixed dates).
 
@@ -27,6 +29,7 @@ tests/test_counts_test.py checks the fitted constants against:
                        "seconds": [per valgrind process]}}}
 
     python evaluation/counts_noise_pool.py [--commits 12] [--jittered 4] [--jitter-commits I ...] [--jitters 2]
+                                           [--draws 1]
                                            [--suites timer plain]
                                            [--out PATH]
 
@@ -63,6 +66,7 @@ from torchbench.project import example  # noqa: E402
 from torchbench.project.commits import Commit  # noqa: E402
 from torchbench.project.folders import locked_folders  # noqa: E402
 from torchbench_core._callgrind_worker import JITTER_ENV  # noqa: E402
+from torchbench_core.asv_worker import DRAWS_ENV  # noqa: E402
 from torchbench_core.storage import atomic_write_bytes  # noqa: E402
 
 OUT = ROOT / "evaluation" / "results" / "counts_noise_pool.json.gz"
@@ -108,7 +112,8 @@ def chain(repo: git.Repo, base: str, module: str, n: int) -> list[str]:
     return shas
 
 
-def record(name: str, n: int, jittered: list[int], jitters: int, tmp: Path, pool: dict, out: Path) -> None:
+def record(name: str, n: int, jittered: list[int], jitters: int, tmp: Path, pool: dict, out: Path,
+           draws: int = 1) -> None:
     description, make = SUITES[name]
     repo, base, module = make(tmp / name)
     shas = chain(repo, base, module, n)
@@ -143,6 +148,8 @@ def record(name: str, n: int, jittered: list[int], jitters: int, tmp: Path, pool
             i, layout = task
             start = time.perf_counter()
             env = {JITTER_ENV: layout[1:]} if layout.startswith("j") else {}
+            if draws > 1 and layout.startswith("j"):
+                env[DRAWS_ENV] = str(draws)
             found = rounds._worker(suite, sides[i], "counts", planned, timeout=3600, env=env, cache_dir=cache_dir)
             if "error" in found:
                 raise SystemExit(f"commit {i}, layout {layout}: {found['error']}")
@@ -150,14 +157,22 @@ def record(name: str, n: int, jittered: list[int], jitters: int, tmp: Path, pool
 
         tasks = [(i, "0") for i in range(n)] + [(i, f"j{k}") for i in jittered if i < n
                                                 for k in range(1, jitters + 1)]
-        tasks = [(i, layout) for i, layout in tasks if layout not in entry["counts"].get(str(i), {})]
+        def stored(layout: str) -> str:  # the name a task's counts are kept under (its first draw's)
+            return f"{layout}d0" if draws > 1 and layout.startswith("j") else layout
+
+        tasks = [(i, layout) for i, layout in tasks if stored(layout) not in entry["counts"].get(str(i), {})]
         with ThreadPoolExecutor(max_workers=2) as workers:
             for i, layout, found, seconds in workers.map(count, tasks):
                 got = {k: r["counts"] for k, r in found.items() if "counts" in r}
                 failed = {k: r.get("error", "") for k, r in found.items() if "counts" not in r and not r.get("skipped")}
-                entry["counts"].setdefault(str(i), {})[layout] = got
-                entry.setdefault("cycles", {}).setdefault(str(i), {})[layout] = {
-                    k: r["cycles"] for k, r in found.items() if "cycles" in r}  # simulated (asv_worker.counts)
+                cycles = {k: r["cycles"] for k, r in found.items() if "cycles" in r}  # simulated (asv_worker.counts)
+                # a process's layout draws, each stored as a layout of its own: "j1d0", "j1d1", ...
+                parts = ([(f"{layout}d{d}", d) for d in range(draws)] if draws > 1 and layout.startswith("j")
+                         else [(layout, None)])
+                for name_, d in parts:
+                    pick = (lambda v, d=d: v) if d is None else (lambda v, d=d: v[d * len(v) // draws:(d + 1) * len(v) // draws])
+                    entry["counts"].setdefault(str(i), {})[name_] = {k: pick(v) for k, v in got.items()}
+                    entry.setdefault("cycles", {}).setdefault(str(i), {})[name_] = {k: pick(v) for k, v in cycles.items()}
                 entry["seconds"].append(seconds)
                 atomic_write_bytes(out, gzip.compress(json.dumps(pool).encode()))
                 print(f"{name}: commit {i}, layout {layout}: {len(got)} rows, {len(failed)} failed, {seconds:.0f} s"
@@ -171,6 +186,8 @@ def main() -> None:
     parser.add_argument("--jitter-commits", type=int, nargs="+", default=[],
                         help="these commits (0-based) counted in jittered layouts too, beside the first --jittered")
     parser.add_argument("--jitters", type=int, default=2, help="jittered layouts a commit (default 2)")
+    parser.add_argument("--draws", type=int, default=1,
+                        help="layout draws in each jittered process (stored as layouts jKd0 .. jKd<D-1>)")
     parser.add_argument("--suites", nargs="+", default=list(SUITES), choices=list(SUITES))
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
@@ -183,7 +200,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="counts-noise-pool-") as tmp_name:
         for name in args.suites:
             jittered = sorted(set(range(args.jittered)) | set(args.jitter_commits))
-            record(name, args.commits, jittered, args.jitters, Path(tmp_name), pool, args.out)
+            record(name, args.commits, jittered, args.jitters, Path(tmp_name), pool, args.out, args.draws)
     print(f"== wrote {args.out} in {(time.perf_counter() - began) / 60:.1f} min", flush=True)
 
 

@@ -9,12 +9,15 @@ import numpy as np
 import pytest
 
 from torchbench.ab import count_test as ct
-from torchbench.ab.count_test import BY_CALL, COMMIT_SD, COUNT_ALPHA, FIRST_MOVE, JITTERS, STATEMENT, count_test
+from torchbench.ab.count_test import BY_CALL, COMMIT_SD, COUNT_ALPHA, DRAWS, FIRST_MOVE, STATEMENT, count_test
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "evaluation"))
 
 import counts_calibration as calibration  # noqa: E402
+
+# the issue's goal: +2% and +5% compute changes decided by counts on at least 95% of the rows
+PLUS_TWO, PLUS_FIVE = 0.95, 0.95
 
 
 def sides(base_means, head_means, spread=0.0, seed=0):
@@ -34,7 +37,7 @@ def test_a_clear_change_with_noisy_repeats_is_decided():
     assert first.pending and not first.decides and first.margin == float("inf")
     found = count_test(base, head, STATEMENT, 0.01)
     assert found.decides and found.delta == pytest.approx(0.057, abs=0.003) and found.margin < found.delta
-    assert found.processes == 1 + JITTERS
+    assert found.processes == 3
 
 
 def test_a_row_whose_layouts_move_it_is_not_decided_by_a_move_of_that_size():
@@ -49,9 +52,9 @@ def test_a_row_whose_layouts_move_it_is_not_decided_by_a_move_of_that_size():
 
 def test_the_floor_binds_however_quiet_the_row():
     base, head = sides([1e5] * 3, [1e5 * 1.0095] * 3)
-    found = count_test(base, head, STATEMENT, 0.01)
+    found = count_test(base, head, BY_CALL, 0.01)
     assert found.p_value < COUNT_ALPHA and not found.decides and found.margin == 0.01
-    assert not count_test(base[:1], head[:1], STATEMENT, 0.01).pending
+    assert not count_test(base[:1], head[:1], BY_CALL, 0.01).pending
 
 
 def test_flat_first_processes_are_not_labelled_compute():
@@ -81,7 +84,10 @@ def test_the_pool_holds_at_least_thirty_commit_pairs_over_two_suites_of_sixty_ro
     commits = [len([c for c, by in s["counts"].items() if "0" in by]) for s in suites.values()]
     assert sum(n * (n - 1) // 2 for n in commits) >= 30 and sum(n - 1 for n in commits) >= 18
     assert all(len(s["jobs"]) >= 40 for s in suites.values()) and sum(len(s["jobs"]) for s in suites.values()) >= 60
-    assert all(len(calibration.jittered_commits(s)) >= 4 for s in suites.values())
+    assert all(len(calibration.jittered_commits(s)) >= 6 for s in suites.values())
+    # the pairs the rule is replayed on: every pair of commits with a jittered process of DRAWS layout draws
+    assert sum(len(calibration.pairs(s)) for s in suites.values()) >= 30
+    assert calibration.layouts(next(iter(suites.values())))[1:] == [f"j1d{d}" for d in range(DRAWS)]
 
 
 def test_the_constants_are_the_pools(pool):
@@ -98,26 +104,32 @@ def test_the_constants_are_the_pools(pool):
 
 
 def test_the_cycles_commit_noise_is_the_pools(pool):
-    """channels.CYCLES_COMMIT_SD: fitted on the plain suite's simulated cycles (the timer suite's pool
-    predates the simulation), the same value serving both kinds."""
+    """channels.CYCLES_COMMIT_SD: fitted on each suite's simulated cycles of the commits with layout draws
+    (the plain suite's 15 pairs; the timer suite's first four commits, whose first processes were simulated)."""
     from torchbench.ab.channels import CYCLES_COMMIT_SD
 
     plain = pool["suites"]["plain"]
     assert len(calibration.pairs(plain, "cycles")) >= 6
     assert CYCLES_COMMIT_SD[BY_CALL] == calibration.fit_commit_sd(plain, BY_CALL, "cycles")
-    assert CYCLES_COMMIT_SD[STATEMENT] == CYCLES_COMMIT_SD[BY_CALL]
     assert calibration.aa_decided(plain, BY_CALL, 0.01, CYCLES_COMMIT_SD[BY_CALL], "cycles")[0] == 0
+    timer = pool["suites"]["timer"]
+    assert len(calibration.pairs(timer, "cycles")) >= 6
+    assert CYCLES_COMMIT_SD[STATEMENT] == calibration.fit_commit_sd(timer, STATEMENT, "cycles")
 
 
 def test_the_rule_replayed_on_the_pool(pool):
-    """A/A: no row of any jittered commit pair decided (the issue's goal, <= 0.1% of rows, at this pool's
-    size); +5%: at least 90% of rows decided; and the test decides more than the earlier rule at +2%."""
+    """A/A: no row of any commit pair decided (the issue's goal, <= 0.1% of rows, at this pool's size);
+    +2% and +5%: at least PLUS_TWO and PLUS_FIVE of the rows decided by one jittered process of layout
+    draws, which decides more than the two jittered processes it replaced and than the earlier 5 x spread."""
     for name, suite in pool["suites"].items():
         kind = calibration.KINDS[name]
         replay = calibration.replay(suite, kind, 0.01, COMMIT_SD[kind])
         assert replay["1.00"]["ours"] == 0, name
-        assert replay["1.05"]["ours"] >= 0.9 * replay["1.05"]["rows"], (name, replay)
-        assert replay["1.02"]["ours"] >= replay["1.02"]["old"], (name, replay)
+        for factor, least in (("1.02", PLUS_TWO), ("1.05", PLUS_FIVE)):
+            r = replay[factor]
+            assert r["ours"] >= least * r["rows"], (name, factor, r)
+            assert r["ours"] / r["rows"] >= r["processes"] / r["rows_processes"] >= r["old"] / r["rows_processes"], \
+                (name, factor, r)
 
 
 def test_the_commit_noise_is_part_of_the_test():

@@ -91,7 +91,7 @@ def test_combined_p_is_a_valid_p_value_whatever_the_looks():
 # rows, weaker than the claims, at about 100 s each.
 
 
-def test_counts_decide_a_small_compute_regression_from_two_valgrind_processes_a_side(real_values):
+def test_counts_decide_a_small_compute_regression_from_their_layout_draws(real_values):
     """A 2% compute regression that wall time cannot resolve here (the pool's minimum detectable effect is
     13-18%) is flagged by its counts, labelled, and leaves the rounds before the wall-time test's first look."""
     rng = np.random.default_rng(2)
@@ -103,7 +103,9 @@ def test_counts_decide_a_small_compute_regression_from_two_valgrind_processes_a_
         # or vetoed: its wall time moved the other way at counts.VETO_LEVEL (5% of rows whose wall time does not)
         assert row.status == stats.REGRESSED or (row.status == stats.INCONCLUSIVE and "other way" in row.error)
         assert row.decided_by == COUNTS and row.label == COMPUTE
-        assert evidence.decided[("bench.case_000", 0)].startswith("decided by instruction counts")
+        # it left the rounds decided by its counts, or its wall time leaned against them to the end (vetoed)
+        assert (evidence.decided.get(("bench.case_000", 0), "").startswith("decided by instruction counts")
+                or row.status == stats.INCONCLUSIVE)
         # it left the rounds once its wall time could disagree (4 a side at 95%), before the first look, unless
         # its wall time then leaned against the counts: such a row stays, so that the veto can see it
         job = ("bench.case_000", 0)

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .count_test import BY_CALL, JITTERS, STATEMENT, count_test
-from .counts import MAX_JITTERS, NEAR, count_change, kind_of, processes
+from .count_test import BY_CALL, DRAWS, MAX_PASSES, STATEMENT, count_test
+from .counts import NEAR, count_change, kind_of, processes
 from .evidence import Evidence, Job
 
 __all__ = ["CHANNELS", "COUNTS", "CYCLES", "CYCLES_COMMIT_SD", "Finding", "MEMORY", "SYSCALLS", "findings",
@@ -33,9 +33,10 @@ __all__ = ["CHANNELS", "COUNTS", "CYCLES", "CYCLES_COMMIT_SD", "Finding", "MEMOR
 COUNTS, SYSCALLS, CYCLES = "instruction counts", "system calls", "simulated cycles"  # what decided a row
 CHANNELS = (COUNTS, SYSCALLS, CYCLES)
 MEMORY = "memory (simulated cache)"
-# evaluation/counts_calibration.py --cycles on the pool's simulated cycles (the plain suite's; the timer
-# suite's pool predates the simulation): the commit noise the jitters do not show, log sd
-CYCLES_COMMIT_SD = {STATEMENT: 0.0, BY_CALL: 0.0}
+# evaluation/counts_calibration.py on the pool's simulated cycles (the plain suite's 15 pairs of commits with
+# layout draws; the timer suite's 6, its first four commits simulated): the commit noise the draws do not
+# show, log sd
+CYCLES_COMMIT_SD = {STATEMENT: 0.0008, BY_CALL: 0.0004}
 
 
 @dataclass(frozen=True)
@@ -102,18 +103,18 @@ def findings(evidence: Evidence, job: Job, floor: float) -> dict[str, Finding]:
 
 
 def to_confirm(evidence: Evidence, jobs: list[Job], floor: float, jitter: int = 1) -> list[Job]:
-    """The jobs to count in the `jitter`-th jittered valgrind process a side: up to count_test.JITTERS, every
-    one whose first counts (or, counts flat, first simulated cycles) moved beyond the floor and that has
-    fewer jittered processes; beyond it, up to MAX_JITTERS, those whose test has not decided them, whose
-    change clears the floor and whose p-value is within NEAR of the bar (noisy counts get more processes)."""
+    """The jobs to count in the `jitter`-th jittered valgrind process a side, each in DRAWS layout draws: in the
+    first, every one whose first counts (or, counts flat, first simulated cycles) moved beyond the floor; in
+    the next, up to count_test.MAX_PASSES, those whose test has not decided them, whose change clears the
+    floor and whose p-value is within NEAR of the bar (noisy counts get more layouts)."""
     todo = []
     for job in jobs:
         if evidence.builds_differ:
             break
         had = min(len(processes(evidence.counts_again[side], job)) for side in ("base", "head"))
-        if had >= jitter or jitter > MAX_JITTERS:
+        if had > (jitter - 1) * DRAWS or jitter > MAX_PASSES:  # counted in this pass already (or an older one's)
             continue
-        if jitter <= JITTERS:
+        if jitter == 1:
             first = {side: evidence.counts[side].get(job) for side in ("base", "head")}
             cycles = {side: evidence.cycles[side].get(job) for side in ("base", "head")}
             kind = kind_of(evidence, job)

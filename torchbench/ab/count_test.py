@@ -9,21 +9,25 @@ rows move, and how far, differs from row to row, so the noise is measured per ro
 1. **First process.** Each side counts every row once, in the default layout. A row whose counts moved by
    at least Policy.count_floor is a candidate; one that moved less decides nothing (and, below
    FIRST_MOVE of its kind, is "flat": wall time only).
-2. **Jittered processes.** A candidate is counted again in JITTERS processes a side whose layout is jittered
-   after the imports (torchbench_core._callgrind_worker._jitter_layout: the cases' objects land at other
-   offsets in pymalloc's pools and the heap, as after a commit). Across jittered processes a row's counts
-   vary as across commits (Spearman 0.66 between a row's jitter spread and its commit move on the plain
-   suite); each process is one draw of the row's layout.
-3. **The test.** On each side's process means (log counts), Student's t with the pooled variance
-   between processes (df = processes - 2), plus COMMIT_SD[kind]**2: the part of the commit noise
-   the jitters do not show, calibrated on the pool so that the test's A/A p-values hold at 5%
-   (evaluation/counts_calibration.py; tests/test_count_test.py recomputes it). A row is decided when its
-   change is at least the floor and p <= COUNT_ALPHA; the margin printed is the smallest change this row's
-   noise lets the test decide.
+2. **Layout draws.** A candidate is counted again in one valgrind process a side whose layout is jittered
+   after the imports (torchbench_core._callgrind_worker._jitter_layout), in DRAWS layout draws: before each
+   draw after the first, a drawn set of objects is allocated and the case's objects are made again after
+   them (_draw_layout), so that they land at other offsets in pymalloc's pools and the heap, as after a
+   commit. Each draw is one layout of the row, for the cost of the row, not of a process's start (which is
+   most of a jittered process's time); a noisy TimerSuite row's draws spread as its processes do (0.4-1.5%
+   against 0.3-1.8%). A row still near its bar (counts.NEAR) gets a second such process (MAX_PASSES).
+3. **The test.** On each side's layout means (log counts: the first process and every draw), Student's t
+   with the pooled variance between layouts (df = layouts - 2), plus COMMIT_SD[kind]**2: the part of the
+   commit noise the draws do not show, calibrated on the pool so that the test's A/A p-values hold at 5%
+   and no A/A row is decided (evaluation/counts_calibration.py; tests/test_count_test.py recomputes it). A
+   row is decided when its change is at least the floor and p <= COUNT_ALPHA; the margin printed is the
+   smallest change this row's noise lets the test decide.
 
 The rule's A/A rate and its power at +2% and +5% are measured by replaying it on the pool
-(evaluation/counts_calibration.py; docs/results.md#a-calibrated-count-test): 0 of 1,044 A/A row pairs
-decided (the earlier rule, 5 x the repeats' spread: 3), +2% decided on 85.7% of rows, +5% on 91-100%.
+(evaluation/counts_calibration.py; docs/results.md#a-calibrated-count-test), on 30 pairs of commits (15 a
+suite) with layout draws: 0 of 1,665 A/A row pairs decided; +2% decided on 96.2% (TimerSuite) and 97.8%
+(plain) of rows, where two jittered processes of one layout each decided 87.4% and 85.7% and the earlier
+rule (5 x the repeats' spread) 50.0% and 65.9%; +5% on 100% of both.
 """
 
 from __future__ import annotations
@@ -33,18 +37,21 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["BY_CALL", "COMMIT_SD", "COUNT_ALPHA", "CountTest", "FIRST_MOVE", "JITTERS", "LABEL_ALPHA", "STATEMENT",
-           "count_test"]
+__all__ = ["BY_CALL", "COMMIT_SD", "COUNT_ALPHA", "CountTest", "DRAWS", "FIRST_MOVE", "JITTERS", "LABEL_ALPHA",
+           "MAX_PASSES", "STATEMENT", "count_test"]
 
 STATEMENT, BY_CALL = "statement", "by call"  # a TimerSuite statement; an asv time_ method counted call by call
-JITTERS = 2  # jittered processes a side for a candidate: with the first, 3 a side, 4 degrees of freedom
+DRAWS = 8  # layout draws a jittered valgrind process counts a candidate in (collect_callgrind_many(draws))
+MAX_PASSES = 2  # jittered processes a side at most: the second for a row whose test is near its bar (NEAR)
+JITTERS = DRAWS  # the jittered layouts a side a candidate's test rests on after the first jittered process
+WITH_FIRST = True  # the first (default-layout) process is one of the test's processes beside the draws
 COUNT_ALPHA = 0.01  # a candidate is decided at this two-sided level (the candidates are a few % of A/A rows)
 LABEL_ALPHA = 0.05  # a row whose counts moved at this level is labelled compute (weights, not decisions)
 # evaluation/counts_calibration.py on evaluation/results/counts_noise_pool-2026-11-27.json.gz (its output:
 # evaluation/results/counts_calibration-2026-11-27.txt): the commit noise the jitters do not show (log sd), and
 # the 99th percentile of a first process's A/A move, per kind of row
-COMMIT_SD = {STATEMENT: 0.0018, BY_CALL: 0.0}
-FIRST_MOVE = {STATEMENT: 0.0227, BY_CALL: 0.0141}
+COMMIT_SD = {STATEMENT: 0.003, BY_CALL: 0.0005}
+FIRST_MOVE = {STATEMENT: 0.0209, BY_CALL: 0.0141}
 
 
 @dataclass(frozen=True)
@@ -73,6 +80,8 @@ def count_test(base: list[list[float]], head: list[list[float]], kind: str, floo
         return None
     from scipy import stats
 
+    if not WITH_FIRST and len(base) > 1 and len(head) > 1:
+        base, head = base[1:], head[1:]
     mb, mh = _means(base), _means(head)
     d = float(mh.mean() - mb.mean())
     delta = math.expm1(d)

@@ -11,9 +11,10 @@ processes:
 
 * **compute change (decided by counts).** count_test.py's test: a row whose
   first process a side moved by at least Policy.count_floor (1% by default)
-  is counted again in count_test.JITTERS processes a side whose memory layout
-  is jittered (`pending` -> pair.py's jittered passes), and is decided when
-  the change clears the floor and its own noise between processes plus the
+  is counted again in one valgrind process a side in count_test.DRAWS layout
+  draws (`pending` -> pair.py's jittered passes; a second such process for a
+  row near its bar), and is decided when
+  the change clears the floor and its own noise between layouts plus the
   commit noise calibrated on a pool of identical code at many commits
   (COUNT_ALPHA; the margin stated is the smallest change that row's noise
   lets the test decide). A row whose jittered processes fail is decided by
@@ -75,7 +76,7 @@ from .count_test import BY_CALL, STATEMENT, count_test
 from .evidence import Evidence, Job
 
 __all__ = ["ADVISORY", "COMPUTE", "CountChange", "NO_COUNTS", "PRIOR_WEIGHT", "VETO_LEVEL", "WALL_ONLY",
-           "MAX_JITTERS", "NEAR", "count_change", "kind_of", "no_counts", "opposite_p", "processes", "weights"]
+           "NEAR", "count_change", "kind_of", "no_counts", "opposite_p", "processes", "weights"]
 
 COMPUTE = "compute"
 WALL_ONLY = "wall time only (memory, cache, or noise)"
@@ -86,8 +87,7 @@ ADVISORY = "counts advisory"  # in the label of a row whose sides are different 
 # (opposite_p): the stated false veto of a change whose wall time does not move against it is at most this
 VETO_LEVEL = 0.05
 VETO_TRIM = 0.2  # Yuen's trimmed means: a slow process or two moves a mean, not a 20%-trimmed one
-MAX_JITTERS = 4  # jittered processes a side at most, for a row whose test is near its bar after JITTERS
-NEAR = 0.2  # ... near: its p-value at most this
+NEAR = 0.2  # a row whose test is this near its bar after a jittered process gets another (count_test.MAX_PASSES)
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from ..errors import UserError
 from ..project.commits import Commit
 from . import rounds as rounds_mod
 from .channels import to_confirm
-from .counts import MAX_JITTERS
+from .count_test import DRAWS, MAX_PASSES
 from .counts_cache import CountPlans, CountsCache
 from .evidence import SIDES, Evidence, Job, JobInfo, Side
 from .options import Policy, Rounds
@@ -159,8 +159,9 @@ def _count_both(root: Path, valgrind: Path, suite: Path, sides: dict[str, Side],
                 evidence: Evidence, count_floor: float, cache_dir: Path, deadline: float) -> None:
     """Both sides' instruction counts at once, one valgrind process each: counts do not depend on what else
     runs, and on two cores this halves the wait. Then the rows whose counts moved beyond the floor are
-    counted in jittered processes, a pass of one a side at a time (counts.to_confirm: count_test.JITTERS for
-    every such row, up to MAX_JITTERS for one still near its bar), so that a count decision holds against
+    counted in jittered processes, a pass of one a side at a time, each counting a row in count_test.DRAWS
+    layout draws (channels.to_confirm: one for every such row, up to count_test.MAX_PASSES for one still
+    near its bar), so that a count decision holds against
     the counts' noise between layouts (count_test.py). Each valgrind process may take what is left until
     `deadline` (the counting's share of the budget); a pass that would start after it does not, and its
     rows keep their wall time. Each side has its own cache (its interpreter is part of the key) and its own
@@ -176,7 +177,7 @@ def _count_both(root: Path, valgrind: Path, suite: Path, sides: dict[str, Side],
         with ThreadPoolExecutor(max_workers=len(SIDES)) as pool:
             return dict(zip(SIDES, pool.map(lambda name: rounds_mod.collect_counts(
                 suite, sides[name], todo, evidence, caches[name], jitter=jitter, plans=plans, cache_dir=cache_dir,
-                timeout=left), SIDES)))
+                timeout=left, draws=DRAWS if jitter else 1), SIDES)))
 
     tally = both_sides(jobs, 0)
     for name in SIDES:
@@ -185,7 +186,7 @@ def _count_both(root: Path, valgrind: Path, suite: Path, sides: dict[str, Side],
               f"the cache, {t['uncountable']} not countable, {t['failed']} failed", flush=True)
     for name in SIDES:
         tally[name]["confirmed"] = 0
-    for jitter in range(1, MAX_JITTERS + 1):
+    for jitter in range(1, MAX_PASSES + 1):
         confirm = to_confirm(evidence, jobs, count_floor, jitter)
         if not confirm:
             break
@@ -194,7 +195,7 @@ def _count_both(root: Path, valgrind: Path, suite: Path, sides: dict[str, Side],
                                   f"process {jitter} of {len(confirm)} row(s); their wall time decides them")
             break
         again = both_sides(confirm, jitter)
-        print(f"== instruction counts, jittered valgrind process {jitter} a side (its memory layout jittered) for "
+        print(f"== instruction counts, jittered valgrind process {jitter} a side ({DRAWS} layout draws) for "
               f"the {len(confirm)} row(s) whose counts moved beyond the floor: "
               f"{again['base']['counted'] + again['head']['counted']} counted, "
               f"{again['base']['cached'] + again['head']['cached']} from the cache", flush=True)
