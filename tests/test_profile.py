@@ -327,7 +327,8 @@ def test_py_spy_installed_beside_the_interpreter_is_found_without_activating_the
 
 def run_profile(*argv) -> int:
     """`torchbench profile ARGV...` in this process (its output captured by pytest)."""
-    return torchbench.cli.main(["profile", *map(str, argv)])
+    # from inside this checkout (a git repository, hence the project) the example is asked for by name
+    return torchbench.cli.main(["profile", *([] if "--repo" in argv else ["--example"]), *map(str, argv)])
 
 
 @pytest.fixture(scope="module")

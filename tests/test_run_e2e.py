@@ -91,9 +91,14 @@ track_hangs.timeout = 3
 '''
 
 
+def _subject(args) -> list[str]:
+    """From inside this checkout (a git repository, hence the project), the example is asked for by name."""
+    return [] if "--repo" in args or "--existing" in args else ["--example"]
+
+
 def torchbench(*args, timeout=1800):
-    return subprocess.run([sys.executable, "-m", "torchbench", "run", *map(str, args)], capture_output=True,
-                          text=True, cwd=ROOT, timeout=timeout)
+    return subprocess.run([sys.executable, "-m", "torchbench", "run", *_subject(args), *map(str, args)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=timeout)
 
 
 def explain(proc):
@@ -359,8 +364,8 @@ def _default_sigint():
 
 
 def start(args, out, env_dir):
-    return subprocess.Popen([sys.executable, "-m", "torchbench", "run", *map(str, args), "--out", str(out),
-                             "--env-dir", str(env_dir), "--no-publish"], cwd=ROOT, stdout=subprocess.PIPE,
+    return subprocess.Popen([sys.executable, "-m", "torchbench", "run", *_subject(args), *map(str, args),
+                             "--out", str(out), "--env-dir", str(env_dir), "--no-publish"], cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True,
                             preexec_fn=_default_sigint)
 

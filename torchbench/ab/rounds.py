@@ -227,9 +227,8 @@ def _counts_stop(evidence: Evidence, job: Job, policy: Policy) -> str | None:
     # a row whose wall time leans against the channel stays, so that the veto (verdict._by_channel) has the
     # processes to see a move the other way
     if found is not None and opposite_p(base, head, found.delta) > 0.5:
-        n = len(processes(evidence.counts_again["base"], job)) + 1
-        margin = f", noise margin {found.margin:.2%}, {n} valgrind processes a side" if found.margin == found.margin \
-            else ""
+        n = len(processes(evidence.counts_again["base"], job)) + 1  # the first process's and the draws'
+        margin = f", noise margin {found.margin:.2%}, {n} layouts a side" if found.margin == found.margin else ""
         return f"decided by {found.channel} ({found.text}{margin})"
     return None
 
