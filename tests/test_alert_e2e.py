@@ -95,9 +95,10 @@ def test_the_regressing_commit_exits_1_with_the_right_rows_labelled_compute(exam
         assert f"{1 + DRAWS} layouts a side" in verdicts[title]["stopped"]  # the first process's and the draws'
         # they left the rounds as soon as their wall time could disagree (4 a side), not at the first look
         assert verdicts[title]["comparison"]["n_base"] == 4
-        # and their wall time agrees: its interval excludes "no change" (the change is ~3x; with 4
-        # processes a side on a shared machine the lower bound has come out anywhere from 1.5 to 2.5)
-        assert verdicts[title]["comparison"]["ci_low"] > 1.0
+        # and their wall time agrees (the change is ~3x): its estimate and its interval's upper end lie well
+        # above 1. With 4 processes a side the interval need not exclude 1: the verdict's interval is its test
+        # inverted, whose bar 4 a side cannot reach (issue 51: the MDE there is infinite)
+        assert verdicts[title]["comparison"]["ratio"] > 1.5 and verdicts[title]["comparison"]["ci_high"] > 1.5
     assert not [t for t, r in verdicts.items() if r["status"] in ("improved", "failed")]
     comment = (tmp_path / "comment.md").read_text()
     assert comment.startswith("<!-- torchbench-alert -->") and "❌ 2 regression(s)" in comment
