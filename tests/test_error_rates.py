@@ -10,8 +10,8 @@ with n processes a side, a relabelling's faster-half means take fixed ranks of t
 every relabelling's statistic is one matrix product (checked against stats.permutation_p)."""
 
 import itertools
-import json
 import math
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +21,9 @@ from scipy.stats import binom
 from torchbench import stats
 from torchbench.ab.options import Policy
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "evaluation"))
+import suite_scale  # noqa: E402
+
 POOL = Path(__file__).parent / "data" / "alert_pool_48_rounds.json"
 LEVEL = 0.001  # the chance that a claim exactly at its bound fails its test
 N = 8  # processes a side in the vectorised suites: exact relabellings (12,870), a lone row's bar reachable at 60
@@ -28,14 +31,8 @@ N = 8  # processes a side in the vectorised suites: exact relabellings (12,870),
 
 @pytest.fixture(scope="module")
 def cases() -> list[np.ndarray]:
-    """Each case's 96 values of identical code (both arms)."""
-    pool = json.loads(POOL.read_text())
-    values: dict[str, list[float]] = {}
-    for r in pool["rounds"]:
-        for arm in ("c5", "c6"):
-            for key, v in r["arms"][arm]["values"].items():
-                values.setdefault(key, []).append(v)
-    return [np.asarray(v) for _, v in sorted(values.items())]
+    """Each case's 96 values of identical code (both arms), read as evaluation/suite_scale.py reads a pool."""
+    return suite_scale.real_values(POOL)
 
 
 def at_most(claim: float, draws: int) -> int:
