@@ -277,6 +277,16 @@ def test_the_history_workflow_measures_one_job_per_machine_then_merges_publishes
                 assert step["with"]["persist-credentials"] is False
 
 
+def _post_with_report(tmp_path, api):
+    """torchbench.alert.github posting a comment for PR 12 with tmp_path/report.json as the verdict."""
+    (tmp_path / "comment.md").write_text("<!-- torchbench-alert -->\n### torchbench\n")
+    (tmp_path / "pr-number").write_text("12\n")
+    env = dict(os.environ, GITHUB_EVENT_PATH=str(EVENT), GITHUB_API_URL=api, GITHUB_TOKEN="test-token")
+    return subprocess.run([sys.executable, "-m", "torchbench.alert.github", "--comment", str(tmp_path / "comment.md"),
+                           "--pr-file", str(tmp_path / "pr-number"), "--report", str(tmp_path / "report.json")],
+                          capture_output=True, text=True, env=env, cwd=ROOT, timeout=60)
+
+
 @pytest.mark.parametrize("outcome, conclusion", [("undecided", "neutral"), ("no_regression", "success"),
                                                  ("regression", "failure"), ("failed", "failure")])
 def test_the_outcome_is_a_check_run_and_undecided_is_neutral_not_green(github, tmp_path, outcome, conclusion):
@@ -293,12 +303,7 @@ def test_the_outcome_is_a_check_run_and_undecided_is_neutral_not_green(github, t
              "comparison": {"ratio": 1.0, "ci_low": 0.99, "ci_high": 1.01, "p_value": 0.8}}]
     (tmp_path / "report.json").write_text(json.dumps({"outcome": outcome, "verdict": f"verdict {outcome}",
                                                       "rows": rows}))
-    (tmp_path / "comment.md").write_text("<!-- torchbench-alert -->\n### torchbench\n")
-    (tmp_path / "pr-number").write_text("12\n")
-    env = dict(os.environ, GITHUB_EVENT_PATH=str(EVENT), GITHUB_API_URL=api, GITHUB_TOKEN="test-token")
-    done = subprocess.run([sys.executable, "-m", "torchbench.alert.github", "--comment", str(tmp_path / "comment.md"),
-                           "--pr-file", str(tmp_path / "pr-number"), "--report", str(tmp_path / "report.json")],
-                          capture_output=True, text=True, env=env, cwd=ROOT, timeout=60)
+    done = _post_with_report(tmp_path, api)
     assert done.returncode == 0, done.stderr
     posted = [(path, body) for method, path, body in state["written"] if path.endswith("/check-runs")]
     assert len(posted) == 1
@@ -312,11 +317,6 @@ def test_the_outcome_is_a_check_run_and_undecided_is_neutral_not_green(github, t
 def test_a_report_with_an_unknown_outcome_sets_no_check(github, tmp_path):
     state, api = github
     (tmp_path / "report.json").write_text(json.dumps({"outcome": "green please", "rows": []}))
-    (tmp_path / "comment.md").write_text("<!-- torchbench-alert -->\n### torchbench\n")
-    (tmp_path / "pr-number").write_text("12\n")
-    env = dict(os.environ, GITHUB_EVENT_PATH=str(EVENT), GITHUB_API_URL=api, GITHUB_TOKEN="test-token")
-    done = subprocess.run([sys.executable, "-m", "torchbench.alert.github", "--comment", str(tmp_path / "comment.md"),
-                           "--pr-file", str(tmp_path / "pr-number"), "--report", str(tmp_path / "report.json")],
-                          capture_output=True, text=True, env=env, cwd=ROOT, timeout=60)
+    done = _post_with_report(tmp_path, api)
     assert done.returncode == 2 and "none of" in done.stderr
     assert not [c for c in state["written"] if c[1].endswith("/check-runs")]
