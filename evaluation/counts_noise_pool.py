@@ -169,8 +169,9 @@ def record(name: str, n: int, jittered: list[int], jitters: int, tmp: Path, pool
                 # a process's layout draws, each stored as a layout of its own: "j1d0", "j1d1", ...
                 parts = ([(f"{layout}d{d}", d) for d in range(draws)] if draws > 1 and layout.startswith("j")
                          else [(layout, None)])
-                for name_, d in parts:
-                    pick = (lambda v, d=d: v) if d is None else (lambda v, d=d: v[d * len(v) // draws:(d + 1) * len(v) // draws])
+                for name_, d in parts:  # a draw's values as the alert splits them (rounds._per_draw)
+                    def pick(v: list, d=d) -> list:
+                        return v if d is None else rounds._per_draw(v, draws)[d]
                     entry["counts"].setdefault(str(i), {})[name_] = {k: pick(v) for k, v in got.items()}
                     entry.setdefault("cycles", {}).setdefault(str(i), {})[name_] = {k: pick(v) for k, v in cycles.items()}
                 entry["seconds"].append(seconds)
