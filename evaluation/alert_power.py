@@ -61,6 +61,7 @@ from torchbench.ab import rounds as measure  # noqa: E402
 from torchbench.ab.evidence import Evidence, JobInfo, Side  # noqa: E402
 from torchbench.ab.options import MIN_ROUNDS, Policy, Rounds  # noqa: E402
 from torchbench.ab.pair import select_jobs  # noqa: E402
+from torchbench.ab.sides import side_env  # noqa: E402
 from torchbench.ab.verdict import decide  # noqa: E402
 from torchbench.asv_bridge.worker import list_benchmarks  # noqa: E402
 from torchbench.project import example  # noqa: E402
@@ -100,8 +101,8 @@ def measure_pool(pool_file: Path, rounds: int, tmp: Path) -> dict:
     sides = {arm: Side(arm, sha, work / "installs" / sha[:12], python) for arm, sha in commits.items()}
     suite = path / "benchmarks"
     evidence = Evidence()
-    jobs = select_jobs({"base": list_benchmarks(python, suite, measure.side_env(sides["c6"])),
-                        "head": list_benchmarks(python, suite, measure.side_env(sides["c5"]))}, (), evidence)
+    jobs = select_jobs({"base": list_benchmarks(python, suite, side_env(sides["c6"])),
+                        "head": list_benchmarks(python, suite, side_env(sides["c5"]))}, (), evidence)
     pool["jobs"] = {f"{n}|{i}": evidence.jobs[(n, i)].name for n, i in jobs}
     rng = random.Random(len(pool["rounds"]))
     cache = tmp / "setup-cache"

@@ -57,9 +57,10 @@ sys.path.insert(0, str(ROOT / "evaluation"))
 from plain_suite_counts import make_repo as make_plain_repo  # noqa: E402
 from suite_validation import SUITE, SUITE_FILE, add_commit  # noqa: E402
 
-from torchbench.ab import rounds  # noqa: E402
+from torchbench.ab import collect  # noqa: E402
 from torchbench.ab.evidence import Evidence, Side  # noqa: E402
 from torchbench.ab.pair import count_plans, select_jobs  # noqa: E402
+from torchbench.ab.sides import side_env  # noqa: E402
 from torchbench.asv_bridge.workspace import open_workspace  # noqa: E402
 from torchbench.asv_bridge.worker import list_benchmarks  # noqa: E402
 from torchbench.project import example  # noqa: E402
@@ -129,7 +130,7 @@ def record(name: str, n: int, jittered: list[int], jitters: int, tmp: Path, pool
             sides.append(Side("base", sha, install, python))
         suite = ws.bench_dir
         evidence = Evidence()
-        jobs = select_jobs({"base": list_benchmarks(python, suite, rounds.side_env(sides[0]))}, (), evidence)
+        jobs = select_jobs({"base": list_benchmarks(python, suite, side_env(sides[0]))}, (), evidence)
         jobs = [job for job in jobs if not evidence.jobs[job].uncountable]
         cache_dir = tmp / f"{name}-setup-cache"
         plans = count_plans(folders.out / "counts", suite, sides[:1], jobs, evidence, cache_dir)
@@ -150,7 +151,7 @@ def record(name: str, n: int, jittered: list[int], jitters: int, tmp: Path, pool
             env = {JITTER_ENV: layout[1:]} if layout.startswith("j") else {}
             if draws > 1 and layout.startswith("j"):
                 env[DRAWS_ENV] = str(draws)
-            found = rounds._worker(suite, sides[i], "counts", planned, timeout=3600, env=env, cache_dir=cache_dir)
+            found = collect._worker(suite, sides[i], "counts", planned, timeout=3600, env=env, cache_dir=cache_dir)
             if "error" in found:
                 raise SystemExit(f"commit {i}, layout {layout}: {found['error']}")
             return i, layout, found, time.perf_counter() - start
@@ -169,9 +170,9 @@ def record(name: str, n: int, jittered: list[int], jitters: int, tmp: Path, pool
                 # a process's layout draws, each stored as a layout of its own: "j1d0", "j1d1", ...
                 parts = ([(f"{layout}d{d}", d) for d in range(draws)] if draws > 1 and layout.startswith("j")
                          else [(layout, None)])
-                for name_, d in parts:  # a draw's values as the alert splits them (rounds._per_draw)
+                for name_, d in parts:  # a draw's values as the alert splits them (collect._per_draw)
                     def pick(v: list, d=d) -> list:
-                        return v if d is None else rounds._per_draw(v, draws)[d]
+                        return v if d is None else collect._per_draw(v, draws)[d]
                     entry["counts"].setdefault(str(i), {})[name_] = {k: pick(v) for k, v in got.items()}
                     entry.setdefault("cycles", {}).setdefault(str(i), {})[name_] = {k: pick(v) for k, v in cycles.items()}
                 entry["seconds"].append(seconds)

@@ -6,7 +6,7 @@ between two builds of torch? This script records the evidence once, on the examp
 (evaluation/suite_validation.py's commit B: bench_dispatch's 6 rows and bench_suite's 63):
 
     processes   K valgrind processes of each of three commits, each counting all 69 rows as the alert does
-                (COUNT_REPEATS runs of each case in one process; torchbench.ab.rounds._count), two
+                (COUNT_REPEATS runs of each case in one process; torchbench.ab.collect._count), two
                 processes at a time:
                   B  the suite's commit
                   A  B plus a README edit: the same installed code
@@ -41,9 +41,10 @@ sys.path.insert(0, str(ROOT / "evaluation"))
 
 from suite_validation import SUITE, SUITE_FILE, add_commit, run_alert  # noqa: E402
 
-from torchbench.ab import rounds as measure  # noqa: E402
+from torchbench.ab import collect  # noqa: E402
 from torchbench.ab.evidence import Evidence, Side  # noqa: E402
 from torchbench.ab.pair import select_jobs  # noqa: E402
+from torchbench.ab.sides import side_env  # noqa: E402
 from torchbench.asv_bridge.worker import list_benchmarks  # noqa: E402
 from torchbench.project import example  # noqa: E402
 from torchbench_core.storage import atomic_write_text  # noqa: E402
@@ -87,8 +88,8 @@ def main() -> None:
         sides = {label: Side("base", sha, work / "installs" / sha[:12], python) for label, sha in commits.items()}
         suite = path / "benchmarks"
         evidence = Evidence()
-        jobs = select_jobs({"base": list_benchmarks(python, suite, measure.side_env(sides["B"])),
-                            "head": list_benchmarks(python, suite, measure.side_env(sides["A"]))}, (), evidence)
+        jobs = select_jobs({"base": list_benchmarks(python, suite, side_env(sides["B"])),
+                            "head": list_benchmarks(python, suite, side_env(sides["A"]))}, (), evidence)
         pool = json.loads(args.out.read_text()) if args.out.exists() else {}
         pool.update({"suite": "the example's commit B: bench_dispatch (6 rows) and bench_suite (63 rows)",
                      "commits": commits, "jobs": {f"{n}|{i}": evidence.jobs[(n, i)].name for n, i in jobs}})
@@ -98,7 +99,7 @@ def main() -> None:
 
         def count(label: str) -> tuple[str, dict, float]:
             start = time.perf_counter()
-            found = measure._count(suite, sides[label], jobs)
+            found = collect._count(suite, sides[label], jobs)
             return label, {k: r["counts"] for k, r in found.items() if "counts" in r}, time.perf_counter() - start
 
         with ThreadPoolExecutor(max_workers=2) as workers:

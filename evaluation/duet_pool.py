@@ -45,6 +45,7 @@ from torchbench import stats  # noqa: E402
 from torchbench.ab import rounds as measure  # noqa: E402
 from torchbench.ab.evidence import Evidence, Side  # noqa: E402
 from torchbench.ab.pair import select_jobs  # noqa: E402
+from torchbench.ab.sides import side_env  # noqa: E402
 from torchbench.asv_bridge.worker import list_benchmarks  # noqa: E402
 from torchbench.project import example  # noqa: E402
 from torchbench_core.storage import atomic_write_text  # noqa: E402
@@ -80,8 +81,8 @@ def main(argv: list[str] | None = None) -> int:
                  (("c5", shas[4]), ("c6", shas[5]))}
         suite = path / "benchmarks"
         evidence = Evidence()
-        jobs = select_jobs({"base": list_benchmarks(python, suite, measure.side_env(sides["c5"])),
-                            "head": list_benchmarks(python, suite, measure.side_env(sides["c6"]))}, (), evidence)
+        jobs = select_jobs({"base": list_benchmarks(python, suite, side_env(sides["c5"])),
+                            "head": list_benchmarks(python, suite, side_env(sides["c6"]))}, (), evidence)
         pools = {d: {"note": f"evaluation/duet_pool.py, design {d}, {time.strftime('%Y-%m-%d')}: the example's "
                                 "commits 5 and 6 (identical measured code), rounds interleaved with the other "
                                 "design's", "design": d, "jobs": {f"{n}|{i}": evidence.jobs[(n, i)].name for n, i in jobs},

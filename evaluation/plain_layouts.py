@@ -44,7 +44,7 @@ sys.path.insert(0, str(ROOT / "evaluation"))
 import numpy as np  # noqa: E402
 
 from plain_suite_counts import make_repo  # noqa: E402
-from torchbench.ab import rounds  # noqa: E402
+from torchbench.ab import collect  # noqa: E402
 from torchbench.ab.counts_cache import CountPlans  # noqa: E402
 from torchbench.ab.evidence import Side  # noqa: E402
 from torchbench.asv_bridge import results  # noqa: E402
@@ -90,7 +90,7 @@ def main() -> None:
             label, layout = task
             side = Side("base", commits[label], out / "installs" / commits[label][:12], python)
             start = time.perf_counter()
-            got = rounds._count(suite, side, jobs, layout)
+            got = collect._count(suite, side, jobs, layout)
             return label, layout, got, time.perf_counter() - start
 
         tasks = [(label, layout) for layout in range(1, args.layouts) for label in commits]

@@ -17,9 +17,10 @@ from pathlib import Path
 import pytest
 
 from torchbench import tools
+from torchbench.ab.collect import collect_counts, plan_counts
 from torchbench.ab.evidence import Evidence, JobInfo, Side
 from torchbench.ab.options import Rounds
-from torchbench.ab.rounds import _duet, _one_process, collect_counts, duet_cores, plan_counts
+from torchbench.ab.rounds import _duet, _one_process, duet_cores
 from torchbench.errors import UserError
 
 SUITE = '''

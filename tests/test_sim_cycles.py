@@ -8,7 +8,7 @@ import pytest
 
 from torchbench.ab.counts_cache import CountsCache
 from torchbench.ab.evidence import Evidence, JobInfo
-from torchbench.ab.rounds import collect_counts
+from torchbench.ab.collect import collect_counts
 from torchbench_core.callgrind import (CallgrindStats, FunctionCount, FunctionCounts, _dump_events,
                                        estimated_cycles, simulated_per_run)
 from torchbench_core.task_spec import TaskSpec
@@ -95,7 +95,7 @@ def test_cache_keeps_cycles_beside_counts_and_reads_old_files(tmp_path):
 
 @pytest.mark.slow
 def test_memory_traffic_moves_cycles_not_instructions(tmp_path):
-    """The counting worker of `torchbench alert` (through rounds.collect_counts and its cache): the walk
+    """The counting worker of `torchbench alert` (through collect.collect_counts and its cache): the walk
     through the big table and through the small one make the same instructions, within 1%; the big one's
     simulated cycles are over 1.5x the small's. A second collection takes both from the cache."""
     suite, side = suite_of(tmp_path, "bench_walk", SUITE), side_of(tmp_path, "base")

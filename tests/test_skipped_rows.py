@@ -22,10 +22,12 @@ import jsonschema
 import pytest
 
 from e2e import ROOT, explain
-from torchbench.ab.evidence import Evidence, JobInfo, Side
 from torchbench.ab.options import Policy, Rounds
 from torchbench.ab.pair import evidence_from_results, select_jobs
-from torchbench.ab.rounds import collect_counts, measure_rounds, side_env
+from torchbench.ab.collect import collect_counts
+from torchbench.ab.evidence import Evidence, JobInfo, Side
+from torchbench.ab.rounds import measure_rounds
+from torchbench.ab.sides import side_env
 from torchbench.ab.verdict import FAILED, SKIPPED, decide
 from torchbench.alert.comment import FAILED_OUTCOME, UNDECIDED, AlertReport
 from torchbench.asv_bridge import results

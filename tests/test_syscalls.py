@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from torchbench.ab.evidence import Evidence, JobInfo
-from torchbench.ab.rounds import collect_syscalls
+from torchbench.ab.collect import collect_syscalls
 from torchbench_core.syscalls import CALLS, per_call, split_trace
 
 from one_side import side_of, suite_of

@@ -113,7 +113,7 @@ def test_the_capture_finds_the_timer_a_method_times_without_running_it(tmp_path)
 
 @pytest.mark.slow
 def test_a_track_method_timing_a_timer_is_counted_as_its_statement(tmp_path):
-    """The worker's counts (one valgrind process, as torchbench.ab.rounds runs it): the rows that time a Timer
+    """The worker's counts (one valgrind process, as torchbench.ab.collect runs it): the rows that time a Timer
     have their statement's counts per run, within 6% of Timer.collect_callgrind's for the same statement in
     a process of its own; a track_ timing none says why; a plain time_ method is still counted call by call."""
     import torch

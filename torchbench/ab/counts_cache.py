@@ -18,7 +18,7 @@ OUT/counts/<commit>/<key>.json, where the key hashes what else decides a count:
   another torchbench version is not mixed with these).
 
 Within a file, a case is its benchmark name, parameter index and parameters;
-a jittered valgrind process's counts of it (rounds.collect_counts(jitter=k),
+a jittered valgrind process's counts of it (collect.collect_counts(jitter=k),
 its memory layout jittered after the imports: JITTERED names the k-th) are
 kept under the case's name with JITTERED appended.
 A file that cannot be read is reported and counted again; writes are atomic.

@@ -22,12 +22,14 @@ from ..asv_bridge.workspace import Workspace
 from ..asv_bridge.worker import MEASURED_TYPES, combinations, list_benchmarks
 from ..errors import UserError
 from ..project.commits import Commit
+from . import collect
 from . import rounds as rounds_mod
 from .channels import to_confirm
 from .count_test import DRAWS, MAX_PASSES
 from .counts_cache import CountPlans, CountsCache
 from .evidence import SIDES, Evidence, Job, JobInfo, Side
 from .options import Policy, Rounds
+from .sides import side_env
 
 __all__ = ["Measured", "count_plans", "evidence_from_results", "measure_pair", "patterns_for", "select_jobs"]
 
@@ -107,7 +109,7 @@ def measure_pair(ws: Workspace, base: Commit, head: Commit, rounds: Rounds, poli
         return measured
     measured.suite, measured.sides, measured.work = ws.bench_dir, sides, work
     try:
-        listing = {name: list_benchmarks(side.python, ws.bench_dir, rounds_mod.side_env(side),
+        listing = {name: list_benchmarks(side.python, ws.bench_dir, side_env(side),
                                          f" with the {name} commit {side.commit[:8]}")
                    for name, side in sides.items()}
     except UserError as e:
@@ -175,7 +177,7 @@ def _count_both(root: Path, valgrind: Path, suite: Path, sides: dict[str, Side],
     def both_sides(todo: list[Job], jitter: int) -> dict[str, dict[str, int]]:
         left = max(1.0, deadline - time.monotonic())
         with ThreadPoolExecutor(max_workers=len(SIDES)) as pool:
-            return dict(zip(SIDES, pool.map(lambda name: rounds_mod.collect_counts(
+            return dict(zip(SIDES, pool.map(lambda name: collect.collect_counts(
                 suite, sides[name], todo, evidence, caches[name], jitter=jitter, plans=plans, cache_dir=cache_dir,
                 timeout=left, draws=DRAWS if jitter else 1), SIDES)))
 
@@ -205,10 +207,10 @@ def _count_both(root: Path, valgrind: Path, suite: Path, sides: dict[str, Side],
 
 
 def _syscalls_both(suite: Path, sides: dict[str, Side], jobs: list[Job], evidence: Evidence, cache_dir: Path) -> None:
-    """Both sides' system calls per call at once, one traced process each (rounds.collect_syscalls): counts
+    """Both sides' system calls per call at once, one traced process each (collect.collect_syscalls): counts
     of calls, not times, so the process beside does not move them."""
     with ThreadPoolExecutor(max_workers=len(SIDES)) as pool:
-        tally = dict(zip(SIDES, pool.map(lambda name: rounds_mod.collect_syscalls(
+        tally = dict(zip(SIDES, pool.map(lambda name: collect.collect_syscalls(
             suite, sides[name], jobs, evidence, cache_dir), SIDES)))
     for name in SIDES:
         t = tally[name]
@@ -229,7 +231,7 @@ def count_plans(root: Path, suite: Path, sides: list[Side], jobs: list[Job], evi
     plans = {job: kept[case] for job, case in wanted.items() if case in kept}
     todo = [job for job in wanted if job not in plans]
     if todo:
-        made, problems = rounds_mod.plan_counts(suite, sides, todo, cache_dir)
+        made, problems = collect.plan_counts(suite, sides, todo, cache_dir)
         evidence.notes.extend(problems)
         store.store({wanted[job]: plan for job, plan in made.items()})
         plans.update(made)

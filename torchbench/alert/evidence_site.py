@@ -23,7 +23,7 @@ from torchbench_core.storage import atomic_write_text
 from .. import stats, tools
 from ..ab.evidence import Evidence, Job
 from ..ab.pair import Measured, patterns_for
-from ..ab.rounds import side_env
+from ..ab.sides import side_env
 from ..ab.verdict import Verdict
 from ..asv_bridge.results import ResultSet, Row as ResultRow, param_value
 from ..profiling.record import profile_cases

@@ -37,10 +37,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import tools
+from ..ab.collect import collect_counts
 from ..ab.evidence import Evidence, Job, Side
 from ..ab.counts_cache import CountsCache
 from ..ab.pair import count_plans, select_jobs
-from ..ab.rounds import collect_counts, side_env
+from ..ab.sides import side_env
 from ..asv_bridge import results
 from ..asv_bridge.plugin import record_counts
 from ..asv_bridge.worker import list_benchmarks

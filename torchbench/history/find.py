@@ -34,7 +34,7 @@ from .. import stats, tools
 from ..ab.evidence import Evidence, Job, Side
 from ..ab.options import Policy, Rounds
 from ..ab.pair import measure_pair, patterns_for, select_jobs
-from ..ab.rounds import side_env
+from ..ab.sides import side_env
 from ..ab.verdict import Verdict, decide, prepare, settle
 from ..asv_bridge import results
 from ..asv_bridge.workspace import Workspace

@@ -1,0 +1,212 @@
+"""The deterministic channels' measurements, one side at a time: instruction counts and simulated cycles
+(valgrind processes, `collect_counts`, planned by `plan_counts`) and system calls (a process traced under
+strace, `collect_syscalls`). Each stores what it measured in the evidence and weighs nothing: the channels
+(channels.py) read it, and the verdict (verdict.py) decides. The rounds (rounds.py) schedule only wall time;
+pair.py runs these before them, both sides at once.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from torchbench_core._callgrind_worker import JITTER_ENV, LAYOUT_ENV
+from torchbench_core.asv_worker import DEADLINE_ENV, DRAWS_ENV
+from torchbench_core.callgrind import DEADLINE_PASSED
+
+from ..asv_bridge.worker import WORKER, read_json
+from ..errors import UserError, last_line
+from .counts_cache import DRAWN, JITTERED, CountsCache
+from .evidence import Evidence, Job, Side
+from .sides import setup_cache_of, side_env
+
+__all__ = ["COUNTS_WRAP_UP", "collect_counts", "collect_syscalls", "plan_counts"]
+
+# seconds before a counting process's timeout at which it stops counting and reports what it has
+COUNTS_WRAP_UP = 30
+
+
+def collect_counts(suite: Path, side: Side, jobs: list[Job], evidence: Evidence,
+                   cache: CountsCache | None = None, jitter: int = 0,
+                   plans: dict[Job, tuple[int, int]] | None = None,
+                   cache_dir: Path | None = None, timeout: float = 3600, draws: int = 1) -> dict[str, int]:
+    """Instruction counts of the countable cases among `jobs` (TimerSuite cases and asv time_ methods), from
+    the cache where it has them, the rest in one valgrind process for this side (then cached). Each job left
+    without counts gets its reason in evidence.uncounted. `jitter` k > 0: the k-th valgrind process whose
+    memory layout is jittered (torchbench_core._callgrind_worker._jitter_layout), for the jobs whose first
+    counts moved beyond the floor (appended to evidence.counts_again; cached apart from the first; a job it
+    fails for keeps the processes it has, which then decide nothing); with `draws` D > 1, that process counts
+    each job in D layout draws (collect_callgrind_many(draws)), each appended as one jittered process.
+    `timeout`: the seconds the valgrind process may take (the counting's share of the budget: what it counted
+    by then is kept, the rest keeps its wall time). `plans`: the calls per counted run and
+    warm-up calls of `time_` cases (plan_counts), the same for every side and commit; the plan is part of the
+    cached case's key. `cache_dir`: the folder of the sides' setup_cache values (setup_cache_of), so that a
+    side's setup_cache is made once for its plan, counts and rounds (None: the worker makes its own).
+    Returns how many were counted, came from the cache, are not countable, and failed."""
+    plans = plans or {}
+    uncounted = evidence.uncounted[side.name]
+    countable = []
+    for job in jobs:
+        why = evidence.jobs[job].uncountable
+        if why:
+            uncounted[job] = f"not countable: {why}"
+        else:
+            countable.append(job)
+    again = jitter > 0
+    drawn = DRAWN.format(draws) if again and draws > 1 else ""
+    cases = {job: CountsCache.case(job, evidence.jobs[job].params, plans.get(job)) +
+             (JITTERED.format(jitter) + drawn if again else "") for job in countable}
+    cached = cache.load(side.commit) if cache else {}
+    cached_simulated = cache.load_simulated(side.commit) if cache else {}
+    missing = [job for job in countable if cases[job] not in cached]
+    found = _count(suite, side, [(*job, *plans.get(job, ())) for job in missing], cache_dir=cache_dir,
+                   jitter=jitter, timeout=timeout, draws=draws if again else 1) if missing else {}
+    counted, simulated, failures = {}, {}, {}
+    for job in missing:
+        result = found.get(f"{job[0]}|{job[1]}") or {"error": "the counting worker returned nothing for it"}
+        if result.get("skipped"):  # a combination the suite does not define: no row, nothing to count
+            continue
+        if "counts" in result:
+            counted[cases[job]] = result["counts"]
+            if "cycles" in result:  # simulated in the same valgrind process (asv_worker.counts)
+                simulated[cases[job]] = {"cycles": result["cycles"], "events": result.get("events", [])}
+            continue
+        error = f"not countable: {result['uncountable']}" if "uncountable" in result else str(result.get("error"))
+        if error.endswith(DEADLINE_PASSED):
+            error = "not counted: the counting's share of the budget ran out first (its wall time decides it)"
+        if not again:  # a second process that fails leaves the first's counts, which then decide nothing
+            uncounted[job] = (error if "uncountable" in result or error.startswith("not counted")
+                              else f"counting failed: {last_line(error)}")
+        if again or "uncountable" not in result:
+            failures.setdefault(error, []).append(evidence.jobs[job].name)
+    for error, names in failures.items():  # one note per distinct failure (a worker that died: one for all)
+        shown = _first_names(names)
+        evidence.notes.append(f"instruction counts ({side.name}, jittered process {jitter}: not confirmed, the "
+                              f"wall time decides them) failed for {shown}: {error}" if again else
+                              f"instruction counts ({side.name}) failed for {shown}: {error}")
+    if cache:
+        cache.store(side.commit, counted, simulated)
+        evidence.notes.extend(cache.problems)
+        cache.problems.clear()
+    for job in countable:
+        counts = cached.get(cases[job]) or counted.get(cases[job])
+        sim = cached_simulated.get(cases[job]) or simulated.get(cases[job])
+        if counts and again:  # the jittered processes a job has, in order (a process's draws, each as one)
+            evidence.counts_again[side.name].setdefault(job, []).extend(_per_draw(counts, draws))
+            if sim:
+                evidence.cycles_again[side.name].setdefault(job, []).extend(_per_draw(sim["cycles"], draws))
+        elif counts:
+            evidence.counts[side.name][job] = counts
+            if sim:
+                evidence.cycles[side.name][job] = sim["cycles"]
+                if sim.get("events"):
+                    evidence.sim_events[side.name][job] = sim["events"]
+    return {"counted": len(counted), "cached": len(countable) - len(missing),
+            "uncountable": sum(1 for j in jobs if uncounted.get(j, "").startswith("not countable")),
+            "failed": sum(len(names) for names in failures.values())}
+
+
+def _per_draw(values: list[float], draws: int) -> list[list[float]]:
+    """A process's values of one job, draw by draw (collect_callgrind_many(draws): each draw's repeats in turn)."""
+    size = len(values) // draws
+    return [values[k * size:(k + 1) * size] for k in range(draws)] if size else [values]
+
+
+def _first_names(names: list[str]) -> str:
+    return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+
+
+def collect_syscalls(suite: Path, side: Side, jobs: list[Job], evidence: Evidence,
+                     cache_dir: Path | None = None) -> dict[str, int]:
+    """System calls of one call of each job, by type, traced natively in one process for this side (the
+    worker's `syscalls` mode, under strace): evidence.syscalls[side][job] = {"per_call": {name: calls a call},
+    "exact": bool, "calls": N, "regions": ...}; a job without gets its reason in evidence.no_syscalls.
+    Stored, not weighed here. Returns how many were traced, exact, not traceable, and failed."""
+    found = _worker(suite, side, "syscalls", jobs, timeout=1800, cache_dir=cache_dir)
+    traced, missing, failures = evidence.syscalls[side.name], evidence.no_syscalls[side.name], {}
+    for job in jobs:
+        result = found.get(f"{job[0]}|{job[1]}") or {"error": found.get("error") or "the worker returned nothing"}
+        if result.get("skipped"):
+            continue
+        if "syscalls" in result:
+            traced[job] = result["syscalls"]
+        elif "uncountable" in result:
+            missing[job] = f"not traceable: {result['uncountable']}"
+        else:
+            missing[job] = f"tracing failed: {last_line(str(result.get('error')))}"
+            failures.setdefault(str(result.get("error")), []).append(evidence.jobs[job].name)
+    for error, names in failures.items():
+        evidence.notes.append(f"system calls ({side.name}) failed for {_first_names(names)}: {error}")
+    return {"traced": sum(1 for job in jobs if job in traced),
+            "exact": sum(1 for job in jobs if traced.get(job, {}).get("exact")),
+            "untraceable": sum(1 for job in jobs if missing.get(job, "").startswith("not traceable")),
+            "failed": sum(len(names) for names in failures.values())}
+
+
+def plan_counts(suite: Path, sides: list[Side], jobs: list[Job],
+                cache_dir: Path | None = None) -> tuple[dict[Job, tuple[int, int]], list[str]]:
+    """Plans (calls per counted run, warm-up calls) for the `time_` cases among `jobs`, made natively by the
+    first side's code, and by the next side's for the cases the first could not plan (a benchmark that fails
+    there). Returns the plans and one problem per side whose planning process failed; a job without a plan is
+    planned by each valgrind process itself (and may then differ between sides by a few percent)."""
+    plans: dict[Job, tuple[int, int]] = {}
+    problems = []
+    for side in sides:
+        todo = [job for job in jobs if job not in plans]
+        if not todo:
+            break
+        found = _worker(suite, side, "plan", todo, timeout=600, cache_dir=cache_dir)
+        if "error" in found:
+            problems.append(f"planning instruction counts with the {side.name} commit failed: {found['error']}")
+            continue
+        for job in todo:
+            made = found.get(f"{job[0]}|{job[1]}", {}).get("plan")
+            if made:
+                plans[job] = (int(made[0]), int(made[1]))
+    return plans, problems
+
+
+def _count(suite: Path, side: Side, jobs: list[tuple], layout: int = 0, cache_dir: Path | None = None,
+           jitter: int = 0, timeout: float = 3600, draws: int = 1) -> dict:
+    """One valgrind process for this side counts every case among `jobs` ((name, index) or (name, index,
+    calls per run, warm-up calls)), its memory layout shifted by `layout` before the imports and jittered by
+    `jitter` after them, each case in `draws` layout draws (torchbench_core._callgrind_worker): {"name|index":
+    result}. Counting stops COUNTS_WRAP_UP seconds (or a tenth) before `timeout`, keeping what it counted."""
+    wrap_up = min(COUNTS_WRAP_UP, timeout / 10)
+    env = (({LAYOUT_ENV: str(layout)} if layout else {}) | ({JITTER_ENV: str(jitter)} if jitter else {})
+           | ({DRAWS_ENV: str(draws)} if draws > 1 else {}) | {DEADLINE_ENV: repr(time.time() + timeout - wrap_up)})
+    found = _worker(suite, side, "counts", jobs, timeout=timeout, env=env, cache_dir=cache_dir)
+    if "error" in found:
+        return {f"{job[0]}|{job[1]}": {"error": found["error"]} for job in jobs}  # each job keeps the reason
+    return found
+
+
+def _worker(suite: Path, side: Side, mode: str, jobs: list[tuple], timeout: float,
+            env: dict[str, str] | None = None, cache_dir: Path | None = None) -> dict:
+    """The worker's JSON answer in `mode` (plan, counts or syscalls) for `jobs`, or {"error": why} where it failed."""
+    what = {"counts": "instruction counts", "syscalls": "system calls"}.get(mode, "planning instruction counts")
+    with tempfile.TemporaryDirectory() as tmp:
+        jobs_file, out = Path(tmp) / "jobs.json", Path(tmp) / f"{mode}.json"
+        jobs_file.write_text(json.dumps([list(j) for j in jobs]))
+        try:
+            shared = ["--cache-dir", str(setup_cache_of(cache_dir, side))] if cache_dir else []
+            proc = subprocess.run([str(side.python), *WORKER, mode, str(suite), "--jobs", str(jobs_file), "--out",
+                                   str(out), *shared], capture_output=True, text=True, env=side_env(side) | (env or {}),
+                                  timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return {"error": f"{what} for {side.name} took over {timeout:.0f} s"}
+        why = ""
+        if proc.returncode != 0 or not out.exists():
+            why = f"{what} for {side.name} failed: {last_line(proc.stderr)}"
+        else:
+            try:
+                found = read_json(out.read_text(), f"{what} for {side.name}")
+                if isinstance(found, dict):
+                    return found
+                why = f"{what} for {side.name}: the worker's answer is not a mapping of job to result"
+            except UserError as e:
+                why = str(e)
+        return {"error": why}  # never a job's key (name|index)
