@@ -34,8 +34,8 @@ POSITIVE_WHOLE = (lambda v: _whole(v) and v >= 1, "must be a whole number >= 1")
 AT_LEAST_TWO = (lambda v: _whole(v) and v >= 2, "must be a whole number >= 2 (a verdict needs 2 processes a side)")
 UNDECIDED_EXIT = (lambda v: _whole(v) and v in (0, 3),
                   "must be 0 (pass) or 3 (inconclusive): 1 is a regression's alone, 2 a failure's")
-SCHEDULES = ("alternating", "duet")
-SCHEDULE = (lambda v: v in SCHEDULES, "must be alternating or duet")
+SCHEDULES = ("auto", "alternating", "duet")  # ab/design_choice.py: auto tries both, goes on with the better
+SCHEDULE = (lambda v: v in SCHEDULES, "must be alternating or duet, or auto (both tried, the better kept)")
 # a field's rule: (predicate, what it must be)
 Rule = tuple[Callable[[object], bool], str]
 

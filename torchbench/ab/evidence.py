@@ -62,8 +62,14 @@ class Evidence:
     value_rounds: dict[str, dict[Job, list[int]]] = field(default_factory=lambda: {s: {} for s in SIDES})
     first: list[str] = field(default_factory=list)
     # how the rounds ran their two processes: "alternating" (one after the other) or "duet" (both at once, one
-    # core each: `first` is then the side on the first core); "" where no rounds ran (result files)
+    # core each: `first` is then the side on the first core); "auto" while a run tries both (design_choice.py:
+    # then the design it went on with); "" where no rounds ran (result files)
     schedule: str = ""
+    # each measured round's design ("alternating" or "duet"; a run with schedule "auto" tries both first:
+    # design_choice.py) and its seconds, and the choice with its figures (Choice.to_dict; empty: none made)
+    round_designs: list[str] = field(default_factory=list)
+    round_seconds: list[float] = field(default_factory=list)
+    design_choice: dict = field(default_factory=dict)
     errors: dict[str, dict[Job, str]] = field(default_factory=lambda: {s: {} for s in SIDES})
     counts: dict[str, dict[Job, list[float]]] = field(default_factory=lambda: {s: {} for s in SIDES})
     # the jittered valgrind processes' counts (one list per process), taken for the jobs whose first counts
@@ -130,14 +136,19 @@ class Evidence:
         if round_index is not None:
             self.value_rounds[side].setdefault(job, []).append(round_index)
 
-    def paired(self, job: Job) -> tuple[list[float], list[float]]:
+    def round_design(self, index: int) -> str:
+        """The design of round `index` (its record, else the run's schedule)."""
+        return self.round_designs[index] if index < len(self.round_designs) else self.schedule
+
+    def paired(self, job: Job, design: str | None = None) -> tuple[list[float], list[float]]:
         """The job's base and head values of the rounds in which both sides measured it, round by round
-        (empty where the values have no rounds)."""
+        (empty where the values have no rounds); `design`: only the rounds of that design."""
         rounds = {s: self.value_rounds[s].get(job, []) for s in SIDES}
         if any(len(rounds[s]) != len(self.values[s].get(job, [])) for s in SIDES):
             return [], []
         head = dict(zip(rounds["head"], self.values["head"].get(job, [])))
-        pairs = [(v, head[r]) for r, v in zip(rounds["base"], self.values["base"].get(job, [])) if r in head]
+        pairs = [(v, head[r]) for r, v in zip(rounds["base"], self.values["base"].get(job, []))
+                 if r in head and (design is None or self.round_design(r) == design)]
         return [b for b, _ in pairs], [h for _, h in pairs]
 
     def on_both(self, jobs: list[Job]) -> list[Job]:
@@ -151,6 +162,8 @@ class Evidence:
         run_times = sorted(self.run_time.values())
         return {
             "phases": dict(self.phases), "rounds": self.rounds, "schedule": self.schedule,
+            "designs": {d: self.round_designs.count(d) for d in dict.fromkeys(self.round_designs)},
+            "design_choice": self.design_choice,
             "processes": len(self.process_seconds),
             "rounds_per_minute": 60 * self.rounds / rounds_seconds if rounds_seconds > 0 else None,
             "start_up_seconds": (sum(self.process_seconds) - total) / len(self.process_seconds)
@@ -170,7 +183,8 @@ class Evidence:
         return {"rounds": self.rounds, "jobs": {k: asdict(v) for k, v in keyed(self.jobs).items()},
                 "notes": self.notes, "values": {s: keyed(v) for s, v in self.values.items()},
                 "value_rounds": {s: keyed(v) for s, v in self.value_rounds.items()}, "first": self.first,
-                "schedule": self.schedule,
+                "schedule": self.schedule, "round_designs": self.round_designs,
+                "round_seconds": self.round_seconds, "design_choice": self.design_choice,
                 "errors": {s: keyed(v) for s, v in self.errors.items()},
                 "counts": {s: keyed(v) for s, v in self.counts.items()},
                 "counts_again": {s: keyed(v) for s, v in self.counts_again.items()},

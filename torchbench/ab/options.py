@@ -53,7 +53,7 @@ class Policy:
 
 @dataclass(frozen=True)
 class Rounds:
-    """How two commits are measured: alternating processes, round after round, within a budget."""
+    """How two commits are measured: round after round of a base and a head process, within a budget."""
 
     budget_minutes: float = 9.0  # stop adding rounds this long after the pair began (build and counts included)
     min_rounds: int = MIN_ROUNDS  # rounds before any early stop
@@ -66,12 +66,14 @@ class Rounds:
     # before that a changed row could only come out inconclusive. Off where a quick trial chose its own
     # min_rounds (the CLI's --min-rounds): its MDEs then say "too few processes for the bar".
     until_reachable: bool = True
-    # how a round runs its two processes: "alternating", one after the other, each alone on the machine; or
+    # how a round runs its two processes: "alternating", one after the other, each alone on the machine;
     # "duet", both at once, one core each (swapped every round), meeting before every case's timing, and
-    # decided by the paired test of the rounds where it can reach the bar (ab/contrast.py). Duet needs two
+    # decided by the paired test of the rounds where it can reach the bar (ab/contrast.py); or "auto" (the
+    # default), the first rounds of both interleaved, then the one whose projected MDE at the end of the
+    # budget is smaller (ab/design_choice.py: the choice and its figures are in the notes). Duet needs two
     # usable cores: with one, the rounds alternate and the report says so
     # (the command line's --design; not `design`, which names the looks: sequential.Design)
-    schedule: str = "alternating"
+    schedule: str = "auto"
 
     RULES = {"budget_minutes": POSITIVE, "min_rounds": POSITIVE_WHOLE, "max_rounds": AT_LEAST_TWO,
              "schedule": SCHEDULE, "count_share": FRACTION}

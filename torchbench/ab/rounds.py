@@ -38,7 +38,7 @@ from torchbench_core.asv_worker import DUET_ENV
 from .. import stats
 from ..asv_bridge.worker import WORKER, read_json_lines
 from ..errors import last_line
-from . import sequential
+from . import design_choice, sequential
 from .allocation import allocate
 from .contrast import compare_row, slow_processes_moved
 from .channels import findings
@@ -252,15 +252,15 @@ def duet_cores() -> tuple[int, int] | None:
 def measure_rounds(suite: Path, sides: dict[str, Side], jobs: list[Job], evidence: Evidence, *,
                    rounds: Rounds, policy: Policy, deadline: float, cache_dir: Path, on_round=None,
                    seed: int = 0) -> None:
-    """Base and head processes, round after round (alternating or in duets: rounds.schedule), until every
-    job is decided, rounds.max_rounds, or the deadline."""
+    """Base and head processes, round after round (alternating, in duets, or "auto": both tried first, then
+    the better, design_choice.py; rounds.schedule), until every job is decided, rounds.max_rounds, or the
+    deadline."""
     planned = evidence.design is not None  # a caller's own design is kept as it is
     if not planned:
         plan_design(evidence, jobs, policy, rounds)
-    cores = duet_cores() if rounds.schedule == "duet" else None
-    evidence.schedule = "duet" if cores else "alternating"
-    if rounds.schedule == "duet" and not cores:
-        evidence.notes.append("duet rounds need two usable cores and this process has one: the rounds alternated")
+    cores = duet_cores() if rounds.schedule != design_choice.ALTERNATING else None
+    # "auto": the first rounds try both designs, then the rounds go on with the better (design_choice.py)
+    trial = design_choice.start(evidence, rounds.schedule, rounds.max_rounds, cores is not None, seed)
     rng = random.Random(seed)
     failed: set[Job] = set()
     least = _least_rounds(evidence, rounds)
@@ -277,7 +277,8 @@ def measure_rounds(suite: Path, sides: dict[str, Side], jobs: list[Job], evidenc
         rng.shuffle(todo)  # one order for both sides of the round
         round_started = time.monotonic()
         timeout = 120 + 60 * len(todo)
-        if cores:
+        design = trial[r] if r < len(trial) else evidence.schedule
+        if design == design_choice.DUET:
             found = _duet(suite, sides, order, todo, cache_dir, timeout, evidence.run_time, cores)
             evidence.process_seconds += [time.monotonic() - round_started] * 2  # each ran the whole round
         else:
@@ -287,6 +288,8 @@ def measure_rounds(suite: Path, sides: dict[str, Side], jobs: list[Job], evidenc
                 found[name] = _one_process(suite, sides[name], todo, cache_dir, timeout=timeout,
                                            run_time=evidence.run_time)
                 evidence.process_seconds.append(time.monotonic() - started)
+        evidence.round_designs.append(design)
+        evidence.round_seconds.append(time.monotonic() - round_started)
         for name in order:
             results, died = found[name]
             for job, result in results.items():
@@ -303,6 +306,9 @@ def measure_rounds(suite: Path, sides: dict[str, Side], jobs: list[Job], evidenc
             plan_design(evidence, jobs, policy, rounds, 1 + int(left / per_round) if per_round > 0 else None)
             least = _least_rounds(evidence, rounds)
         allocate(evidence, active)
+        if r + 1 == len(trial):
+            design_choice.go_on(evidence, active, policy, seconds_left=deadline - time.monotonic(),
+                                rounds_left=rounds.max_rounds - evidence.rounds)
         interim_decisions(evidence, active, policy)
         if on_round:
             on_round(evidence, len(active))

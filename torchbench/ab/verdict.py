@@ -19,6 +19,9 @@ shown beside the others in the comment. Then:
                       had (sequential.py), then weighted Benjamini-Hochberg at
                       Policy.fdr across them, weighted by what the counts say
                       (flat counts: a stricter bar), then stats.classify.
+                      A regression of a run that went on in duets is labelled
+                      "duet only" where its alternating rounds do not confirm
+                      it (design_choice.duet_only).
 
 A row this machine cannot run (asv's skip, or a CUDA device it lacks) is
 "skipped", with its reason, where every side that lists it skipped it; where
@@ -44,6 +47,7 @@ from ..asv_bridge.results import param_value
 from . import sequential
 from .contrast import compare_row, slow_halves
 from .channels import CHANNELS, COUNTS, CYCLES, SYSCALLS, findings
+from .design_choice import duet_only
 from .counts import COMPUTE, NO_COUNTS, VETO_LEVEL, WALL_ONLY, count_change, no_counts, opposite_p, weights
 from .evidence import Evidence
 from .options import Policy
@@ -79,6 +83,9 @@ class Verdict:
     decided_delta: float | None = None  # the deciding deterministic channel's change (head / base - 1)
     channels_text: str = ""  # what every deterministic channel with measurements says, the decider's first
     param_names: list = dataclasses.field(default_factory=list)  # asv's param_names of its benchmark
+    # a wall-time regression of a run that went on in duets which its alternating rounds do not confirm
+    # (design_choice.duet_only: a change can read larger beside a partner process); "" otherwise
+    unconfirmed: str = ""
 
     @property
     def title(self) -> str:
@@ -245,6 +252,10 @@ def settle(prepared: list[Prepared], policy: Policy) -> None:
     for (_, row, _), why in zip(members, whys):
         if why:
             row.status, row.error = stats.INCONCLUSIVE, why
+    # a regression from duets: confirmed by the row's alternating rounds, or labelled (design_choice.duet_only)
+    for evidence, row, _ in members:
+        if row.status == stats.REGRESSED:
+            row.unconfirmed = duet_only(evidence, (row.benchmark, row.index))
 
 
 def decide(evidence: Evidence, policy: Policy) -> list[Verdict]:

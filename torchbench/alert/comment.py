@@ -147,7 +147,18 @@ class AlertReport:
 
     def rounds_text(self) -> str:
         """How the rounds ran their two processes (Rounds.schedule), as every view of the report says it."""
-        if (self.time_spent or {}).get("schedule") == "duet":
+        spent = self.time_spent or {}
+        designs, schedule = spent.get("designs") or {}, spent.get("schedule")
+        if len(designs) > 1:  # Rounds.schedule "auto": both designs tried first (ab/design_choice.py)
+            tried = f"{designs.get('alternating', 0)} alternating, {designs.get('duet', 0)} duets"
+            if schedule not in ("alternating", "duet"):
+                return f"{self.rounds} rounds ({tried}, interleaved: the run ended before a design was chosen)"
+            then = "duets, decided by the paired test where it reaches the bar" if schedule == "duet" else "alternating"
+            figures = (spent.get("design_choice") or {}).get("figures", {})
+            mde = ", ".join(f"{d} {f['mde']:.1%}" for d, f in figures.items())
+            return (f"{self.rounds} rounds ({tried}: both designs tried first, then {then}"
+                    + (f"; projected median MDE {mde}, the figures in the notes" if mde else "") + ")")
+        if schedule == "duet":
             return (f"{self.rounds} rounds of duets ({2 * self.rounds} processes, base and head at once on a core "
                     "each; the paired test decides where it reaches the bar)")
         return f"{self.rounds} rounds of alternating processes ({2 * self.rounds} processes)"
@@ -187,7 +198,8 @@ class AlertReport:
     def _cells(self, r: Verdict) -> dict:
         c = r.comparison
         return {
-            "name": r.title, "label": r.label, "status": r.status, "error": r.error,
+            "name": r.title, "label": "; ".join(filter(None, (r.label, r.unconfirmed))), "status": r.status,
+            "error": r.error,
             "mark": {stats.REGRESSED: "🔴", stats.IMPROVED: "🟢"}.get(r.status, ""),
             "base_text": _time(r.base, r.unit), "head_text": _time(r.head, r.unit),
             "ratio_text": f"{c.ratio:.3f}" if c else "—",

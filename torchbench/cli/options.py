@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 from typing import Callable
 
+from ..ab.design_choice import TRIAL_ROUNDS
 from ..ab.options import MIN_ROUNDS, Policy, Rounds
 from ..errors import UserError
 from ..project import commits
@@ -94,12 +95,15 @@ def add_measurement_arguments(parser: argparse.ArgumentParser, budget: float) ->
                              f"{Rounds().count_share:g}); the rows they leave uncounted keep their wall time")
     parser.add_argument("--design", dest="schedule", choices=SCHEDULES, default=Rounds().schedule,
                         help="how a round runs its base and head processes: alternating (one after the other, "
-                             "each alone: the default) or duet (both at once, one core each, swapped every round, "
-                             "meeting before every case's timing, decided by the paired test of the rounds where "
-                             "it reaches the bar; needs two usable cores, else the rounds alternate): twice the "
-                             "rounds a minute, a gain where the machine's load moves both processes together, none "
-                             "where it does not, and memory-bound changes read larger beside the other process "
-                             "(docs/results.md#duet-rounds-built-and-validated)")
+                             "each alone), duet (both at once, one core each, swapped every round, meeting before "
+                             "every case's timing, decided by the paired test of the rounds where it reaches the "
+                             "bar; needs two usable cores, else the rounds alternate): twice the rounds a minute, "
+                             "a gain where the machine's load moves both processes together, none where it does "
+                             "not, and memory-bound changes read larger beside the other process; or auto (the "
+                             f"default): {TRIAL_ROUNDS} rounds of each interleaved, then the one whose projected MDE at the end "
+                             "of the budget is smaller, the figures in the notes; a regression from duets that "
+                             "its alternating rounds do not confirm is labelled 'duet only' "
+                             "(docs/alerts.md, docs/results.md#the-design-chosen-from-the-data)")
     parser.add_argument("--paired", action="store_true",
                         help="decide by the paired test of each round's two processes (Wilcoxon signed-rank) where "
                              "enough rounds can reach the bar: for a machine whose load moves both processes of a "

@@ -1,0 +1,261 @@
+"""The design chosen from the data (issue 51, item 6), replayed on recorded pools of both designs.
+
+`torchbench alert --design auto` (the default) runs its first rounds in both
+designs interleaved, then goes on with the one whose projected MDE at the end
+of the budget is smaller (torchbench/ab/design_choice.py). This script replays
+that rule on the pools evaluation/duet_pool.py recorded on one day: 60 rounds
+of each design, interleaved, the example's six dispatch cases, A/A (arms c5
+and c6: identical code), each round's seconds kept.
+
+A trial of a budget of T seconds of rounds draws, without replacement:
+
+    alternating   the alternating pool's rounds while their seconds fit T
+    duet          the duet pool's rounds while theirs fit T
+    auto          K rounds of each, in the order design_choice.trial_designs
+                  draws, then design_choice.choose on an Evidence of them (the
+                  alert's own call), then rounds of the chosen design's pool
+                  while the total fits T
+
+and states each row's MDE as the verdict would: contrast.compare_row (the
+paired test for a run that went on in duets, where its pairs reach the bar;
+else the unpaired one, held to the suite's slow processes) at a lone row's bar
+among 60 rows, the whole rule's MDE (the 2% floor included). The figure is the
+median over the six rows; the table gives its median over trials for each,
+and auto's against the better fixed design's (goal: within 10%). T is given
+as the alternating rounds it holds (the issue's held-out suite: 21 rounds in
+10 minutes).
+
+Scenarios: `recorded` (the pools as measured: on that day a duet's two
+processes shared three quarters of their variance), and `unshared-F`,
+constructed: each duet round's head taken from another duet round (nothing
+shared) and every duet value's deviation from its case's median scaled by F
+(the processes disturbing each other), so that alternating should win, as on
+a quiet day. Beside auto: auto pairing only its duet rounds (the paired test's
+other choice), and K = 2, 3, 6 (the trial's length).
+
+    python evaluation/design_choice.py [--trials 40] [--budgets 12 16 21] [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "evaluation"))
+
+from stats_validation import load_pool  # noqa: E402
+
+from torchbench import paired, stats  # noqa: E402
+from torchbench.ab import design_choice  # noqa: E402
+from torchbench.ab.contrast import compare_row  # noqa: E402
+from torchbench.ab.design_choice import ALTERNATING, DUET  # noqa: E402
+from torchbench.ab.evidence import Evidence, JobInfo  # noqa: E402
+from torchbench.ab.options import Policy  # noqa: E402
+from torchbench_core.storage import atomic_write_text  # noqa: E402
+
+RESULTS = ROOT / "evaluation" / "results"
+POOLS = {d: RESULTS / f"duet_pool-{d}-2026-11-26.json.gz" for d in (ALTERNATING, DUET)}
+ROWS = 60  # the bar of a lone row among this many (as evaluation/stats_validation.py states MDEs)
+
+
+class Pool:
+    """One design's recorded rounds: per case (rounds, 2) values of arms c5 and c6 (stats_validation.load_pool)
+    and each round's seconds."""
+
+    def __init__(self, path: Path):
+        self.cases = load_pool(path)
+        doc = json.loads(gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_text())
+        self.seconds = np.asarray(doc["seconds"], dtype=float)
+        if any(len(v) != len(self.seconds) for v in self.cases.values()):
+            raise SystemExit(f"{path.name}: a case is missing from some rounds; the replay needs every round whole")
+
+    def unshared(self, factor: float, rng) -> "Pool":
+        """The constructed adverse day: each round's second arm from another round (nothing shared), every
+        value's log deviation from its case's median times `factor`."""
+        out = object.__new__(Pool)
+        out.seconds = self.seconds
+        other = rng.permutation(len(self.seconds))
+        out.cases = {}
+        for key, v in self.cases.items():
+            logs = np.log(v)
+            centre = np.median(logs)
+            scaled = np.exp(centre + factor * (logs - centre))
+            out.cases[key] = np.column_stack([scaled[:, 0], scaled[other, 1]])
+        return out
+
+
+def _job(key: str) -> tuple[str, int]:
+    name, index = key.rsplit("|", 1)
+    return name, int(index)
+
+
+def evidence_of(pools: dict[str, Pool], plan: list[tuple[str, int]], arm: int, schedule: str) -> Evidence:
+    """An Evidence of the planned rounds ((design, pool round) in order): base arm `arm`, head the other."""
+    evidence = Evidence(schedule=schedule)
+    for key in pools[ALTERNATING].cases:
+        evidence.jobs[_job(key)] = JobInfo(key, unit="seconds", on_base=True, on_head=True)
+    for r, (design, index) in enumerate(plan):
+        pool = pools[design]
+        evidence.round_designs.append(design)
+        evidence.round_seconds.append(float(pool.seconds[index]))
+        for key, v in pool.cases.items():
+            evidence.add_value("base", _job(key), float(v[index, arm]), r)
+            evidence.add_value("head", _job(key), float(v[index, 1 - arm]), r)
+    evidence.rounds = len(plan)
+    return evidence
+
+
+def median_mde(evidence: Evidence, policy: Policy, bar: float, duet_pairs_only: bool = False) -> float:
+    """The median over the rows of the MDE the verdict states (contrast.compare_row; `duet_pairs_only`: the
+    paired test over the duet rounds alone)."""
+    jobs = sorted(evidence.jobs)
+    excess = stats.slow_excesses([evidence.values[s][j] for j in jobs for s in ("base", "head")])
+    mdes = []
+    for job in jobs:
+        if duet_pairs_only and evidence.schedule == DUET:
+            base, head = evidence.paired(job, DUET)
+            if base and paired.smallest_paired_p(len(base)) * 2 <= bar:
+                mdes.append(paired.compare_paired(base, head, confidence=policy.confidence, alpha=bar,
+                                                  power=policy.power, floor=policy.floor).mde)
+                continue
+        mdes.append(compare_row(evidence, job, policy, bar, policy.confidence, excess=excess).mde)
+    return float(np.median(mdes))
+
+
+def _fill(order: np.ndarray, seconds: np.ndarray, budget: float, start: int = 0) -> list[int]:
+    """The pool rounds of `order` from `start`, in turn, while their seconds fit `budget`."""
+    taken, spent = [], 0.0
+    for index in order[start:]:
+        if spent + seconds[index] > budget:
+            break
+        taken.append(int(index))
+        spent += seconds[index]
+    return taken
+
+
+def trial(pools: dict[str, Pool], budget: float, ks: list[int], policy: Policy, bar: float, rng, seed: int,
+          variants: bool) -> dict:
+    """One trial: each fixed design's median MDE at `budget` seconds, and auto's at each K in `ks`."""
+    arm = int(rng.random() < 0.5)
+    orders = {d: rng.permutation(len(pools[d].seconds)) for d in pools}
+    out = {}
+    for design in (ALTERNATING, DUET):
+        plan = [(design, i) for i in _fill(orders[design], pools[design].seconds, budget)]
+        out[design] = {"rounds": len(plan), "mde": median_mde(evidence_of(pools, plan, arm, design), policy, bar)}
+    for k in ks:
+        designs = design_choice.trial_designs(seed, k)
+        used = {ALTERNATING: 0, DUET: 0}
+        plan = []
+        for design in designs:
+            plan.append((design, int(orders[design][used[design]])))
+            used[design] += 1
+        trial_evidence = evidence_of(pools, plan, arm, design_choice.AUTO)
+        spent = sum(trial_evidence.round_seconds)
+        choice = design_choice.choose(trial_evidence, sorted(trial_evidence.jobs), seconds_left=budget - spent,
+                                      rounds_left=10 ** 6, bar=bar, power=policy.power)
+        chosen = choice.design
+        plan += [(chosen, i) for i in _fill(orders[chosen], pools[chosen].seconds, budget - spent, used[chosen])]
+        evidence = evidence_of(pools, plan, arm, chosen)
+        found = {"chosen": chosen, "rounds": len(plan), "mde": median_mde(evidence, policy, bar),
+                 "projected": {d: f.mde for d, f in choice.figures.items()}}
+        if variants and chosen == DUET:
+            found["mde_duet_pairs_only"] = median_mde(evidence, policy, bar, duet_pairs_only=True)
+        if variants:  # the test on the chosen design's rounds alone (the trial's others dropped)
+            kept = [(d, i) for d, i in plan if d == chosen]
+            found["mde_chosen_only"] = median_mde(evidence_of(pools, kept, arm, chosen), policy, bar)
+        out[f"auto-{k}"] = found
+    return out
+
+
+def summarise(trials: list[dict], ks: list[int]) -> dict:
+    def med(values):
+        finite = [v for v in values if v is not None]
+        return float(np.median(finite)) if finite else math.nan
+
+    fixed = {d: med([t[d]["mde"] for t in trials]) for d in (ALTERNATING, DUET)}
+    better = min(fixed, key=fixed.get)
+    out = {"fixed": fixed, "fixed_rounds": {d: med([t[d]["rounds"] for t in trials]) for d in fixed},
+           "better": better, "auto": {}}
+    for k in ks:
+        runs = [t[f"auto-{k}"] for t in trials]
+        mde = med([r["mde"] for r in runs])
+        chosen = {d: sum(r["chosen"] == d for r in runs) / len(runs) for d in (ALTERNATING, DUET)}
+        # per trial: auto's MDE against the better fixed design's in the same draws
+        paired_ratio = med([r["mde"] / min(t[ALTERNATING]["mde"], t[DUET]["mde"]) for r, t in zip(runs, trials)])
+        entry = {"mde": mde, "ratio": mde / fixed[better], "trial_ratio": paired_ratio, "chosen": chosen,
+                 "rounds": med([r["rounds"] for r in runs])}
+        only = [r["mde_duet_pairs_only"] for r in runs if "mde_duet_pairs_only" in r]
+        if only:
+            entry["duet_runs_all_pairs"] = med([r["mde"] for r in runs if "mde_duet_pairs_only" in r])
+            entry["duet_runs_duet_pairs_only"] = med(only)
+        alone = [r["mde_chosen_only"] for r in runs if "mde_chosen_only" in r]
+        if alone:
+            entry["chosen_rounds_only"] = med(alone)
+        out["auto"][k] = entry
+    return out
+
+
+def main(argv=None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trials", type=int, default=40, help="trials per scenario and budget")
+    parser.add_argument("--budgets", type=int, nargs="+", default=[12, 16, 21],
+                        help="budgets, as the alternating rounds they hold at the pool's median round")
+    parser.add_argument("--ks", type=int, nargs="+", default=[2, 3, 4, 6],
+                        help="trial rounds of each design (the recorded scenario; the others: the default)")
+    parser.add_argument("--unshared", type=float, nargs="*", default=[1.4, 2.0],
+                        help="the constructed scenarios' spread factors")
+    parser.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
+    args = parser.parse_args(argv)
+    policy = Policy()
+    bar = policy.fdr / ROWS
+    recorded = {d: Pool(p) for d, p in POOLS.items()}
+    scenarios = {"recorded": recorded}
+    for factor in args.unshared:
+        scenarios[f"unshared-{factor:g}"] = {ALTERNATING: recorded[ALTERNATING],
+                                             DUET: recorded[DUET].unshared(factor, np.random.default_rng(7))}
+    round_seconds = {d: float(np.median(p.seconds)) for d, p in recorded.items()}
+    print(f"pools: {', '.join(p.name for p in POOLS.values())}; {len(recorded[DUET].cases)} cases, "
+          f"{len(recorded[DUET].seconds)} rounds each; a round {round_seconds[ALTERNATING]:.2f} s alternating, "
+          f"{round_seconds[DUET]:.2f} s as a duet; MDE: the verdict's (compare_row, whole rule) at a lone row's "
+          f"bar among {ROWS} rows, median of the rows, then of {args.trials} trials")
+    result = {"pools": [p.name for p in POOLS.values()], "trials": args.trials, "bar": bar, "scenarios": {}}
+    for name, pools in scenarios.items():
+        ks = args.ks if name == "recorded" else [design_choice.TRIAL_ROUNDS]
+        for alternating_rounds in args.budgets:
+            budget = alternating_rounds * round_seconds[ALTERNATING]
+            started = time.monotonic()
+            rng = np.random.default_rng(alternating_rounds)
+            trials = [trial(pools, budget, ks, policy, bar, rng, seed, variants=True)
+                      for seed in range(args.trials)]
+            s = summarise(trials, ks)
+            result["scenarios"].setdefault(name, {})[alternating_rounds] = {"budget_seconds": budget, **s}
+            print(f"\n== {name}, {budget:.0f} s of rounds ({alternating_rounds} alternating rounds; "
+                  f"{time.monotonic() - started:.0f} s)")
+            for d in (ALTERNATING, DUET):
+                print(f"  fixed {d:11s}: median MDE {s['fixed'][d]:6.2%} ({s['fixed_rounds'][d]:.0f} rounds)")
+            for k, a in s["auto"].items():
+                chose = ", ".join(f"{d} {share:.0%}" for d, share in a["chosen"].items())
+                print(f"  auto, K={k:<2d}     : median MDE {a['mde']:6.2%} ({a['rounds']:.0f} rounds; chose {chose}); "
+                      f"{a['ratio']:.2f}x the better fixed ({s['better']}), per trial {a['trial_ratio']:.2f}x")
+                if "chosen_rounds_only" in a:
+                    print(f"    the test on the chosen design's rounds only (the trial's others dropped): "
+                          f"{a['chosen_rounds_only']:.2%}")
+                if "duet_runs_duet_pairs_only" in a:
+                    print(f"    runs that went on in duets: paired test over every round {a['duet_runs_all_pairs']:.2%}, "
+                          f"over the duet rounds only {a['duet_runs_duet_pairs_only']:.2%}")
+    if args.out:
+        atomic_write_text(args.out, json.dumps(result, indent=1))
+    return result
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,223 @@
+"""The design chosen from the data (torchbench/ab/design_choice.py, issue 51 item 6): an "auto" run tries both
+designs, goes on with the one whose projected MDE at the end of the budget is smaller, and says why; a
+regression from duets that the alternating rounds do not confirm is labelled so.
+
+The choice on the recorded pools of both designs (evaluation/results/duet_pool-*-2026-11-26.json.gz, read by
+evaluation/design_choice.py's loader) and on synthetic rounds; the guard through the verdict and the comment;
+the default through the options and one real run of the alert's rounds (worker processes on a tiny suite).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from torchbench import stats
+from torchbench.ab import design_choice
+from torchbench.ab.design_choice import ALTERNATING, AUTO, DUET, TRIAL_ROUNDS, UNCONFIRMED, choose, duet_only
+from torchbench.ab.evidence import Evidence, JobInfo, Side
+from torchbench.ab.options import Policy, Rounds
+from torchbench.ab.rounds import duet_cores, measure_rounds
+from torchbench.ab.verdict import decide
+from torchbench.alert.comment import AlertReport
+from torchbench.cli.options import add_measurement_arguments, rounds_of
+from torchbench.project.commits import Commit
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "evaluation"))
+
+import design_choice as replay  # noqa: E402  evaluation/design_choice.py
+
+BAR = 0.01 / 60  # a lone row's bar among 60 rows
+
+
+def _synthetic(spread: dict[str, float], seconds: dict[str, float], shared: dict[str, float], rows: int = 12,
+               seed: int = 0) -> Evidence:
+    """TRIAL_ROUNDS rounds of each design interleaved: per row and design, a round's two log values share
+    `shared` of their variance `spread`**2; each round takes `seconds` of its design."""
+    rng = np.random.default_rng(seed)
+    evidence = Evidence(schedule=AUTO)
+    jobs = [(f"bench.row_{i}", 0) for i in range(rows)]
+    for job in jobs:
+        evidence.jobs[job] = JobInfo(job[0], unit="seconds", on_base=True, on_head=True)
+    for r, design in enumerate(design_choice.trial_designs(seed)):
+        evidence.round_designs.append(design)
+        evidence.round_seconds.append(seconds[design])
+        s, rho = spread[design], shared[design]
+        for job in jobs:
+            common = rng.normal(0, s * np.sqrt(rho))
+            for side in ("base", "head"):
+                evidence.add_value(side, job, float(np.exp(common + rng.normal(0, s * np.sqrt(1 - rho)))) * 1e-6, r)
+    evidence.rounds = 2 * TRIAL_ROUNDS
+    return evidence
+
+
+def _choose(evidence: Evidence, seconds_left: float = 300) -> design_choice.Choice:
+    return choose(evidence, sorted(evidence.jobs), seconds_left=seconds_left, rounds_left=100, bar=BAR)
+
+
+def test_the_choice_goes_with_the_smaller_mde_per_minute_on_synthetic_rounds():
+    # a busy day: the duet's two processes share 80% of their variance, and a duet round takes half the time
+    busy = _choose(_synthetic({ALTERNATING: 0.03, DUET: 0.03}, {ALTERNATING: 4.6, DUET: 2.4},
+                              {ALTERNATING: 0.0, DUET: 0.8}))
+    assert busy.design == DUET, busy.why
+    assert busy.figures[DUET].mde < busy.figures[ALTERNATING].mde
+    assert busy.figures[DUET].test == "paired" and busy.figures[ALTERNATING].test == "unpaired"
+    # a quiet day turned bad for duets: nothing shared, and beside its partner a process spreads 2.5x
+    quiet = _choose(_synthetic({ALTERNATING: 0.02, DUET: 0.05}, {ALTERNATING: 4.6, DUET: 2.4},
+                               {ALTERNATING: 0.0, DUET: 0.0}))
+    assert quiet.design == ALTERNATING, quiet.why
+    assert quiet.figures[ALTERNATING].mde < quiet.figures[DUET].mde
+    # equal spreads and nothing shared: the rounds a minute decide (the duet's twice as many)
+    rate = _choose(_synthetic({ALTERNATING: 0.03, DUET: 0.03}, {ALTERNATING: 4.6, DUET: 2.4},
+                              {ALTERNATING: 0.0, DUET: 0.0}, rows=40))
+    assert rate.design == DUET and rate.figures[DUET].projected_rounds > 1.5 * rate.figures[ALTERNATING].projected_rounds
+    # and where a duet round were as slow as two alternating ones, alternating
+    slow = _choose(_synthetic({ALTERNATING: 0.03, DUET: 0.03}, {ALTERNATING: 4.6, DUET: 12.0},
+                              {ALTERNATING: 0.0, DUET: 0.0}, rows=40))
+    assert slow.design == ALTERNATING, slow.why
+
+
+def test_the_choice_on_the_recorded_pools_picks_duets_and_alternating_when_duets_share_nothing():
+    """On 2026-11-26 duets reached a third of alternating's MDE at equal minutes: the first 4 rounds of each
+    say so in each of 5 draws; with the duets' rounds made to share nothing and spread twice as far (the
+    replay's constructed adverse day), alternating."""
+    recorded = {d: replay.Pool(p) for d, p in replay.POOLS.items()}
+    adverse = {ALTERNATING: recorded[ALTERNATING], DUET: recorded[DUET].unshared(2.0, np.random.default_rng(7))}
+    for pools, expected in ((recorded, DUET), (adverse, ALTERNATING)):
+        for seed in range(5):
+            rng = np.random.default_rng(seed)
+            orders = {d: rng.permutation(len(pools[d].seconds)) for d in pools}
+            designs = design_choice.trial_designs(seed)
+            plan = [(d, int(orders[d][designs[:i].count(d)])) for i, d in enumerate(designs)]
+            evidence = replay.evidence_of(pools, plan, seed % 2, AUTO)
+            choice = _choose(evidence, seconds_left=60)
+            assert choice.design == expected, (seed, choice.why)
+            assert choice.rows == 6 and f"median of 6 rows" in choice.why
+
+
+def test_the_trial_interleaves_both_designs_in_pairs():
+    designs = design_choice.trial_designs(3)
+    assert len(designs) == 2 * TRIAL_ROUNDS
+    assert all(sorted(designs[i:i + 2]) == [ALTERNATING, DUET] for i in range(0, len(designs), 2))
+    assert len({tuple(design_choice.trial_designs(s)) for s in range(8)}) > 1  # which first: drawn
+
+
+def _duet_regression(alternating_change: float) -> Evidence:
+    """30 duet rounds that read the head 10% slower, after 4 alternating rounds that read it
+    `alternating_change` slower; 3 rows."""
+    rng = np.random.default_rng(1)
+    evidence = Evidence(schedule=DUET)
+    jobs = [(f"bench.row_{i}", 0) for i in range(3)]
+    designs = [ALTERNATING] * 4 + [DUET] * 30
+    for job in jobs:
+        evidence.jobs[job] = JobInfo(job[0], unit="seconds", on_base=True, on_head=True)
+    for r, design in enumerate(designs):
+        change = alternating_change if design == ALTERNATING else 0.10
+        for job in jobs:
+            common = rng.normal(0, 0.01)
+            evidence.add_value("base", job, float(np.exp(common + rng.normal(0, 0.005))) * 1e-6, r)
+            evidence.add_value("head", job, float(np.exp(common + rng.normal(0, 0.005))) * 1e-6 * (1 + change), r)
+    evidence.round_designs, evidence.rounds = designs, len(designs)
+    return evidence
+
+
+def test_a_regression_from_duets_that_alternating_rounds_do_not_confirm_is_labelled():
+    report_of = {}
+    for change in (0.0, 0.10):
+        evidence = _duet_regression(change)
+        rows = decide(evidence, Policy())
+        assert all(r.status == stats.REGRESSED for r in rows)  # the duets decide it either way
+        report_of[change] = AlertReport(Commit("a" * 40, "base"), Commit("b" * 40, "head"), rows, Policy(),
+                                        evidence.rounds, time_spent=evidence.time_spent())
+    unconfirmed = report_of[0.0]
+    assert all(r.unconfirmed.startswith(UNCONFIRMED) for r in unconfirmed.rows)
+    assert all("4 a side" in r.unconfirmed for r in unconfirmed.rows)
+    assert unconfirmed.markdown().count("duet only: not confirmed in alternating rounds") == 3
+    confirmed = report_of[0.10]
+    assert all(r.unconfirmed == "" for r in confirmed.rows)
+    assert "duet only" not in confirmed.markdown()
+
+
+def test_the_guard_speaks_only_of_runs_that_went_on_in_duets():
+    evidence = _duet_regression(0.0)
+    job = sorted(evidence.jobs)[0]
+    assert duet_only(evidence, job).startswith(UNCONFIRMED)
+    evidence.schedule = ALTERNATING  # the rounds went on alternating: nothing rests on duets alone
+    assert duet_only(evidence, job) == ""
+    evidence.schedule, evidence.round_designs = DUET, [DUET] * evidence.rounds  # a --design duet run
+    assert duet_only(evidence, job) == f"{UNCONFIRMED} (none ran)"
+
+
+def test_auto_is_the_default_of_the_options_and_of_the_command_line():
+    assert Rounds().schedule == AUTO
+    parser = argparse.ArgumentParser()
+    add_measurement_arguments(parser, 9.0)
+    assert rounds_of(parser.parse_args([])).schedule == AUTO
+    assert rounds_of(parser.parse_args(["--design", "duet"])).schedule == DUET
+    with pytest.raises(Exception, match="alternating or duet, or auto"):
+        Rounds(schedule="trio")
+
+
+SUITE = '''
+import random
+
+
+class Noisy:
+    params = [0, 1]
+
+    def track_value(self, i):
+        return 1.0 + i + random.gauss(0, 0.01)
+'''
+
+
+def test_an_auto_run_of_real_rounds_tries_both_then_goes_on_with_the_choice_and_says_why(tmp_path):
+    """The alert's own rounds (real worker processes, a tiny suite), at default Rounds but for the run's
+    length: 9 rounds, the trial's 8 and one after the choice."""
+    suite = tmp_path / "benchmarks"
+    suite.mkdir()
+    (suite / "__init__.py").write_text("")
+    (suite / "bench_noisy.py").write_text(SUITE)
+    sides = {name: Side(name, name[0] * 40, suite, Path(sys.executable)) for name in ("base", "head")}
+    jobs = [("bench_noisy.Noisy.track_value", i) for i in range(2)]
+    evidence = Evidence(counts_off="no counts: --no-counts")
+    for job in jobs:
+        evidence.jobs[job] = JobInfo(f"{job[0]}({job[1]})", on_base=True, on_head=True)
+    rounds = Rounds(min_rounds=9, max_rounds=4 * TRIAL_ROUNDS, counts=False, until_reachable=False)
+    assert rounds.schedule == AUTO
+    measure_rounds(suite, sides, jobs, evidence, rounds=rounds, policy=Policy(), deadline=time.monotonic(),
+                   cache_dir=tmp_path / "cache")
+    assert evidence.rounds == 9 and not [note for note in evidence.notes if "died" in note], evidence.notes
+    assert all(len(evidence.values[side][job]) == 9 for side in ("base", "head") for job in jobs)
+    if duet_cores() is None:  # one usable core: no duets, and the note says so
+        assert evidence.round_designs == [ALTERNATING] * 9 and evidence.schedule == ALTERNATING
+        assert any("need two usable cores" in note for note in evidence.notes)
+        return
+    trial = evidence.round_designs[:2 * TRIAL_ROUNDS]
+    assert trial == design_choice.trial_designs(0)
+    assert evidence.schedule in (ALTERNATING, DUET) and evidence.round_designs[-1] == evidence.schedule
+    choice = evidence.design_choice
+    assert choice["design"] == evidence.schedule and choice["rows"] == 2
+    assert set(choice["figures"]) == {ALTERNATING, DUET}
+    better = min(choice["figures"], key=lambda d: (choice["figures"][d]["mde"], d != ALTERNATING))
+    assert choice["design"] == better
+    assert any(note.startswith("design: ") and "projected median MDE" in note for note in evidence.notes)
+    spent = evidence.time_spent()
+    assert spent["designs"][ALTERNATING] >= TRIAL_ROUNDS and spent["designs"][DUET] >= TRIAL_ROUNDS
+    text = AlertReport(Commit("a" * 40, "base"), Commit("b" * 40, "head"), decide(evidence, Policy()), Policy(),
+                       evidence.rounds, evidence.notes, time_spent=spent).markdown()
+    assert "both designs tried first, then" in text and "design: " in text
+
+
+def test_auto_alternates_with_a_note_where_max_rounds_leaves_no_room_for_the_trial():
+    evidence = Evidence()
+    assert design_choice.start(evidence, AUTO, 4 * TRIAL_ROUNDS - 1, True) == []
+    assert evidence.schedule == ALTERNATING and "no room to try both designs" in evidence.notes[0]
+    evidence = Evidence()
+    assert len(design_choice.start(evidence, AUTO, 4 * TRIAL_ROUNDS, True)) == 2 * TRIAL_ROUNDS
+    assert evidence.schedule == AUTO

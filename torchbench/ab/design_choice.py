@@ -1,0 +1,238 @@
+"""Which design a run goes on with, chosen from its own first rounds (Rounds.schedule "auto", the default).
+
+A round is one base and one head process, either one after the other, each
+alone on the machine ("alternating"), or both at once, one core each
+("duet", rounds._duet). Which wins depends on the day: on a busy one a duet's
+two processes share most of their noise, the paired test removes it, and a
+duet round takes half the time, so duets reached a third of alternating's MDE
+at equal minutes (docs/results.md#duet-rounds-built-and-validated); on a quiet
+one they share little and disturb each other. So an "auto" run measures both:
+
+  trial      the first TRIAL_ROUNDS rounds of each design, interleaved (each
+             pair of rounds one of each, which first drawn at random), so that
+             drift hits both alike;
+  estimate   per wall-time row, the spread of a round's contrast as the
+             design's test sees it: the sd of a duet round's log ratio
+             head/base (the paired test), or for alternating rounds
+             sqrt(var log base + var log head) (the unpaired test removes
+             nothing the two share); its median over the rows; a round's
+             seconds (the median of the design's trial rounds, at the run
+             times allocation.py set where it has such rounds);
+  choose     the design whose projected median MDE at the end of the budget
+             is smaller: (z(1 - bar/2) + z(power)) x spread / sqrt(rounds),
+             the rounds being its trial rounds and those the seconds left
+             hold at its rate (at most max_rounds). At equal minutes that is
+             spread x sqrt(seconds a round): the MDE scale of a minute. Where
+             the duets' pairs could not reach the bar by then (2 / 2**n), a
+             duet is weighed by the unpaired spread, the test it would get.
+             A tie goes to alternating (its ratios are what the code costs
+             alone).
+
+TRIAL_ROUNDS = 4 each: the replay of this rule on the recorded pools
+(evaluation/design_choice.py, docs/results.md) chose within 10% of the better
+fixed design's MDE; fewer trial rounds estimate the spreads too loosely (a
+round's sd from 2 rounds has 1 degree of freedom), more spend the budget on
+the design that loses. The trial needs max_rounds >= 4 x TRIAL_ROUNDS (the
+trial at most half the rounds) and two usable cores; otherwise the rounds
+alternate and a note says why.
+
+Values from both designs stay evidence: each round runs both sides under one
+design, with the order drawn by a fair coin, so under no change the unpaired
+test's two samples have the same mixture of designs, and each round's log
+ratio is symmetric about 0 whatever its design (all the signed-rank test
+assumes). The paired test of a duet run pairs every round, the trial's
+alternating ones too (Evidence.paired): they are few and valid, and they
+bring the pairs to the bar sooner (the replay measures the choice beside
+pairing only the duets).
+
+The guard (`duet_only`): a process beside a partner shares the L3 cache, so
+a memory-bound change reads larger in a duet (+2.5% alone read +6-8%). A
+wall-time regression of a run that went on in duets is confirmed where its
+alternating rounds alone read the head slower (one-sided exact Mann-Whitney
+at CONFIRM_LEVEL on their log values; from 3 rounds a side it can), and
+otherwise labelled UNCONFIRMED in the verdict and the comment.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import asdict, dataclass
+from statistics import NormalDist
+
+import numpy as np
+
+from ..paired import smallest_paired_p
+from .allocation import ESTIMATE_AFTER
+from .evidence import Evidence, Job
+from .options import Policy
+from .sequential import FLOOR_MARGIN
+
+__all__ = ["ALTERNATING", "AUTO", "CONFIRM_LEVEL", "DUET", "Choice", "Figures", "TRIAL_ROUNDS", "UNCONFIRMED",
+           "choose", "contrast_spread", "duet_only", "go_on", "start", "trial_designs"]
+
+AUTO, ALTERNATING, DUET = "auto", "alternating", "duet"
+TRIAL_ROUNDS = 4  # rounds of each design before the choice (see the module's docstring)
+MIN_PAIRS = 2  # rounds of a design a row needs for its spread there
+CONFIRM_LEVEL = 0.05  # the guard's one-sided level
+UNCONFIRMED = "duet only: not confirmed in alternating rounds"
+
+
+@dataclass(frozen=True)
+class Figures:
+    """One design's figures from the trial rounds."""
+
+    design: str
+    rounds: int  # its trial rounds
+    seconds: float  # a round of it (median)
+    test: str  # the test its rounds would be decided by: "paired" or "unpaired"
+    spread: float  # a round's contrast sd (log), median over the rows
+    projected_rounds: float  # its trial rounds and those the rest of the budget holds at its rate
+    mde: float  # the projected median MDE at the end (normal approximation, at the bar)
+
+    @property
+    def per_minute(self) -> float:
+        """The MDE scale of one minute of its rounds: spread x sqrt(seconds a round / 60)."""
+        return self.spread * math.sqrt(self.seconds / 60)
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The design a run goes on with, and why."""
+
+    design: str
+    figures: dict[str, Figures]  # by design; empty where nothing could be estimated
+    rows: int  # the rows the spreads are medians of
+    why: str  # one sentence with the figures
+
+    def to_dict(self) -> dict:
+        return {"design": self.design, "rows": self.rows, "why": self.why,
+                "figures": {d: {**asdict(f), "per_minute": f.per_minute} for d, f in self.figures.items()}}
+
+
+def trial_designs(seed: int, each: int = TRIAL_ROUNDS) -> list[str]:
+    """The designs of the trial's rounds in order: `each` pairs, one of each design a pair, which first drawn
+    at random (its own generator, so the rounds' coin and shuffle draw as in a fixed design)."""
+    rng = random.Random(f"design-trial-{seed}")
+    order: list[str] = []
+    for _ in range(each):
+        pair = [ALTERNATING, DUET]
+        rng.shuffle(pair)
+        order += pair
+    return order
+
+
+def contrast_spread(base: np.ndarray, head: np.ndarray, paired: bool) -> float:
+    """The sd of one round's contrast (log scale) of values aligned by round: of the log ratio head/base
+    (paired), or sqrt(var log base + var log head) (unpaired: what the rounds share is not removed)."""
+    lb, lh = np.log(base), np.log(head)
+    if paired:
+        return float(np.std(lh - lb, ddof=1))
+    return float(math.sqrt(np.var(lb, ddof=1) + np.var(lh, ddof=1)))
+
+
+def _seconds(evidence: Evidence, design: str) -> tuple[int, float]:
+    """How many rounds of `design` ran, and a round's seconds: the median of those that ran at the allocated
+    run times (from round ESTIMATE_AFTER on), or of all of them where none did."""
+    ran = [(r, s) for r, (d, s) in enumerate(zip(evidence.round_designs, evidence.round_seconds)) if d == design]
+    settled = [s for r, s in ran if r >= ESTIMATE_AFTER] or [s for _, s in ran]
+    return len(ran), float(np.median(settled)) if settled else math.nan
+
+
+def _mde(spread: float, rounds: float, bar: float, power: float) -> float:
+    if not (rounds > 0 and math.isfinite(spread)):
+        return math.inf
+    z = NormalDist().inv_cdf(1 - bar / 2) + NormalDist().inv_cdf(power)
+    return math.expm1(z * spread / math.sqrt(rounds))
+
+
+def choose(evidence: Evidence, jobs: list[Job], *, seconds_left: float, rounds_left: int, bar: float,
+           power: float = 0.8, paired_alternating: bool = False) -> Choice:
+    """The design to go on with, from the rounds in `evidence` (Evidence.round_designs, round_seconds) of the
+    rows `jobs`: the one whose projected median MDE at the end is smaller (see the module's docstring).
+    `seconds_left`, `rounds_left`: what the budget still holds; `bar`: a lone row's final bar;
+    `paired_alternating`: alternating rounds are decided by the paired test too (Policy.paired)."""
+    pairs = {job: {d: evidence.paired(job, d) for d in (ALTERNATING, DUET)} for job in jobs}
+    rows = [job for job, by in pairs.items() if all(len(by[d][0]) >= MIN_PAIRS for d in by)]
+    if not rows:
+        return Choice(ALTERNATING, {}, 0, f"design: alternating (no row had {MIN_PAIRS} rounds of each design to "
+                                          "weigh them by)")
+    figures = {}
+    for design in (ALTERNATING, DUET):
+        ran, seconds = _seconds(evidence, design)
+        more = min(float(rounds_left), max(seconds_left, 0.0) / seconds) if seconds > 0 else 0.0
+        projected = ran + more
+        paired = paired_alternating if design == ALTERNATING else True
+        # the paired test decides only where every round's pair together can reach the bar (contrast.compare_row)
+        paired = paired and smallest_paired_p(int(len(evidence.round_designs) + more)) * FLOOR_MARGIN <= bar
+        spread = float(np.median([contrast_spread(*(np.asarray(v) for v in pairs[job][design]), paired)
+                                  for job in rows]))
+        figures[design] = Figures(design, ran, seconds, "paired" if paired else "unpaired", spread, projected,
+                                  _mde(spread, projected, bar, power))
+    alt, duet = figures[ALTERNATING], figures[DUET]
+    design = DUET if duet.mde < alt.mde else ALTERNATING
+    why = (f"design: {'duets' if design == DUET else 'alternating rounds'} chosen after {alt.rounds} alternating "
+           f"and {duet.rounds} duet rounds interleaved: a round took {alt.seconds:.1f} s alternating, "
+           f"{duet.seconds:.1f} s as a duet; a round's contrast spread {alt.spread:.2%} ({alt.test} test) against "
+           f"{duet.spread:.2%} ({duet.test}), median of {len(rows)} rows; at a lone row's bar the budget left "
+           f"would end at about {alt.projected_rounds:.0f} alternating rounds, projected median MDE "
+           f"{alt.mde:.1%}, or {duet.projected_rounds:.0f} duets, {duet.mde:.1%} (normal approximation; per "
+           f"minute of rounds: {alt.per_minute:.2%} against {duet.per_minute:.2%})")
+    return Choice(design, figures, len(rows), why)
+
+
+def start(evidence: Evidence, schedule: str, max_rounds: int, two_cores: bool, seed: int = 0) -> list[str]:
+    """Before the rounds: evidence.schedule for Rounds.schedule `schedule`, and the trial's designs (empty
+    unless "auto" can try both: two usable cores and max_rounds >= 4 x TRIAL_ROUNDS; a note says why not)."""
+    evidence.schedule = ALTERNATING
+    if schedule == ALTERNATING:
+        return []
+    if not two_cores:
+        evidence.notes.append(f"{'duet' if schedule == DUET else 'design auto: duet'} rounds need two usable cores "
+                              "and this process has one: the rounds alternated")
+        return []
+    if schedule == DUET:
+        evidence.schedule = DUET
+        return []
+    if max_rounds < 4 * TRIAL_ROUNDS:
+        evidence.notes.append(f"design auto: at most {max_rounds} rounds leave no room to try both designs for "
+                              f"{TRIAL_ROUNDS} rounds each (it takes {4 * TRIAL_ROUNDS} or more): the rounds "
+                              "alternated")
+        return []
+    evidence.schedule = AUTO
+    return trial_designs(seed)
+
+
+def go_on(evidence: Evidence, jobs: list[Job], policy: Policy, *, seconds_left: float, rounds_left: int) -> Choice:
+    """After the trial: `choose` over the wall-time rows among `jobs` (those evidence.weights holds, where it
+    holds any) at a lone row's final bar, then record it: evidence.schedule (the design the rounds go on
+    with, and the test it brings: contrast.compare_row), evidence.design_choice and a note with the figures."""
+    rows = [job for job in jobs if job in evidence.weights] or jobs
+    bar = evidence.design.final_bar(1.0) if evidence.design else policy.fdr
+    choice = choose(evidence, rows, seconds_left=seconds_left, rounds_left=rounds_left, bar=bar,
+                    power=policy.power, paired_alternating=policy.paired)
+    evidence.schedule = choice.design
+    evidence.design_choice = choice.to_dict()
+    evidence.notes.append(choice.why)
+    return choice
+
+
+def duet_only(evidence: Evidence, job: Job) -> str:
+    """For a wall-time regression: "" where it does not rest on duets alone (the rounds did not go on in
+    duets) or where the row's alternating rounds alone read the head slower (one-sided exact Mann-Whitney on
+    their log values at CONFIRM_LEVEL); else UNCONFIRMED, with what the alternating rounds said."""
+    if evidence.schedule != DUET:
+        return ""
+    base, head = (np.log(np.asarray(v)) for v in evidence.paired(job, ALTERNATING))
+    if len(base) == 0:
+        return f"{UNCONFIRMED} (none ran)"
+    # the smallest one-sided p of n a side: 1 / C(2n, n) (2 a side: 1/6, above the level)
+    if 1 / math.comb(2 * len(base), len(base)) > CONFIRM_LEVEL:
+        return f"{UNCONFIRMED} ({len(base)} a side cannot reach p <= {CONFIRM_LEVEL:g})"
+    from scipy.stats import mannwhitneyu
+
+    p = float(mannwhitneyu(head, base, alternative="greater", method="exact").pvalue)
+    if p <= CONFIRM_LEVEL:
+        return ""
+    ratio = math.exp(float(np.median(head) - np.median(base))) - 1
+    return f"{UNCONFIRMED} ({len(base)} a side read {ratio:+.1%}, one-sided p={p:.2g})"
