@@ -1,7 +1,7 @@
 """Channels that agree (issue 50, item 5): how often a count-decided row stands while its wall time moved the other way.
 
 A row that a deterministic channel decides is flagged in the channel's direction unless the wall time moved the
-other way at counts.VETO_LEVEL (torchbench/ab/verdict.py's `_by_counts`: one-sided, Yuen's trimmed t-test on
+other way at counts.VETO_LEVEL (torchbench/ab/verdict.py's `_by_channel`: one-sided, Yuen's trimmed t-test on
 log times, counts.opposite_p). This script measures that rule with the verdict's own function on fresh
 draws of log-normal processes, at n processes a side:
 
@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 from torchbench import stats  # noqa: E402
 from torchbench.ab.counts import VETO_LEVEL  # noqa: E402
-from torchbench.ab.verdict import Verdict, _by_counts  # noqa: E402
+from torchbench.ab.verdict import COUNTS, Verdict, _by_channel  # noqa: E402
 from torchbench_core.storage import atomic_write_text  # noqa: E402
 
 SIZES = (2, 3, 4, 6, 8, 16, 32)
@@ -48,8 +48,8 @@ def flagged_share(wall: float, sd: float, n: int, draws: int, seed: int = 0) -> 
         base = np.exp(rng.normal(0.0, sd, n))
         head = np.exp(rng.normal(math.log1p(wall), sd, n))
         row = Verdict("row", "row", [], "", base=float(np.median(base)), head=float(np.median(head)),
-                      counts_delta=COUNT_DELTA)
-        flagged += _by_counts(row, list(base), list(head)) == stats.REGRESSED
+                      decided_by=COUNTS, decided_delta=COUNT_DELTA)
+        flagged += _by_channel(row, list(base), list(head)) == stats.REGRESSED
     return flagged / draws
 
 

@@ -1,12 +1,16 @@
-"""The deterministic channels in the verdict (torchbench/ab/channels.py): which one decides a row, the label it
-gives, the others shown beside it, and the wall time's veto, on evidence built the way the alert stores it."""
+"""The channels in the verdict (torchbench/ab/channels.py): one shape for each, wall time among them, the
+verdict deciding in their order; which deterministic channel decides a row, the label it gives, the others
+shown beside it, and the wall time's veto, on evidence built the way the alert stores it."""
 
 import re
 
 import numpy as np
+import pytest
 
 from torchbench import stats
-from torchbench.ab.channels import COUNTS, CYCLES, MEMORY, SYSCALLS, findings, to_confirm
+from torchbench.ab import channels
+from torchbench.ab.channels import (CHANNELS, COUNTS, CYCLES, DETERMINISTIC, MEMORY, ORDER, SYSCALLS, WALL,
+                                     WALL_TIME, Channel, findings, to_confirm)
 from torchbench.ab.count_test import JITTERS
 from torchbench.ab.evidence import Evidence, JobInfo
 from torchbench.ab.options import Policy
@@ -74,3 +78,34 @@ def test_a_flat_count_row_whose_cycles_moved_is_counted_in_jittered_processes():
     assert not findings(ev, JOB, 0.01)[CYCLES].decides
     assert to_confirm(ev, [JOB], 0.01, 1) == [JOB]
     assert to_confirm(evidence(jittered=False, cycles=1.0), [JOB], 0.01, 1) == []
+
+
+def test_every_channel_has_the_one_shape_and_wall_time_is_one_of_them():
+    assert [c.name for c in ORDER] == [COUNTS, SYSCALLS, CYCLES, WALL]  # the order a row is decided in
+    for c in ORDER:
+        assert isinstance(c, Channel)
+        assert all(isinstance(getattr(c, a), str) and getattr(c, a) for a in ("name", "measure", "noise"))
+        assert isinstance(c.label, str) and callable(c.test)
+    assert ORDER == (*DETERMINISTIC, WALL_TIME) and CHANNELS == tuple(c.name for c in DETERMINISTIC)
+    assert all(c.deterministic for c in DETERMINISTIC) and not WALL_TIME.deterministic
+    with pytest.raises(ValueError, match="within its family"):  # its bar is the family's (verdict.prepare)
+        WALL_TIME.test(evidence(), JOB, 0.01, {})
+
+
+def test_the_verdict_decides_in_the_channels_order(monkeypatch):
+    """Counts flat, system calls and simulated cycles both decisive: the first in order decides, the other
+    stands beside it; reordered or dropped in channels.DETERMINISTIC, the verdict follows; no deterministic
+    channel deciding, wall time does."""
+    calls = ({"read": 2.0}, {"read": 2.0, "getpid": 1.0})
+    ev = evidence(cycles=2.2, syscalls=((calls[0], True), (calls[1], True)))
+    assert list(findings(ev, JOB, 0.01)) == [COUNTS, SYSCALLS, CYCLES]
+    r = row(ev)
+    assert r.decided_by == SYSCALLS and "cycles +" in r.channels_text
+    monkeypatch.setattr(channels, "DETERMINISTIC", tuple(reversed(DETERMINISTIC)))
+    assert row(ev).decided_by == CYCLES
+    monkeypatch.setattr(channels, "DETERMINISTIC", (channels.INSTRUCTION_COUNTS, channels.SIMULATED_CYCLES))
+    r = row(ev)
+    assert r.decided_by == CYCLES and "syscalls" not in r.channels_text
+    monkeypatch.undo()
+    r = row(evidence(wall=1.3))
+    assert r.decided_by == WALL and r.comparison is not None and r.status == stats.REGRESSED

@@ -1,37 +1,39 @@
-"""The deterministic channels of evidence, one shape each: what a row's counts, simulated cycles and system
-calls say, in the order they decide.
+"""A channel of evidence, one shape for each: instruction counts, system calls, simulated cycles and wall time.
 
-Each channel reads its measurements from the evidence and gives a Finding: the change, whether it decides
-the row alone, whether it needs jittered processes first, its label and its text for the comment. The
-verdict (verdict.py) asks them in CHANNELS order; the first that decides decides the row (unless the wall
-time moved the other way: counts.opposite_p), and the others are shown beside it.
-
-  instruction counts  counts.count_change: count_test.py on the first and jittered valgrind processes;
-                      compute ("compute")
-  system calls        per call of the row, by type, traced natively under strace (torchbench_core.syscalls):
-                      decided where they changed and both sides' traces were exact (the 2N calls made
-                      exactly twice the N calls' system calls of every type): a count of calls, not a time;
-                      labelled "system calls: getpid +1 a call"
-  simulated cycles    valgrind's cache and branch simulation from the same valgrind processes as the counts
-                      (callgrind.estimated_cycles: Ir + 10 x (L1 misses + mispredicts) + 100 x LL misses),
-                      through the same test as the counts with its own calibrated commit noise
-                      (CYCLES_COMMIT_SD); decides only a row whose counts did not move (what the counts
-                      explain is theirs): "memory (simulated cache)"
+A channel (`Channel`) says what it measures and who measures it (`measure`), the noise it is held against
+(`noise`), the label of a row it decides (`label`) and its test: from the evidence of one row, a `Finding`
+(the change, whether it decides the row alone, whether it needs jittered processes first, its p-value, its
+label and its cell in the comment), or None where a side has no measurements. The deterministic channels
+(DETERMINISTIC: counts, system calls, simulated cycles) decide a row alone; wall time's findings are decided
+across the family. How the verdict combines them, in ORDER, is verdict.py's (its module docstring is the one
+description of how a row is decided); who measures them: collect.py (the deterministic ones) and rounds.py
+(wall time).
 """
 
 from __future__ import annotations
 
+import dataclasses
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .count_test import BY_CALL, DRAWS, MAX_PASSES, STATEMENT, count_test
-from .counts import NEAR, count_change, kind_of, processes
-from .evidence import Evidence, Job
+import numpy as np
 
-__all__ = ["CHANNELS", "COUNTS", "CYCLES", "CYCLES_COMMIT_SD", "Finding", "MEMORY", "SYSCALLS", "findings",
+from .. import stats
+from .contrast import compare_row
+from .count_test import BY_CALL, DRAWS, MAX_PASSES, STATEMENT, count_test
+from .counts import COMPUTE, NEAR, count_change, kind_of, processes
+from .evidence import Evidence, Job
+from .options import Policy
+from .sequential import Design
+
+__all__ = ["CHANNELS", "COUNTS", "CYCLES", "CYCLES_COMMIT_SD", "Channel", "DETERMINISTIC", "Finding",
+           "INSTRUCTION_COUNTS", "InstructionCounts", "MEMORY", "ORDER", "SIMULATED_CYCLES", "SYSCALLS",
+           "SYSTEM_CALLS", "SimulatedCycles", "SystemCalls", "WALL", "WALL_TIME", "WallTime", "findings",
            "to_confirm"]
 
-COUNTS, SYSCALLS, CYCLES = "instruction counts", "system calls", "simulated cycles"  # what decided a row
-CHANNELS = (COUNTS, SYSCALLS, CYCLES)
+# what decided a row (Verdict.decided_by)
+COUNTS, SYSCALLS, CYCLES, WALL = "instruction counts", "system calls", "simulated cycles", "wall time"
 MEMORY = "memory (simulated cache)"
 # evaluation/counts_calibration.py on the pool's simulated cycles (the plain suite's 15 pairs of commits with
 # layout draws; the timer suite's 6, its first four commits simulated): the commit noise the draws do not
@@ -41,21 +43,81 @@ CYCLES_COMMIT_SD = {STATEMENT: 0.0008, BY_CALL: 0.0004}
 
 @dataclass(frozen=True)
 class Finding:
+    """What one channel says of one row: the common result of every channel's test."""
+
     channel: str
     delta: float  # head / base - 1 (system calls: of the calls a call, all types)
-    decides: bool
+    decides: bool  # decides the row alone (wall time: never; its family's weighted BH does, verdict.settle)
     pending: bool  # beyond the floor on first processes alone: count it in jittered ones
     label: str
     text: str  # the comment's cell
     margin: float = float("nan")
     p_value: float = 1.0
+    comparison: stats.Comparison | None = None  # wall time's: the interval, MDE and test behind its p-value
 
 
-def _counts(evidence: Evidence, job: Job, floor: float) -> Finding | None:
-    c = count_change(evidence, job, floor)
-    if c is None:
-        return None
-    return Finding(COUNTS, c.delta, c.decides, c.pending, c.label, f"{c.delta:+.2%}", c.margin, c.p_value)
+class Channel(ABC):
+    """One channel of evidence. `name`: what decided a row (Verdict.decided_by); `measure`: what measures it
+    (the collector); `noise`: its noise model, and the constants its test holds a change against; `label`:
+    the label of a row it decides ("" where its finding's own label says it); `deterministic`: decides a row
+    alone (else across the family: wall time)."""
+
+    name: str
+    measure: str
+    noise: str
+    label: str
+    deterministic: bool = True
+
+    @abstractmethod
+    def test(self, evidence: Evidence, job: Job, floor: float, seen: Mapping[str, Finding]) -> Finding | None:
+        """What this channel says of `job`; None without measurements on both sides. `floor`: the smallest
+        change a deterministic channel decides (Policy.count_floor); `seen`: the findings of the channels
+        before it in ORDER, by name."""
+
+
+class InstructionCounts(Channel):
+    """Instructions executed by one run of the row (one call, for an asv `time_` method), counted under
+    valgrind; counts.py says what they see and weigh."""
+
+    name, label = COUNTS, COMPUTE
+    measure = ("collect.collect_counts: callgrind, count_test.COUNT_REPEATS runs a process, the first valgrind "
+               "process a side, then jittered ones in count_test.DRAWS layout draws (pair.py)")
+    noise = ("count_test.py: the row's own spread between layouts (the jittered processes) plus the commit "
+             "noise calibrated on a pool of identical code at many commits (count_test.COMMIT_SD), tested at "
+             "COUNT_ALPHA")
+
+    def test(self, evidence: Evidence, job: Job, floor: float, seen: Mapping[str, Finding]) -> Finding | None:
+        c = count_change(evidence, job, floor)
+        if c is None:
+            return None
+        return Finding(COUNTS, c.delta, c.decides, c.pending, c.label, f"{c.delta:+.2%}", c.margin, c.p_value)
+
+
+class SystemCalls(Channel):
+    """System calls of one call of the row, by type, traced natively under strace (torchbench_core.syscalls):
+    a count of calls, not a time. Decided where they changed and both sides' traces were exact."""
+
+    name, label = SYSCALLS, "system calls: <the calls that moved> a call"
+    measure = "collect.collect_syscalls: the worker's `syscalls` mode, one traced process a side"
+    noise = ("none where the trace is exact: the 2N calls made exactly twice the N calls' system calls of "
+             "every type; a trace that is not exact decides nothing")
+
+    def test(self, evidence: Evidence, job: Job, floor: float, seen: Mapping[str, Finding]) -> Finding | None:
+        b, h = evidence.syscalls["base"].get(job), evidence.syscalls["head"].get(job)
+        if not b or not h:
+            return None
+        per_b, per_h = b.get("per_call", {}), h.get("per_call", {})
+        moved = {name: per_h.get(name, 0.0) - per_b.get(name, 0.0) for name in sorted(set(per_b) | set(per_h))}
+        moved = {name: d for name, d in moved.items() if d}
+        total_b, total_h = sum(per_b.values()), sum(per_h.values())
+        delta = (total_h / total_b - 1) if total_b else (float("inf") if total_h else 0.0)
+        if not moved:
+            return Finding(SYSCALLS, 0.0, False, False, "", "")
+        text = ", ".join(f"{name} {d:+g}" for name, d in moved.items()) + " a call"
+        exact = bool(b.get("exact")) and bool(h.get("exact"))
+        decides = exact and total_h != total_b and not evidence.builds_differ
+        return Finding(SYSCALLS, delta, decides, False, f"system calls: {text}" if decides else "",
+                       f"syscalls {text}" + ("" if exact else " (not exact)"))
 
 
 def _cycles_runs(evidence: Evidence, side: str, job: Job) -> list[list[float]]:
@@ -63,43 +125,78 @@ def _cycles_runs(evidence: Evidence, side: str, job: Job) -> list[list[float]]:
     return ([first] if first else []) + processes(evidence.cycles_again[side], job)
 
 
-def _cycles(evidence: Evidence, job: Job, floor: float, counts: Finding | None) -> Finding | None:
-    """`counts`: the row's counts finding (what the counts explain is theirs: cycles decide only beside flat
-    counts)."""
-    base, head = _cycles_runs(evidence, "base", job), _cycles_runs(evidence, "head", job)
-    kind = kind_of(evidence, job)
-    t = count_test(base, head, kind, floor, commit_sd=CYCLES_COMMIT_SD[kind])
-    if t is None:
-        return None
-    flat = counts is None or (not counts.decides and abs(counts.delta) < floor)
-    decides = t.decides and flat and not evidence.builds_differ
-    return Finding(CYCLES, t.delta, decides, t.pending and flat and not evidence.builds_differ,
-                   MEMORY if decides else "", f"cycles {t.delta:+.2%}", t.margin, t.p_value)
+class SimulatedCycles(Channel):
+    """valgrind's cache and branch simulation, from the same valgrind processes as the counts, combined into
+    estimated cycles (callgrind.estimated_cycles: Ir + 10 x (L1 misses + mispredicts) + 100 x LL misses).
+    Decides only a row whose counts did not move (what the counts explain is theirs: `seen`'s counts)."""
+
+    name, label = CYCLES, MEMORY
+    measure = "collect.collect_counts: the same valgrind processes as the counts (asv_worker.counts, simulated)"
+    noise = ("count_test.py, the counts' test, with its own calibrated commit noise (CYCLES_COMMIT_SD, log sd "
+             "by kind of row)")
+
+    def test(self, evidence: Evidence, job: Job, floor: float, seen: Mapping[str, Finding]) -> Finding | None:
+        base, head = _cycles_runs(evidence, "base", job), _cycles_runs(evidence, "head", job)
+        kind = kind_of(evidence, job)
+        t = count_test(base, head, kind, floor, commit_sd=CYCLES_COMMIT_SD[kind])
+        if t is None:
+            return None
+        counts = seen.get(COUNTS)
+        flat = counts is None or (not counts.decides and abs(counts.delta) < floor)
+        decides = t.decides and flat and not evidence.builds_differ
+        return Finding(CYCLES, t.delta, decides, t.pending and flat and not evidence.builds_differ,
+                       MEMORY if decides else "", f"cycles {t.delta:+.2%}", t.margin, t.p_value)
 
 
-def _syscalls(evidence: Evidence, job: Job) -> Finding | None:
-    b, h = evidence.syscalls["base"].get(job), evidence.syscalls["head"].get(job)
-    if not b or not h:
-        return None
-    per_b, per_h = b.get("per_call", {}), h.get("per_call", {})
-    moved = {name: per_h.get(name, 0.0) - per_b.get(name, 0.0) for name in sorted(set(per_b) | set(per_h))}
-    moved = {name: d for name, d in moved.items() if d}
-    total_b, total_h = sum(per_b.values()), sum(per_h.values())
-    delta = (total_h / total_b - 1) if total_b else (float("inf") if total_h else 0.0)
-    if not moved:
-        return Finding(SYSCALLS, 0.0, False, False, "", "")
-    text = ", ".join(f"{name} {d:+g}" for name, d in moved.items()) + " a call"
-    exact = bool(b.get("exact")) and bool(h.get("exact"))
-    decides = exact and total_h != total_b and not evidence.builds_differ
-    return Finding(SYSCALLS, delta, decides, False, f"system calls: {text}" if decides else "",
-                   f"syscalls {text}" + ("" if exact else " (not exact)"))
+@dataclass(frozen=True)
+class WallTime(Channel):
+    """The row's time per process, base and head processes round after round. Its test is contrast.compare_row
+    at the row's final bar in weighted Benjamini-Hochberg, its p-value combined over the looks it had
+    (sequential.Design.combined_p). It decides no row alone: its findings are decided across the family by
+    weighted BH at Policy.fdr, then stats.classify (verdict.settle). Its label is the counts' weighing
+    (counts.weights: compute, wall time only, no counts). Tested within its family (`in_family`): the policy,
+    the design after the rounds, each row's weight and the suite's slow processes."""
+
+    name, label, deterministic = WALL, "", False
+    measure = "rounds.measure_rounds: stats.process_summary of each process's blocks, one value a process"
+    noise = ("between processes, as measured (permutation or signed-rank tests: contrast.py), the machine's "
+             "slow processes held apart (stats.slow_excesses, contrast.slow_halves)")
+    policy: Policy | None = None
+    design: Design | None = None  # after the rounds (Design.after): each row's final bar
+    weights: Mapping[Job, float] = dataclasses.field(default_factory=dict)  # weighted BH's, by row (1 if absent)
+    excess: np.ndarray | None = None  # the suite's slow processes (stats.slow_excesses), for the MDEs
+
+    def in_family(self, policy: Policy, design: Design, weights: Mapping[Job, float],
+                  excess: np.ndarray | None = None) -> WallTime:
+        return dataclasses.replace(self, policy=policy, design=design, weights=weights, excess=excess)
+
+    def test(self, evidence: Evidence, job: Job, floor: float, seen: Mapping[str, Finding]) -> Finding | None:
+        if self.policy is None or self.design is None:
+            raise ValueError("wall time is tested within its family: WALL_TIME.in_family(policy, design, weights)")
+        if len(evidence.values["base"].get(job, [])) < 2 or len(evidence.values["head"].get(job, [])) < 2:
+            return None
+        c = compare_row(evidence, job, self.policy, self.design.final_bar(self.weights.get(job, 1.0)),
+                        self.policy.confidence, excess=self.excess)
+        # the p-value the decision uses: this row's, combined over the looks it had
+        c = dataclasses.replace(c, p_value=self.design.combined_p(c.p_value, evidence.looks.get(job, [])))
+        return Finding(WALL, c.ratio - 1, False, False, "", f"wall {c.ratio - 1:+.1%}", c.mde, c.p_value, c)
+
+
+INSTRUCTION_COUNTS, SYSTEM_CALLS, SIMULATED_CYCLES = InstructionCounts(), SystemCalls(), SimulatedCycles()
+WALL_TIME = WallTime()
+DETERMINISTIC = (INSTRUCTION_COUNTS, SYSTEM_CALLS, SIMULATED_CYCLES)  # the first that decides decides the row
+ORDER = (*DETERMINISTIC, WALL_TIME)  # the order a row is decided in (verdict.py)
+CHANNELS = tuple(channel.name for channel in DETERMINISTIC)  # the names of the deterministic channels
 
 
 def findings(evidence: Evidence, job: Job, floor: float) -> dict[str, Finding]:
-    """What each channel with measurements says of `job`, in CHANNELS order."""
-    counts = _counts(evidence, job, floor)
-    found = {COUNTS: counts, SYSCALLS: _syscalls(evidence, job), CYCLES: _cycles(evidence, job, floor, counts)}
-    return {name: f for name, f in found.items() if f is not None}
+    """What each deterministic channel with measurements says of `job`, in DETERMINISTIC order."""
+    found: dict[str, Finding] = {}
+    for channel in DETERMINISTIC:
+        finding = channel.test(evidence, job, floor, found)
+        if finding is not None:
+            found[channel.name] = finding
+    return found
 
 
 def to_confirm(evidence: Evidence, jobs: list[Job], floor: float, jitter: int = 1) -> list[Job]:

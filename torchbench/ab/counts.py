@@ -18,13 +18,12 @@ processes:
   commit noise calibrated on a pool of identical code at many commits
   (COUNT_ALPHA; the margin stated is the smallest change that row's noise
   lets the test decide). A row whose jittered processes fail is decided by
-  its wall time. The wall time is still reported, and where it moved the
-  other way (opposite_p at VETO_LEVEL) the row is inconclusive: the counts do
-  not explain the time.
-* **everything else** goes to the wall-time test. Its rows are weighted for
-  weighted Benjamini-Hochberg (Genovese, Roeder and Wasserman 2006: reject
-  p_i <= w_i k q / m, weights averaging 1, fixed before the wall-time p-values are
-  seen): a row whose counts moved a little (beyond their noise, below the floor)
+  its wall time. How the verdict combines the counts with the other channels,
+  the wall time's veto (opposite_p at VETO_LEVEL) included: verdict.py.
+* **weights for the wall-time test.** The rows the counts do not decide are
+  weighted for weighted Benjamini-Hochberg (Genovese, Roeder and Wasserman
+  2006: reject p_i <= w_i k q / m, weights averaging 1, fixed before the
+  wall-time p-values are seen): a row whose counts moved a little (beyond their noise, below the floor)
   or that has no counts weighs PRIOR_WEIGHT[...] = 1, a row whose counts are flat
   a quarter of that: a wall-time change without a compute change is more often
   the machine than the code, so it must clear a stricter bar.

@@ -1,32 +1,42 @@
-"""From evidence to verdicts: one row per benchmark, the suite's false discovery rate controlled.
+"""From evidence to verdicts: how a row is decided, in one place (`prepare`, then `settle` across the family).
 
-The deterministic channels decide first (channels.py, in their order):
+Every source of evidence is a channel with one shape (channels.Channel: what measures it, its noise model,
+its test, its label), and a row is decided by them in channels.ORDER, as `prepare` reads:
 
-  instruction counts  a row whose counts moved by at least Policy.count_floor
-                      beyond their noise (count_test.py: the first and the
-                      jittered valgrind processes, the calibrated commit noise)
-                      is decided by them, labelled "compute";
-  system calls        a row whose system calls a call changed, exactly on
-                      both sides, labelled with the calls;
-  simulated cycles    a row whose counts did not move but whose simulated
-                      cycles did, beyond their noise: "memory (simulated
-                      cache)";
+  1. what the evidence alone settles: a row that failed on a side, was
+     skipped, is new or removed is not compared (`_rows`). A row this machine
+     cannot run (asv's skip, or a CUDA device it lacks) is "skipped", with its
+     reason, where every side that lists it skipped it; where one side
+     measured it, hardware the other lacked is a failure of that side (the
+     machine ran it), and asv's skip on one side a change of the suite.
+  2. the deterministic channels, in their order; the first whose finding
+     decides decides the row, and the others are shown beside it in the
+     comment (`_deterministic`):
+       instruction counts  counts moved by at least Policy.count_floor beyond
+                           their noise (count_test.py: the first and the
+                           jittered valgrind processes, the calibrated commit
+                           noise): "compute";
+       system calls        the system calls a call changed, exactly on both
+                           sides: labelled with the calls;
+       simulated cycles    counts flat, simulated cycles moved beyond their
+                           noise: "memory (simulated cache)".
+  3. the agreement veto: a row a deterministic channel decides is
+     inconclusive where its wall time moved the other way (`_by_channel`:
+     counts.opposite_p at counts.VETO_LEVEL, one-sided, from 2 processes a
+     side).
+  4. wall time, every other compared row, across the family: its finding
+     (channels.WallTime: contrast.compare_row at its final bar, its p-value
+     combined over the looks it had, sequential.py), then weighted
+     Benjamini-Hochberg at Policy.fdr across the family's rows (`settle`; one
+     comparison's, or several settled as one: find), weighted by what the
+     counts say (counts.weights: flat counts, a stricter bar), then
+     stats.classify, the slower halves (contrast.slow_halves) before a row is
+     called unchanged. A regression of a run that went on in duets is labelled
+     "duet only" where its alternating rounds do not confirm it
+     (design_choice.duet_only).
 
-each unless the wall time moved the other way (counts.opposite_p), and each
-shown beside the others in the comment. Then:
-
-  wall time           every other row: its p-value combined over the looks it
-                      had (sequential.py), then weighted Benjamini-Hochberg at
-                      Policy.fdr across them, weighted by what the counts say
-                      (flat counts: a stricter bar), then stats.classify.
-                      A regression of a run that went on in duets is labelled
-                      "duet only" where its alternating rounds do not confirm
-                      it (design_choice.duet_only).
-
-A row this machine cannot run (asv's skip, or a CUDA device it lacks) is
-"skipped", with its reason, where every side that lists it skipped it; where
-one side measured it, hardware the other lacked is a failure of that side
-(the machine ran it), and asv's skip on one side a change of the suite.
+The rounds (rounds.py) stop a row early by the same rules: at a look, by its
+wall time; once its wall time can disagree, by a deterministic channel.
 
 Each row's minimum detectable effect is the one its final test demands: a lone
 change's bar in weighted BH at this suite's size, w q / m, times the final
@@ -45,8 +55,8 @@ from torchbench_core.skips import lacks_hardware
 
 from ..asv_bridge.results import param_value
 from . import sequential
-from .contrast import compare_row, slow_halves
-from .channels import CHANNELS, COUNTS, CYCLES, SYSCALLS, findings
+from .contrast import slow_halves
+from .channels import CHANNELS, COUNTS, CYCLES, SYSCALLS, WALL, WALL_TIME, Finding, findings
 from .design_choice import duet_only
 from .counts import COMPUTE, NO_COUNTS, VETO_LEVEL, WALL_ONLY, count_change, no_counts, opposite_p, weights
 from .evidence import Evidence
@@ -56,7 +66,6 @@ __all__ = ["COMPUTE", "COUNTS", "CYCLES", "FAILED", "NEW", "NO_COUNTS", "Prepare
            "Verdict", "WALL", "WALL_ONLY", "decide", "prepare", "settle"]
 
 NEW, REMOVED, FAILED, SKIPPED = "new", "removed", "failed", "skipped"
-WALL = "wall time"  # what decided a row: a deterministic channel (channels.CHANNELS) or this
 
 
 @dataclass
@@ -106,8 +115,8 @@ class Verdict:
         return d
 
 
-def _rows(evidence: Evidence, policy: Policy) -> tuple[list[Verdict], list[tuple[Verdict, list, list]]]:
-    """Every row with its status where the evidence alone settles it, and the rows to compare."""
+def _rows(evidence: Evidence) -> tuple[list[Verdict], list[tuple[Verdict, list, list]]]:
+    """Step 1: every row with its status where the evidence alone settles it, and the rows to compare."""
     rows, compared = [], []
     for job, info in sorted(evidence.jobs.items()):
         row = Verdict(info.name, job[0], info.params, "", unit=info.unit, stopped=evidence.decided.get(job, ""),
@@ -135,22 +144,28 @@ def _rows(evidence: Evidence, policy: Policy) -> tuple[list[Verdict], list[tuple
             compared.append((row, base, head))
         row.base = float(np.median(base)) if base else None
         row.head = float(np.median(head)) if head else None
-        change = count_change(evidence, job, policy.count_floor)
-        row.label = no_counts(_why_no_counts(evidence, job)) if change is None else change.label
-        if change is not None:
-            row.counts_base, row.counts_head, row.counts_delta = change.base, change.head, change.delta
-            row.counts_margin = change.margin
-        found = findings(evidence, job, policy.count_floor)
-        decider = next((f for f in found.values() if f.decides), None)
-        if decider is not None:
-            row.decided_by, row.decided_delta = decider.channel, decider.delta
-            if decider.channel != COUNTS:
-                row.label = f"{decider.label}; counts {row.label}"
-        shown = [f for f in sorted(found.values(), key=lambda f: f is not decider) if f.text]
-        row.channels_text = "; ".join(f"counts {f.text}" if f.channel == COUNTS and len(shown) > 1 else f.text
-                                      for f in shown)
         rows.append(row)
     return rows, compared
+
+
+def _deterministic(row: Verdict, evidence: Evidence, job, policy: Policy) -> dict[str, Finding]:
+    """Step 2: the row's label from its counts, the deterministic channels' findings, in order, and the first
+    that decides as the row's decider (decided_by, decided_delta), the others beside it (channels_text)."""
+    change = count_change(evidence, job, policy.count_floor)
+    row.label = no_counts(_why_no_counts(evidence, job)) if change is None else change.label
+    if change is not None:
+        row.counts_base, row.counts_head, row.counts_delta = change.base, change.head, change.delta
+        row.counts_margin = change.margin
+    found = findings(evidence, job, policy.count_floor)
+    decider = next((f for f in found.values() if f.decides), None)
+    if decider is not None:
+        row.decided_by, row.decided_delta = decider.channel, decider.delta
+        if decider.channel != COUNTS:
+            row.label = f"{decider.label}; counts {row.label}"
+    shown = [f for f in sorted(found.values(), key=lambda f: f is not decider) if f.text]
+    row.channels_text = "; ".join(f"counts {f.text}" if f.channel == COUNTS and len(shown) > 1 else f.text
+                                  for f in shown)
+    return found
 
 
 def _skipped(evidence: Evidence, job) -> tuple[str, str] | None:
@@ -209,32 +224,36 @@ class Prepared:
 
 
 def prepare(evidence: Evidence, policy: Policy) -> Prepared:
-    """Every row's comparison: count-decided rows decided; wall-time rows with their combined p-values."""
-    rows, compared = _rows(evidence, policy)
+    """How one comparison's rows are decided, step by step (the module's docstring); `settle` then ends step 4
+    across the family. Every row, and the wall-time family with each member's weighted p-value."""
+    rows, compared = _rows(evidence)  # 1. what the evidence alone settles
+    seen = {}
+    for row in rows:  # 2. the deterministic channels, in order
+        if row.status != SKIPPED:  # nothing measured to compare, count or label
+            seen[id(row)] = _deterministic(row, evidence, (row.benchmark, row.index), policy)
+    for row, base, head in compared:  # 3. the agreement veto, for the rows a deterministic channel decides
+        if row.decided_by in CHANNELS:
+            row.comparison = stats.compare(base, head, confidence=policy.confidence, alpha=policy.fdr,
+                                           power=policy.power)
+            row.status = _by_channel(row, base, head)
+    # 4. wall time, every other compared row: its finding at its final bar in weighted BH (settle decides)
     wall = [(row, base, head) for row, base, head in compared if row.decided_by not in CHANNELS]
     # the looks that came spent their shares; those that did not go to the final analysis. m: this
     # comparison's wall-time rows, or the family it is decided with (Policy.family: find's candidates)
     design = dataclasses.replace(evidence.design or sequential.fixed(0, policy.fdr, policy.confidence),
                                  m=policy.family_size(len(wall)), fdr=policy.fdr,
                                  confidence=policy.confidence).after(evidence.rounds)
-    for row, base, head in compared:
-        if row.decided_by in CHANNELS:
-            row.comparison = stats.compare(base, head, confidence=policy.confidence, alpha=policy.fdr,
-                                           power=policy.power)
-            row.status = _by_channel(row, base, head)
+    jobs = [(row.benchmark, row.index) for row, _, _ in wall]
     w = weights([row.label for row, _, _ in wall])
     # how often this comparison's processes land in the machine's slow group, from all its wall-time rows:
     # what caps the power of few processes (stats.power_ceiling)
     excess = stats.slow_excesses([side for _, base, head in wall for side in (base, head)])
+    channel = WALL_TIME.in_family(policy, design, dict(zip(jobs, w)), excess)
     family = []
-    for (row, base, head), weight in zip(wall, w):
-        bar = design.final_bar(weight)
-        c = compare_row(evidence, (row.benchmark, row.index), policy, bar, policy.confidence, excess=excess)
-        # the p-value the decision uses: this row's, combined over the looks it had
-        row.comparison = dataclasses.replace(
-            c, p_value=design.combined_p(c.p_value, evidence.looks.get((row.benchmark, row.index), [])))
-        row.decided_by = WALL
-        family.append((row, min(1.0, row.comparison.p_value / weight)))
+    for (row, _, _), job, weight in zip(wall, jobs, w):
+        found = channel.test(evidence, job, policy.count_floor, seen[id(row)])
+        row.comparison, row.decided_by = found.comparison, WALL
+        family.append((row, min(1.0, found.p_value / weight)))
     return Prepared(evidence, rows, family)
 
 
