@@ -38,7 +38,7 @@ from pathlib import Path
 CALLS, WARMUP_CALLS = 10, 16  # the N region's calls (the second region has 2N), and the calls before
 MARKER = b"TORCHBENCH_SYSCALLS"
 REGIONS = ("N", "2N")
-TRACE_TIMEOUT = 1500.0  # the traced process, set-ups and imports included (rounds.collect_syscalls waits 1800 s)
+TRACE_TIMEOUT = 1500.0  # the traced process, set-ups and imports included (collect.collect_syscalls waits 1800 s)
 
 _START = re.compile(r"^(?:\d+\s+)?(?:\[pid\s+\d+\]\s+)?([A-Za-z_][A-Za-z0-9_]*)\(")
 _MARK = re.compile(MARKER.decode() + r" (\d+) (N|2N) (start|end)")
