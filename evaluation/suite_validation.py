@@ -15,7 +15,7 @@ The 6-row version is evaluation/alert_validation.py; this one measures a suite o
   k steps through a table (TABLE). The pair's base walks a table of 64 entries, its head one large enough
   that the steps miss the cache, sized for +5% and +10%: the same instructions on both sides (the targets'
   counts change is printed), so the counts cannot decide and the wall time must.
-* --designs alternating duet: our alert in each design of its rounds (alternating processes; duets, both
+* --designs auto alternating duet: our alert in each design of its rounds (alternating processes; duets, both
   processes at once on a core each, paired by round) on the same pairs, one after the other.
 * --own-suite: this project's own suite (benchmarks/), A/A: two consecutive commits of this
   repository that change only tests (--own-base, --own-head).
@@ -42,7 +42,7 @@ effect per row (the report's "mde": median and range) and the rounds a minute. -
 summary and every run.
 Exit status 0 when every step ran (whatever the figures); 2 when a step failed, named.
 
-    python evaluation/suite_validation.py [--repeats 1] [--designs alternating duet] [--own-suite]
+    python evaluation/suite_validation.py [--repeats 1] [--designs auto alternating duet] [--own-suite]
                                           [--plain-suite [--plain-pairs aa effects wall twin both]]
                                           [--json PATH]
 
@@ -419,14 +419,15 @@ def build_example(tmp: Path, envs: Path, args) -> tuple[Path, dict, list[tuple[s
     return path, calibration, pairs
 
 
-DESIGN_KEYS = {"alternating": "ours", "duet": "ours duet"}  # a record's key for our alert in each design
+DESIGN_KEYS = {"auto": "ours", "alternating": "ours alternating", "duet": "ours duet"}  # a record's key for our
+# alert in each design ("auto", the alert's default, chooses one from its first rounds: ab/design_choice.py)
 TOOLS = (*DESIGN_KEYS.values(), "asv_continuous", "asv_compare")
 
 
 def measure_pair(kind: str, name: str, repo: Path, base: str, head: str, work: Path, envs: Path,
                  flags: list[str], targeted: bool, ours: Path, asv_compare_too: bool = True,
                  target=is_target, asv_continuous_too: bool = True,
-                 designs: tuple[str, ...] = ("alternating",)) -> dict:
+                 designs: tuple[str, ...] = ("auto",)) -> dict:
     """Ours in each of `designs` (its --out OURS, shared by the pairs of one repository), asv continuous and
     asv compare on one pair; what each flagged and how long it took. `targeted`: the head slows the target
     rows (else every row is identical code), those for which target(row title or asv name) is true;
@@ -434,7 +435,7 @@ def measure_pair(kind: str, name: str, repo: Path, base: str, head: str, work: P
     target = target if targeted else (lambda _: False)
     record = {"kind": kind, "pair": name, "base": base, "head": head}
     for design in designs:
-        logs = work / ("ours" if design == "alternating" else f"ours-{design}")
+        logs = work / ("ours" if design == "auto" else f"ours-{design}")
         with step(f"{kind}: torchbench alert --design {design} {base[:8]}..{head[:8]} in {ours} (log in {logs})"):
             report, minutes = run_alert(repo, base, head, ours, envs, [*flags, "--design", design], logs=logs)
         record[DESIGN_KEYS[design]] = _ours_record(report, minutes, target)
@@ -728,8 +729,8 @@ def main() -> None:
     parser.add_argument("--wall-effects", type=float, nargs="*", default=[0.05, 0.10],
                         help="wall-time-only slowdowns of the targets (cache misses: the same instructions), as "
                              "fractions (default 0.05 0.10)")
-    parser.add_argument("--designs", nargs="+", choices=list(DESIGN_KEYS), default=["alternating"],
-                        help="our alert's designs, each run on every pair (default alternating)")
+    parser.add_argument("--designs", nargs="+", choices=list(DESIGN_KEYS), default=["auto"],
+                        help="our alert's designs, each run on every pair (default auto, the alert's)")
     parser.add_argument("--own-suite", action="store_true", help="also an A/A of this project's own suite")
     parser.add_argument("--own-base", default=OWN_BASE, help="its base commit (default f44a082)")
     parser.add_argument("--own-head", default=OWN_HEAD, help="its head commit (default 6787c9d: tests only)")

@@ -75,9 +75,9 @@ def test_suite_validation_prints_ours_beside_asv_for_every_pair_kind():
     assert re.search(r"\n  A/A +1 +\d+/69 / \d+/69 / \d+/69 +- ", table), table
     for kind in (r"\+10%", r"wall \+10%"):  # the busy loop, and the table walk (wall time only)
         assert re.search(rf"\n  {kind} +1 +\d+/65 / \d+/65 / \d+/65 +\d/4 / \d/4 / \d/4 ", table), table
-        for design in ("ours", "ours duet"):
+        for design in ("ours alternating", "ours duet"):
             assert len(re.findall(rf"\n  {kind} +{design} +TensorLike · .*torch\.mul", table)) == 4, table
-    assert re.search(r"A/A +ours: .*rounds alternating", proc.stdout) and \
+    assert re.search(r"A/A +ours alternating: .*rounds alternating", proc.stdout) and \
         re.search(r"A/A +ours duet: .*rounds duet", proc.stdout), proc.stdout[-3000:]
 
 
