@@ -52,12 +52,12 @@ def test_changepoint_validation_builds_histories_of_several_processes_from_a_rec
 
 
 def test_suite_scale_prints_ours_beside_the_old_floor_for_every_size_and_effect():
-    proc = subprocess.run([sys.executable, "evaluation/suite_scale.py", "--sizes", "6", "150", "--effects", "0.5",
+    proc = subprocess.run([sys.executable, "evaluation/suite_scale.py", "--sizes", "6", "60", "--effects", "0.5",
                            "--suites", "1"], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     rows = [line.split() for line in proc.stdout.splitlines() if line.strip()[:1].isdigit()]
     assert [(r[0], r[2] if r[1] == "A/A" else r[3]) for r in rows] == [
-        (m, d) for m in ("6", "150") for _ in ("A/A", "+50%") for d in ("ours", "anchor")]
+        (m, d) for m in ("6", "60") for _ in ("A/A", "+50%") for d in ("ours", "anchor")]
 
 
 @pytest.mark.slow
@@ -114,6 +114,7 @@ def test_suite_validation_measures_a_plain_asv_suite_beside_its_timer_suite_twin
 
 
 @pytest.mark.slow
+@pytest.mark.validation  # 1.5-3 minutes; tests/test_error_rates.py asserts the same claims in the default run
 def test_stats_validation_states_each_rate_beside_its_measured_value_and_the_stated_ones_hold():
     """evaluation/stats_validation.py at small settings on the recorded 48-round pool (deterministic: seeded
     draws of real values). The rates the alert states hold here: no A/A suite flagged, 'unchanged' said of a

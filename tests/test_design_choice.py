@@ -98,7 +98,7 @@ def test_the_choice_on_the_recorded_pools_picks_duets_and_alternating_when_duets
             evidence = replay.evidence_of(pools, plan, seed % 2, AUTO)
             choice = _choose(evidence, seconds_left=60)
             assert choice.design == expected, (seed, choice.why)
-            assert choice.rows == 6 and f"median of 6 rows" in choice.why
+            assert choice.rows == 6 and "median of 6 rows" in choice.why
 
 
 def test_the_trial_interleaves_both_designs_in_pairs():
