@@ -59,9 +59,11 @@ def write_suite(tmp_path: Path) -> Path:
     suite.mkdir()
     (suite / "__init__.py").write_text("")
     (suite / "bench_ops.py").write_text(textwrap.dedent(SUITE))
-    # another test of this process may have imported a suite module of the same name (asv's discovery imports
-    # `bench_ops` by that name): drop it, so that this suite's is the one discovered
-    sys.modules.pop("bench_ops", None)
+    # another test of this process may have imported a suite of the same names (asv's discovery imports the
+    # suite as the package `benchmarks`, its files as `benchmarks.bench_ops`): drop them, so that this suite's
+    # are the ones discovered (a clean clone's CI ran another suite's `benchmarks` in this worker first)
+    for name in [m for m in sys.modules if m in ("bench_ops", "benchmarks") or m.startswith("benchmarks.")]:
+        del sys.modules[name]
     return suite
 
 
