@@ -52,7 +52,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "evaluation"))
 
-from stats_validation import load_pool  # noqa: E402
+from stats_validation import job_of, load_pool  # noqa: E402
 
 from torchbench import paired, stats  # noqa: E402
 from torchbench.ab import design_choice  # noqa: E402
@@ -93,23 +93,18 @@ class Pool:
         return out
 
 
-def _job(key: str) -> tuple[str, int]:
-    name, index = key.rsplit("|", 1)
-    return name, int(index)
-
-
 def evidence_of(pools: dict[str, Pool], plan: list[tuple[str, int]], arm: int, schedule: str) -> Evidence:
     """An Evidence of the planned rounds ((design, pool round) in order): base arm `arm`, head the other."""
     evidence = Evidence(schedule=schedule)
     for key in pools[ALTERNATING].cases:
-        evidence.jobs[_job(key)] = JobInfo(key, unit="seconds", on_base=True, on_head=True)
+        evidence.jobs[job_of(key)] = JobInfo(key, unit="seconds", on_base=True, on_head=True)
     for r, (design, index) in enumerate(plan):
         pool = pools[design]
         evidence.round_designs.append(design)
         evidence.round_seconds.append(float(pool.seconds[index]))
         for key, v in pool.cases.items():
-            evidence.add_value("base", _job(key), float(v[index, arm]), r)
-            evidence.add_value("head", _job(key), float(v[index, 1 - arm]), r)
+            evidence.add_value("base", job_of(key), float(v[index, arm]), r)
+            evidence.add_value("head", job_of(key), float(v[index, 1 - arm]), r)
     evidence.rounds = len(plan)
     return evidence
 

@@ -384,7 +384,7 @@ def power(cases, n: int, rows: list[int], trials: int, policy: Policy, rng) -> t
     return out, check
 
 
-def _job(key: str) -> tuple[str, int]:
+def job_of(key: str) -> tuple[str, int]:
     """A pool's "name|index" key as the alert's job."""
     name, index = key.rsplit("|", 1)
     return name, int(index)
@@ -397,7 +397,7 @@ def _counts_evidence(base: list[dict], head: list[dict], keys: list[str], builds
     for side, processes in (("base", base), ("head", head)):
         for store, process in zip((evidence.counts, evidence.counts_again), processes):
             for key in keys:
-                store[side][_job(key)] = process[key]
+                store[side][job_of(key)] = process[key]
     return evidence
 
 
@@ -408,7 +408,7 @@ def counts_replay(path: Path, policy: Policy) -> dict:
     pool = json.loads(path.read_text())
     processes = pool["processes"]
     keys = sorted(set.intersection(*(set(p) for arm in processes.values() for p in arm)))
-    jobs = [_job(k) for k in keys]
+    jobs = [job_of(k) for k in keys]
     def spread(medians: np.ndarray) -> np.ndarray:  # per row: (largest - smallest) / smallest
         return (medians.max(axis=0) - medians.min(axis=0)) / medians.min(axis=0)
 
@@ -447,7 +447,7 @@ def counts_replay(path: Path, policy: Policy) -> dict:
     if len(builds) == 2:
         (a, base), (b, head) = sorted(builds.items())
         common = sorted(set(base) & set(head))
-        jobs_b = [_job(k) for k in common]
+        jobs_b = [job_of(k) for k in common]
         advisory = _counts_evidence([base], [head], common, builds_differ=f"torch {a} vs {b}")
         plain = _counts_evidence([base], [head], common)
         deltas = [count_change(plain, job, policy.count_floor).delta for job in jobs_b]
