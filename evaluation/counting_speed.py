@@ -88,11 +88,33 @@ def worker(mode: str, suite: Path, jobs: list, env: dict, cache_dir: Path) -> tu
         return json.loads(out.read_text()), seconds
 
 
+def sides(mode: str, suite: Path, jobs: list, env: dict, cache_dir: Path, both: bool) -> tuple[dict, float]:
+    """One worker, or two at once (two sides, each in a cache folder of its own): the first's result and the
+    seconds until both finished."""
+    if not both:
+        return worker(mode, suite, jobs, env, cache_dir)
+    from concurrent.futures import ThreadPoolExecutor
+
+    other = cache_dir.parent / (cache_dir.name + "-other")
+    if not other.exists():
+        other.mkdir()
+    started = time.perf_counter()
+    with ThreadPoolExecutor(2) as pool:
+        runs = [pool.submit(worker, mode, suite, jobs, env, folder) for folder in (cache_dir, other)]
+        first = runs[0].result()[0]
+        runs[1].result()
+    return first, time.perf_counter() - started
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--no-table", action="store_true", help="leave the large list out of the library")
     parser.add_argument("--rows-again", type=int, default=4, help="rows counted in the jittered pass (4)")
     parser.add_argument("--warmup-cap", type=int, help="trial: at most this many warm-up calls in every plan")
+    parser.add_argument("--both", action="store_true",
+                        help="count two sides at once (the same suite twice, one valgrind process a core), as the "
+                             "alert counts base and head")
+    parser.add_argument("--save", type=Path, help="write the first process's results (counts, cycles) as JSON here")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="counting_speed_") as tmp:
         suite = make_suite(Path(tmp) / "lib", not args.no_table)
@@ -107,13 +129,16 @@ def main() -> None:
                    if "plan" in plans.get(f"{name}|{index}", {})]
         if args.warmup_cap:
             planned = [[name, index, calls, min(warmup, args.warmup_cap)] for name, index, calls, warmup in planned]
-        first, counting = worker("counts", suite, planned, env, cache_dir)
+        first, counting = sides("counts", suite, planned, env, cache_dir, args.both)
         counted = sum(1 for r in first.values() if "counts" in r)
+        if args.save:
+            args.save.write_text(json.dumps(first, indent=1, default=str))
         again = planned[:args.rows_again]
-        _, jittered = worker("counts", suite, again, env | {JITTER_ENV: "1", DRAWS_ENV: str(DRAWS)}, cache_dir)
+        _, jittered = sides("counts", suite, again, env | {JITTER_ENV: "1", DRAWS_ENV: str(DRAWS)}, cache_dir,
+                            args.both)
     rows = len(jobs)
     print(f"== counting a {rows}-row plain asv suite ({'with' if not args.no_table else 'without'} a 200,000-tuple "
-          "module list), one side")
+          f"module list), {'both sides at once' if args.both else 'one side'}")
     print(f"  native process, every row once (anchor)     {native:7.1f} s")
     print(f"  planning (native)                           {planning:7.1f} s")
     print(f"  first valgrind process ({counted}/{rows} counted)      {counting:7.1f} s   {counting / rows:5.2f} s a row"

@@ -350,9 +350,14 @@ def test_a_plain_asv_suite_is_counted_call_by_call_with_asv_setup_outside_the_co
     in one valgrind process by the worker's `counts`; what cannot be counted says why."""
     import json
 
+    seen = tmp_path / "frozen.txt"
     suite = write_suite(tmp_path, """
+        import gc
         import random
+        import sys
         import time
+
+        TABLE = [(i,) for i in range(1000)]  # a library's module-level data, made at import
 
         class Lists:
             params = [[1, 2]]
@@ -362,6 +367,10 @@ def test_a_plain_asv_suite_is_counted_call_by_call_with_asv_setup_outside_the_co
                 return 500  # the length of every list below: made outside valgrind, used inside
 
             def setup(self, n, copies):
+                if sys.argv[0].endswith("_callgrind_worker.py") and not getattr(Lists, "seen", False):
+                    Lists.seen = True  # in the valgrind process, once: is the import's data out of gc's reach?
+                    with open(SEEN, "a") as f:
+                        f.write(str(any(o is TABLE for o in gc.get_objects())))
                 self.data = list(range(n)) * copies
                 random.Random(0).shuffle(self.data)
                 self.heavy = sum(range(200_000))  # costly set-up: outside the count
@@ -384,7 +393,7 @@ def test_a_plain_asv_suite_is_counted_call_by_call_with_asv_setup_outside_the_co
 
             def timeraw_import(self):
                 return "import json"
-        """)
+        """.replace("SEEN", repr(str(seen))))
     env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
     worker = [sys.executable, "-m", "torchbench_core.asv_worker"]
     listed = subprocess.run([*worker, "list", str(suite)], capture_output=True, text=True, env=env, cwd=ROOT)
@@ -436,6 +445,10 @@ def test_a_plain_asv_suite_is_counted_call_by_call_with_asv_setup_outside_the_co
     # 200,000-item sum, millions of instructions alike for both, is not in the count of the sort
     assert 1.8 < per[sort.format(1)] / per[sort.format(0)] < 2.6, per
     assert "ValueError: broken on purpose" in result["bench_ops.Lists.time_raises|0"]["error"]
+    # the suite's imports were frozen before the first case (CallCase.prepare): the collection before each
+    # counted run does not walk a library's module-level data (a 200,000-tuple list cost a 64-row suite a
+    # quarter of its counting)
+    assert seen.read_text() == "False"
     assert result["bench_ops.Lists.track_length|1"] == {
         "uncountable": "track_ returns its own measurement and times no Timer"}
     assert result["bench_ops.Plain.timeraw_import|0"] == {

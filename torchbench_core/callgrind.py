@@ -383,7 +383,10 @@ class CallCase:
     timed calls), `call` runs with counting on, `teardown` once at the end. The three travel to the valgrind
     process in one pickle, so bound methods of one object stay one object there. `number` calls per counted
     run and `warmup` calls before the first (a slow function needs fewer to specialise) are its own; the
-    baseline is the same loop around an empty function."""
+    baseline is the same loop around an empty function. `prepare` runs first, once, uncounted: what it makes
+    and keeps (the imports of a suite and its library, with their module-level data) is frozen out of the
+    collector's reach (gc.freeze) before the case's warm-up, so that the full collection before each counted
+    run scans what the cases made, not a library's tables."""
 
     call: Callable[[], Any]
     label: str
@@ -391,6 +394,7 @@ class CallCase:
     each: Callable[[], Any] | None = None
     teardown: Callable[[], Any] | None = None
     warmup: int = 128
+    prepare: Callable[[], Any] | None = None
 
     @property
     def task_spec(self) -> TaskSpec:
@@ -398,6 +402,7 @@ class CallCase:
 
     def _worker_case(self) -> dict[str, Any]:
         return {"call": self.call, "each": self.each, "teardown": self.teardown, "warmup": self.warmup,
+                "prepare": self.prepare,
                 "number": self.number, "stmt": "", "setup": "", "globals": {}, "scripted": {}, "num_threads": 1}
 
 
