@@ -8,6 +8,9 @@ import sys
 
 import pytest
 
+from pathlib import Path
+
+from torchbench.ab.counts_cache import CountsCache
 from torchbench.ab.evidence import Evidence, JobInfo
 from torchbench.ab.collect import collect_syscalls
 from torchbench_core.syscalls import CALLS, per_call, split_trace
@@ -108,8 +111,24 @@ def test_collect_syscalls_stores_each_sides_calls_in_the_evidence(tmp_path):
     jobs = [("bench_calls.Stmt.track_time", 1), ("bench_calls.Methods.track_value", 0)]
     for job in jobs:
         evidence.add_job(job, JobInfo(job[0]), "head")
-    tally = collect_syscalls(suite, side, jobs, evidence)
-    assert tally == {"traced": 1, "exact": 1, "untraceable": 1, "failed": 0}, evidence.notes
+    cache = CountsCache(tmp_path / "counts", Path(sys.executable), suite, None)
+    tally = collect_syscalls(suite, side, jobs, evidence, cache=cache)
+    assert tally == {"traced": 1, "cached": 0, "exact": 1, "untraceable": 1, "failed": 0}, evidence.notes
     assert evidence.syscalls["head"][jobs[0]]["per_call"] == {"getpid": 1.0}
     assert evidence.no_syscalls["head"][jobs[1]].startswith("not traceable: track_")
     assert evidence.to_dict()["syscalls"]["head"]["bench_calls.Stmt.track_time|1"]["exact"] is True
+    # kept by commit beside the counts: the same commit is read back, not traced again (a mark put in the
+    # cache file comes back; a trace would say 1 getpid a call)
+    path = cache.path(side.commit)
+    kept = json.loads(path.read_text())
+    (case,) = [c for c in kept["syscalls"] if c.startswith("bench_calls.Stmt.track_time|1|")]
+    kept["syscalls"][case]["syscalls"]["per_call"] = {"getpid": 7.0}
+    path.write_text(json.dumps(kept))
+    again = Evidence()
+    for job in jobs:
+        again.add_job(job, JobInfo(job[0]), "head")
+    tally = collect_syscalls(suite, side, jobs, again, cache=CountsCache(tmp_path / "counts", Path(sys.executable),
+                                                                          suite, None))
+    assert tally == {"traced": 0, "cached": 2, "exact": 1, "untraceable": 1, "failed": 0}, again.notes
+    assert again.syscalls["head"][jobs[0]]["per_call"] == {"getpid": 7.0}
+    assert again.no_syscalls["head"] == evidence.no_syscalls["head"]

@@ -120,17 +120,25 @@ def _first_names(names: list[str]) -> str:
 
 
 def collect_syscalls(suite: Path, side: Side, jobs: list[Job], evidence: Evidence,
-                     cache_dir: Path | None = None) -> dict[str, int]:
+                     cache_dir: Path | None = None, cache: CountsCache | None = None) -> dict[str, int]:
     """System calls of one call of each job, by type, traced natively in one process for this side (the
     worker's `syscalls` mode, under strace): evidence.syscalls[side][job] = {"per_call": {name: calls a call},
     "exact": bool, "calls": N, "regions": ...}; a job without gets its reason in evidence.no_syscalls.
-    Stored, not weighed here. Returns how many were traced, exact, not traceable, and failed."""
-    found = _worker(suite, side, "syscalls", jobs, timeout=1800, cache_dir=cache_dir)
+    From `cache` where it has them (then traced only for the rest, and kept there). Stored, not weighed
+    here. Returns how many were traced, came from the cache, exact, not traceable, and failed."""
+    cases = {job: CountsCache.case(job, evidence.jobs[job].params) for job in jobs}
+    cached = cache.load_syscalls(side.commit) if cache else {}
+    todo = [job for job in jobs if cases[job] not in cached]
+    found = _worker(suite, side, "syscalls", todo, timeout=1800, cache_dir=cache_dir) if todo else {}
     traced, missing, failures = evidence.syscalls[side.name], evidence.no_syscalls[side.name], {}
+    new = {}
     for job in jobs:
-        result = found.get(f"{job[0]}|{job[1]}") or {"error": found.get("error") or "the worker returned nothing"}
+        result = cached.get(cases[job]) or found.get(f"{job[0]}|{job[1]}") or {
+            "error": found.get("error") or "the worker returned nothing"}
         if result.get("skipped"):
             continue
+        if "syscalls" in result or "uncountable" in result:  # what a commit's code decides: kept
+            new[cases[job]] = result
         if "syscalls" in result:
             traced[job] = result["syscalls"]
         elif "uncountable" in result:
@@ -140,7 +148,10 @@ def collect_syscalls(suite: Path, side: Side, jobs: list[Job], evidence: Evidenc
             failures.setdefault(str(result.get("error")), []).append(evidence.jobs[job].name)
     for error, names in failures.items():
         evidence.notes.append(f"system calls ({side.name}) failed for {_first_names(names)}: {error}")
-    return {"traced": sum(1 for job in jobs if job in traced),
+    if cache:
+        cache.store_syscalls(side.commit, {case: result for case, result in new.items() if case not in cached})
+    return {"traced": sum(1 for job in jobs if job in traced and cases[job] not in cached),
+            "cached": sum(1 for job in jobs if cases[job] in cached),
             "exact": sum(1 for job in jobs if traced.get(job, {}).get("exact")),
             "untraceable": sum(1 for job in jobs if missing.get(job, "").startswith("not traceable")),
             "failed": sum(len(names) for names in failures.values())}

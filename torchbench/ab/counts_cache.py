@@ -25,6 +25,8 @@ A file that cannot be read is reported and counted again; writes are atomic.
 The simulated cycles and events a counting process gives beside its counts (asv_worker.counts) are kept
 under the file's "simulated" key, by the same case keys: a file without one (written before they were kept)
 reads as before, its cases without cycles.
+The system calls of one call of a case (collect.collect_syscalls, under strace) are kept under the file's
+"syscalls" key, by the case's key without a plan: a cached base is neither counted nor traced again.
 
 An asv `time_` method is counted call by call, and its count per call moves
 by up to 3% with the number of calls per counted run (measured on a plain
@@ -68,7 +70,7 @@ def _suite_digest(suite: Path) -> str:
 
 # the harness's modules that decide what a counting process runs (resources.harness(): benchmark
 # processes import this installation's torchbench_core)
-HARNESS_FILES = ("_callgrind_worker.py", "callgrind.py", "cpp.py", "asv_worker.py", "timing.py")
+HARNESS_FILES = ("_callgrind_worker.py", "callgrind.py", "cpp.py", "asv_worker.py", "timing.py", "syscalls.py")
 
 
 def _harness_digest() -> str:
@@ -151,6 +153,45 @@ class CountsCache:
             return {}
         return simulated
 
+    def load_syscalls(self, commit: str) -> dict[str, dict]:
+        """The cached system calls of `commit`, by case: the worker's `syscalls` result for it, what it traced
+        of one call ({"syscalls": {"per_call": {name: calls a call}, "exact": ..., ...}}) or why it cannot
+        ({"uncountable": why}); empty where none were kept."""
+        path = self.path(commit)
+        if not path.exists():
+            return {}
+        try:
+            traced = json.loads(path.read_text()).get("syscalls", {})
+            if not isinstance(traced, dict) or not all(
+                    isinstance(v, dict) and (isinstance(v.get("syscalls"), dict)
+                                             and isinstance(v["syscalls"].get("per_call"), dict)
+                                             or isinstance(v.get("uncountable"), str)) for v in traced.values()):
+                raise ValueError("'syscalls' is not a mapping of case to its system calls a call")
+        except (OSError, ValueError, TypeError, AttributeError) as e:
+            self.problems.append(f"{path}: unreadable system calls in the instruction-count cache ({e}); "
+                                 "tracing again")
+            return {}
+        return traced
+
+    def store_syscalls(self, commit: str, traced: dict[str, dict]) -> None:
+        """Add `traced` (system calls a call, by case) to the commit's cache file (atomically), under a key
+        of its own beside the counts: strace's counts of calls are as deterministic as valgrind's of
+        instructions (torchbench_core.syscalls), and a traced process costs a side 10-25 s."""
+        if not traced:
+            return
+        path = self.path(commit)
+        try:
+            data = json.loads(path.read_text()) if path.exists() else {}
+        except (OSError, ValueError):
+            data = {}
+        if not isinstance(data, dict):
+            data = {}
+        data = {"identity": self.identity, "cases": data.get("cases", {}),
+                **({"simulated": data["simulated"]} if data.get("simulated") else {}),
+                "syscalls": {**self.load_syscalls(commit), **traced}}
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(path, json.dumps(data, indent=1))
+
     def store(self, commit: str, counted: dict[str, list[float]], simulated: dict[str, dict] | None = None) -> None:
         """Add `counted` (and their `simulated` cycles and events, by case) to the commit's cache (atomically).
         The simulated channels are a key of their own beside "cases", so that a reader of "cases" alone
@@ -161,8 +202,10 @@ class CountsCache:
         kept = {**self.load_simulated(commit), **(simulated or {})}
         path = self.path(commit)
         path.parent.mkdir(parents=True, exist_ok=True)
+        traced = self.load_syscalls(commit)
         atomic_write_text(path, json.dumps({"identity": self.identity, "cases": cases,
-                                            **({"simulated": kept} if kept else {})}, indent=1))
+                                            **({"simulated": kept} if kept else {}),
+                                            **({"syscalls": traced} if traced else {})}, indent=1))
 
 
 class CountPlans:

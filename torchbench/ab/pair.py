@@ -139,7 +139,7 @@ def measure_pair(ws: Workspace, base: Commit, head: Commit, rounds: Rounds, poli
     evidence.phases["instruction counts"] = time.monotonic() - start
     if rounds.counts:  # the other deterministic channel, off with the counts (--no-counts)
         start = time.monotonic()
-        _syscalls_both(ws.bench_dir, sides, both, evidence, cache_dir)
+        _syscalls_both(ws.out / "counts", valgrind, ws.bench_dir, sides, both, evidence, cache_dir)
         evidence.phases["system calls"] = time.monotonic() - start
     start = time.monotonic()
 
@@ -168,10 +168,7 @@ def _count_both(root: Path, valgrind: Path, suite: Path, sides: dict[str, Side],
     `deadline` (the counting's share of the budget); a pass that would start after it does not, and its
     rows keep their wall time. Each side has its own cache (its interpreter is part of the key) and its own
     list of problems."""
-    caches = {}
-    for name, side in sides.items():
-        same = next((c for other, c in caches.items() if sides[other].python == side.python), None)
-        caches[name] = same.view() if same else CountsCache(root, side.python, suite, valgrind)
+    caches = _caches(root, valgrind, suite, sides)
     plans = count_plans(root, suite, [sides[name] for name in SIDES], jobs, evidence, cache_dir)
 
     def both_sides(todo: list[Job], jitter: int) -> dict[str, dict[str, int]]:
@@ -206,16 +203,29 @@ def _count_both(root: Path, valgrind: Path, suite: Path, sides: dict[str, Side],
     evidence.count_tally = tally
 
 
-def _syscalls_both(suite: Path, sides: dict[str, Side], jobs: list[Job], evidence: Evidence, cache_dir: Path) -> None:
+def _caches(root: Path, valgrind: Path | None, suite: Path, sides: dict[str, Side]) -> dict[str, CountsCache]:
+    """Each side's cache of counts and system calls (its interpreter is part of the key), with its own list of
+    problems."""
+    caches: dict[str, CountsCache] = {}
+    for name, side in sides.items():
+        same = next((c for other, c in caches.items() if sides[other].python == side.python), None)
+        caches[name] = same.view() if same else CountsCache(root, side.python, suite, valgrind)
+    return caches
+
+
+def _syscalls_both(root: Path, valgrind: Path | None, suite: Path, sides: dict[str, Side], jobs: list[Job],
+                   evidence: Evidence, cache_dir: Path) -> None:
     """Both sides' system calls per call at once, one traced process each (collect.collect_syscalls): counts
-    of calls, not times, so the process beside does not move them."""
+    of calls, not times, so the process beside does not move them. Kept beside the counts, by commit."""
+    caches = _caches(root, valgrind, suite, sides)
     with ThreadPoolExecutor(max_workers=len(SIDES)) as pool:
         tally = dict(zip(SIDES, pool.map(lambda name: collect.collect_syscalls(
-            suite, sides[name], jobs, evidence, cache_dir), SIDES)))
+            suite, sides[name], jobs, evidence, cache_dir, caches[name]), SIDES)))
     for name in SIDES:
         t = tally[name]
-        print(f"== system calls, {name}: {t['traced']} traced (one process under strace), {t['exact']} of them "
-              f"exact, {t['untraceable']} not traceable, {t['failed']} failed", flush=True)
+        evidence.notes.extend(caches[name].problems)
+        print(f"== system calls, {name}: {t['traced']} traced (one process under strace), {t['cached']} from the "
+              f"cache, {t['exact']} exact, {t['untraceable']} not traceable, {t['failed']} failed", flush=True)
     evidence.syscall_tally = tally
 
 
