@@ -17,8 +17,6 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-import numpy as np
-
 from .. import stats
 from .contrast import compare_row
 from .count_test import BY_CALL, DRAWS, MAX_PASSES, STATEMENT, count_test
@@ -164,11 +162,12 @@ class WallTime(Channel):
     policy: Policy | None = None
     design: Design | None = None  # after the rounds (Design.after): each row's final bar
     weights: Mapping[Job, float] = dataclasses.field(default_factory=dict)  # weighted BH's, by row (1 if absent)
-    excess: np.ndarray | None = None  # the suite's slow processes (stats.slow_excesses), for the MDEs
+    # the suite's processes (stats.SuiteNoise: their slow excesses and residuals), for the MDEs
+    suite_noise: stats.SuiteNoise | None = None
 
     def in_family(self, policy: Policy, design: Design, weights: Mapping[Job, float],
-                  excess: np.ndarray | None = None) -> WallTime:
-        return dataclasses.replace(self, policy=policy, design=design, weights=weights, excess=excess)
+                  suite_noise: stats.SuiteNoise | None = None) -> WallTime:
+        return dataclasses.replace(self, policy=policy, design=design, weights=weights, suite_noise=suite_noise)
 
     def test(self, evidence: Evidence, job: Job, floor: float, seen: Mapping[str, Finding]) -> Finding | None:
         if self.policy is None or self.design is None:
@@ -176,7 +175,7 @@ class WallTime(Channel):
         if len(evidence.values["base"].get(job, [])) < 2 or len(evidence.values["head"].get(job, [])) < 2:
             return None
         c = compare_row(evidence, job, self.policy, self.design.final_bar(self.weights.get(job, 1.0)),
-                        self.policy.confidence, excess=self.excess)
+                        self.policy.confidence, noise=self.suite_noise)
         # the p-value the decision uses: this row's, combined over the looks it had
         c = dataclasses.replace(c, p_value=self.design.combined_p(c.p_value, evidence.looks.get(job, [])))
         return Finding(WALL, c.ratio - 1, False, False, "", f"wall {c.ratio - 1:+.1%}", c.mde, c.p_value, c)

@@ -245,10 +245,11 @@ def prepare(evidence: Evidence, policy: Policy) -> Prepared:
                                  confidence=policy.confidence).after(evidence.rounds)
     jobs = [(row.benchmark, row.index) for row, _, _ in wall]
     w = weights([row.label for row, _, _ in wall])
-    # how often this comparison's processes land in the machine's slow group, from all its wall-time rows:
-    # what caps the power of few processes (stats.power_ceiling)
-    excess = stats.slow_excesses([side for _, base, head in wall for side in (base, head)])
-    channel = WALL_TIME.in_family(policy, design, dict(zip(jobs, w)), excess)
+    # this comparison's processes, from all its wall-time rows: how often they land in the machine's slow group
+    # (what caps the power of few processes: stats.power_ceiling), and their residuals, from which the rule's
+    # power is simulated where few processes make the relabellings' MDE optimistic (stats.SuiteNoise)
+    noise = stats.SuiteNoise([(base, head) for _, base, head in wall])
+    channel = WALL_TIME.in_family(policy, design, dict(zip(jobs, w)), noise)
     family = []
     for (row, _, _), job, weight in zip(wall, jobs, w):
         found = channel.test(evidence, job, policy.count_floor, seen[id(row)])
