@@ -137,8 +137,8 @@ def collect_syscalls(suite: Path, side: Side, jobs: list[Job], evidence: Evidenc
             "error": found.get("error") or "the worker returned nothing"}
         if result.get("skipped"):
             continue
-        if "syscalls" in result or "uncountable" in result:  # what a commit's code decides: kept
-            new[cases[job]] = result
+        if cases[job] not in cached and ("syscalls" in result or "uncountable" in result):
+            new[cases[job]] = result  # what a commit's code decides: kept
         if "syscalls" in result:
             traced[job] = result["syscalls"]
         elif "uncountable" in result:
@@ -149,7 +149,7 @@ def collect_syscalls(suite: Path, side: Side, jobs: list[Job], evidence: Evidenc
     for error, names in failures.items():
         evidence.notes.append(f"system calls ({side.name}) failed for {_first_names(names)}: {error}")
     if cache:
-        cache.store_syscalls(side.commit, {case: result for case, result in new.items() if case not in cached})
+        cache.store_syscalls(side.commit, new)
     return {"traced": sum(1 for job in jobs if job in traced and cases[job] not in cached),
             "cached": sum(1 for job in jobs if cases[job] in cached),
             "exact": sum(1 for job in jobs if traced.get(job, {}).get("exact")),

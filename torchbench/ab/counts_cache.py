@@ -120,92 +120,71 @@ class CountsCache:
         key = f"{job[0]}|{job[1]}|{json.dumps(params)}"
         return key if plan is None else f"{key}|plan {plan[0]}x{plan[1]}"
 
-    def load(self, commit: str) -> dict[str, list[float]]:
-        """The cached counts of `commit`, by case (empty where there are none or the file is unreadable)."""
+    def _read(self, commit: str, key: str, valid, what: str, unreadable: str, then: str = "") -> dict:
+        """One key of the commit's file ("cases", "simulated" or "syscalls"), by case, each value checked by
+        `valid`: empty where there is no file (or no such key beside the counts), and where it is unreadable,
+        with the problem said (`unreadable` what, the error, `then` what follows)."""
         path = self.path(commit)
         if not path.exists():
             return {}
         try:
             data = json.loads(path.read_text())
-            cases = data["cases"]
-            if not isinstance(cases, dict) or not all(
-                    isinstance(v, list) and all(isinstance(x, (int, float)) for x in v) for v in cases.values()):
-                raise ValueError("'cases' is not a mapping of case to a list of counts")
-        except (OSError, ValueError, KeyError, TypeError) as e:
-            self.problems.append(f"{path}: unreadable instruction-count cache ({e}); counting again")
+            found = data["cases"] if key == "cases" else data.get(key, {})
+            if not isinstance(found, dict) or not all(valid(v) for v in found.values()):
+                raise ValueError(f"{key!r} is not a mapping of case to {what}")
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+            self.problems.append(f"{path}: unreadable {unreadable} ({e}){then}")
             return {}
-        return cases
+        return found
+
+    def load(self, commit: str) -> dict[str, list[float]]:
+        """The cached counts of `commit`, by case (empty where there are none or the file is unreadable)."""
+        return self._read(commit, "cases", lambda v: isinstance(v, list) and all(isinstance(x, (int, float))
+                                                                                 for x in v),
+                          "a list of counts", "instruction-count cache", "; counting again")
 
     def load_simulated(self, commit: str) -> dict[str, dict]:
         """The cached simulated channels of `commit`, by case: {"cycles": [...], "events": [{...}, ...]} (the
         counting worker's, beside the case's counts; empty for a file written before they were kept)."""
-        path = self.path(commit)
-        if not path.exists():
-            return {}
-        try:
-            simulated = json.loads(path.read_text()).get("simulated", {})
-            if not isinstance(simulated, dict) or not all(
-                    isinstance(v, dict) and isinstance(v.get("cycles"), list)
-                    and all(isinstance(x, (int, float)) for x in v["cycles"]) for v in simulated.values()):
-                raise ValueError("'simulated' is not a mapping of case to its cycles and events")
-        except (OSError, ValueError, TypeError, AttributeError) as e:
-            self.problems.append(f"{path}: unreadable simulated cycles in the instruction-count cache ({e})")
-            return {}
-        return simulated
+        return self._read(commit, "simulated", lambda v: isinstance(v, dict) and isinstance(v.get("cycles"), list)
+                          and all(isinstance(x, (int, float)) for x in v["cycles"]),
+                          "its cycles and events", "simulated cycles in the instruction-count cache")
 
     def load_syscalls(self, commit: str) -> dict[str, dict]:
         """The cached system calls of `commit`, by case: the worker's `syscalls` result for it, what it traced
         of one call ({"syscalls": {"per_call": {name: calls a call}, "exact": ..., ...}}) or why it cannot
         ({"uncountable": why}); empty where none were kept."""
+        return self._read(commit, "syscalls", lambda v: isinstance(v, dict) and (
+            isinstance(v.get("syscalls"), dict) and isinstance(v["syscalls"].get("per_call"), dict)
+            or isinstance(v.get("uncountable"), str)),
+            "its system calls a call", "system calls in the instruction-count cache", "; tracing again")
+
+    def _write(self, commit: str, cases: dict | None = None, simulated: dict | None = None,
+               syscalls: dict | None = None) -> None:
+        """Add these, by case, to the commit's file (atomically), each under its own key, the file's other
+        keys kept: a reader of "cases" alone reads it as before."""
+        kept = {"cases": {**self.load(commit), **(cases or {})},
+                "simulated": {**self.load_simulated(commit), **(simulated or {})},
+                "syscalls": {**self.load_syscalls(commit), **(syscalls or {})}}
         path = self.path(commit)
-        if not path.exists():
-            return {}
-        try:
-            traced = json.loads(path.read_text()).get("syscalls", {})
-            if not isinstance(traced, dict) or not all(
-                    isinstance(v, dict) and (isinstance(v.get("syscalls"), dict)
-                                             and isinstance(v["syscalls"].get("per_call"), dict)
-                                             or isinstance(v.get("uncountable"), str)) for v in traced.values()):
-                raise ValueError("'syscalls' is not a mapping of case to its system calls a call")
-        except (OSError, ValueError, TypeError, AttributeError) as e:
-            self.problems.append(f"{path}: unreadable system calls in the instruction-count cache ({e}); "
-                                 "tracing again")
-            return {}
-        return traced
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(path, json.dumps({"identity": self.identity, "cases": kept["cases"],
+                                            **{key: kept[key] for key in ("simulated", "syscalls") if kept[key]}},
+                                           indent=1))
 
     def store_syscalls(self, commit: str, traced: dict[str, dict]) -> None:
         """Add `traced` (system calls a call, by case) to the commit's cache file (atomically), under a key
         of its own beside the counts: strace's counts of calls are as deterministic as valgrind's of
         instructions (torchbench_core.syscalls), and a traced process costs a side 10-25 s."""
-        if not traced:
-            return
-        path = self.path(commit)
-        try:
-            data = json.loads(path.read_text()) if path.exists() else {}
-        except (OSError, ValueError):
-            data = {}
-        if not isinstance(data, dict):
-            data = {}
-        data = {"identity": self.identity, "cases": data.get("cases", {}),
-                **({"simulated": data["simulated"]} if data.get("simulated") else {}),
-                "syscalls": {**self.load_syscalls(commit), **traced}}
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(path, json.dumps(data, indent=1))
+        if traced:
+            self._write(commit, syscalls=traced)
 
     def store(self, commit: str, counted: dict[str, list[float]], simulated: dict[str, dict] | None = None) -> None:
         """Add `counted` (and their `simulated` cycles and events, by case) to the commit's cache (atomically).
         The simulated channels are a key of their own beside "cases", so that a reader of "cases" alone
         reads the file as before."""
-        if not counted:
-            return
-        cases = {**self.load(commit), **counted}
-        kept = {**self.load_simulated(commit), **(simulated or {})}
-        path = self.path(commit)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        traced = self.load_syscalls(commit)
-        atomic_write_text(path, json.dumps({"identity": self.identity, "cases": cases,
-                                            **({"simulated": kept} if kept else {}),
-                                            **({"syscalls": traced} if traced else {})}, indent=1))
+        if counted:
+            self._write(commit, counted, simulated)
 
 
 class CountPlans:
