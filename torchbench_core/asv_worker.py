@@ -495,9 +495,10 @@ class AsvCall:
             if b.do_setup():
                 raise LookupError(f"{self.name} [{self.index}]: skipped by its setup (NotImplementedError)")
             self._benchmark, self._call = b, functools.partial(b.func, *b._build_params())
+            self._setup = functools.partial(_base_setup(), b)
         elif b._setups:
             b.do_teardown()
-            _user_setups(b)
+            self._setup()
 
     def __call__(self) -> None:
         self._call()
@@ -512,15 +513,16 @@ class AsvCall:
             self._benchmark = None
 
 
-def _user_setups(benchmark) -> None:
-    """asv_runner's setup of a benchmark without what a time benchmark adds to it: TimeBenchmark.do_setup
-    also reads the timing attributes again (number, repeat, ...: 18 attribute chains), 10-12 us here against a
-    few us of the user's own setup and often less for the call, all run under valgrind's simulation before
-    every counted call (a 64-row suite: evaluation/counting_speed.py). A count needs none of them: the base
-    class's do_setup runs the user's setups, as asv does."""
+def _base_setup():
+    """asv_runner's setup of a benchmark without what a time benchmark adds to it (called with the benchmark,
+    before every counted call): TimeBenchmark.do_setup also reads the timing attributes again (number,
+    repeat, ...: 18 attribute chains), 10-12 us here against a few us of the user's own setup and often less
+    for the call, all run under valgrind's simulation (a 64-row suite: evaluation/counting_speed.py). A count
+    needs none of them: the base class's do_setup runs the user's setups, as asv does. Looked up once a case,
+    not imported on every call."""
     from asv_runner.benchmarks._base import Benchmark
 
-    Benchmark.do_setup(benchmark)
+    return Benchmark.do_setup
 
 
 _DISCOVERED: dict[str, dict] = {}
