@@ -177,6 +177,58 @@ def _fault(pages):
 """
 WALL_ONLY = "    if n >= 1000:  # +{effect:.0%} of wall time, not of instructions: {k} page fault(s)\n        _fault({k})\n"
 WALL_TARGET = "PurePython.time_call('index', 1000)"
+# a memory-only change (issue 50's simulated cycles): the library gains a lookup that walks a table (one
+# random cycle through all its entries, going on where the last call stopped), with its own suite rows, in
+# "memory base"; the head only makes the table larger, far beyond the simulated 8 MiB last-level cache: the
+# same instructions a step, each step a cache miss (evaluation/sim_channels.py measured the same walk at
+# equal counts and 2.2x the simulated cycles)
+MEMORY_LIBRARY = """
+
+TABLE_SIZE = {size}
+
+
+def _cycle(n):
+    import torch
+
+    order = torch.randperm(n, generator=torch.Generator().manual_seed(0))
+    cycle = torch.empty(n, dtype=torch.int64)
+    cycle[order] = order.roll(-1)
+    return cycle.tolist()
+
+
+_TABLE, _AT = _cycle(TABLE_SIZE), [0]
+
+
+def lookup(steps):
+    a = _AT[0]
+    for _ in range(steps):
+        a = _TABLE[a]
+    _AT[0] = a
+    return a
+"""
+MEMORY_SUITE = """
+
+class Lookup:
+    params = [[100, 1000]]
+    param_names = ["steps"]
+
+    def time_lookup(self, steps):
+        plainlib.lookup(steps)
+"""
+MEMORY_SIZES = (64, 1 << 20)  # the table's entries, base and head
+MEMORY_TARGET = "Lookup.time_lookup"
+# a system call added to every call of one function (issue 50's system-call channel): a fork check, as
+# libraries write one (glibc does not cache getpid: one real system call a call)
+SYSCALL_CHECK = """import os
+
+_PID = os.getpid()
+
+
+def joined(n):
+    if os.getpid() != _PID:  # a forked child: nothing to reset here, the check is the cost
+        pass
+"""
+SYSCALL_TARGET = "PurePython.time_call('joined'"
 
 
 def twin_key(title: str) -> tuple[str, str, str] | None:
@@ -204,7 +256,8 @@ def wall_only_pages(effect: float) -> int:
 def make_validation_repo(path: Path, effects: list[float], wall_effect: float) -> dict:
     """The plain suite's repository with every commit the validation compares: {"base", "docs" (A/A),
     "+2%"... (compute, `work` slowed by an extra range sum of that share of its length), "wall" (index(1000)
-    slowed by page faults: wall time only), "twin" and "twin docs" (the same library, the suite as
+    slowed by page faults: wall time only), "memory base" and "memory" (a table walk's rows, and the
+    table grown: simulated cache misses, the same instructions), "syscall" (a getpid a call of `joined`), "twin" and "twin docs" (the same library, the suite as
     TimerSuite rows), "both" and "both docs" (the plain suite and its twin side by side: the same
     processes time both)}, and "wall_pages"."""
     base, docs, _ = make_repo(path)
@@ -226,6 +279,16 @@ def make_validation_repo(path: Path, effects: list[float], wall_effect: float) -
     body = body.replace('"""\n\n\n', '"""\n' + FRESH_PAGES + "\n\n", 1)
     out["wall"] = commit(base, {"plainlib/__init__.py": body}, f"index(1000): +{wall_effect:.0%} wall time")
     out["wall_pages"] = k
+    library = LIBRARY.format(extra="")
+    out["memory base"] = commit(base, {"plainlib/__init__.py": library + MEMORY_LIBRARY.format(size=MEMORY_SIZES[0]),
+                                       "benchmarks/bench_plain.py": SUITE + MEMORY_SUITE},
+                                f"lookup: a walk through a table of {MEMORY_SIZES[0]} entries, and its rows")
+    out["memory"] = commit(out["memory base"],
+                           {"plainlib/__init__.py": library + MEMORY_LIBRARY.format(size=MEMORY_SIZES[1])},
+                           f"lookup: the table grows to {MEMORY_SIZES[1]} entries (the same steps)")
+    assert "def joined(n):\n" in library
+    out["syscall"] = commit(base, {"plainlib/__init__.py": library.replace("def joined(n):\n", SYSCALL_CHECK, 1)},
+                            "joined: a fork check (one getpid system call a call)")
     out["twin"] = commit(base, {"benchmarks/bench_plain.py": TWIN_SUITE}, "the suite as TimerSuite rows")
     out["twin docs"] = commit(out["twin"], {"README": "plainlib\n\nA note.\n"}, "README: a note")
     out["both"] = commit(base, {"benchmarks/bench_twin.py": TWIN_SUITE}, "the suite and its TimerSuite twin")

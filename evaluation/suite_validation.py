@@ -22,9 +22,12 @@ The 6-row version is evaluation/alert_validation.py; this one measures a suite o
 * --plain-suite (instead of the example; issue 27): a plain asv suite as asv's docs write one
   (plain_suite_counts.py: 42 `time_` rows with params, setup and setup_cache, no torchbench_core import):
   A/A, a lone compute change of one function (its 3 rows; --plain-effects), a lone wall-time-only change
-  of one row (index(1000) slowed by page faults, whose kernel time counts cannot see; --wall-effect), and
-  the twin suite (the same 42 operations as TimerSuite rows) A/A, and both suites in one (84 rows, A/A:
-  every process times each operation both ways). Printed besides: the plain rows left inconclusive that
+  of one row (index(1000) slowed by page faults, whose kernel time counts cannot see; --wall-effect), a
+  memory-only change (a table walk's two rows, its table grown beyond the simulated caches: the same
+  instructions; issue 50's simulated cycles), a system call added to every call of one function (`joined`
+  gains a getpid fork check: its 3 rows; issue 50's system-call channel), the twin suite (the same 42
+  operations as TimerSuite rows) A/A, and both suites in one (84 rows, A/A: every process times each
+  operation both ways). Printed besides: the plain rows left inconclusive that
   their twin decided and the two median MDEs (the two A/A runs, and the plain and twin rows of the same
   processes), each target's channel and label, and the counts phase's minutes. --plain-pairs picks pairs.
 
@@ -43,7 +46,7 @@ summary and every run.
 Exit status 0 when every step ran (whatever the figures); 2 when a step failed, named.
 
     python evaluation/suite_validation.py [--repeats 1] [--designs auto alternating duet] [--own-suite]
-                                          [--plain-suite [--plain-pairs aa effects wall twin both]]
+                                          [--plain-suite [--plain-pairs aa effects wall memory syscall twin both]]
                                           [--json PATH]
 
 The alerts of the example's pairs share one --out folder, as a user's successive alerts do: the base's
@@ -84,7 +87,7 @@ from torchbench.project import example  # noqa: E402
 OWN_BASE, OWN_HEAD = "f44a082df2135eeee8310cf4351e6a7012a41259", "6787c9de0f993e3af3e21263f9e49ccfd44d537f"
 TARGET_TYPE, TARGET_OP = "TensorLike", "torch.mul"  # the narrow code path: torch.mul on a TensorLike
 SUITE_FILE = "benchmarks/bench_suite.py"
-PLAIN_PAIRS = ("aa", "effects", "wall", "twin", "both")  # --plain-pairs, in the order they run
+PLAIN_PAIRS = ("aa", "effects", "wall", "memory", "syscall", "twin", "both")  # --plain-pairs, in the order they run
 SUITE = '''"""Seven torch ops on three kinds of tensor at three sizes: a suite of 63 small rows."""
 
 import torch
@@ -612,6 +615,10 @@ def plain_suite_records(tmp: Path, envs: Path, args, flags: list[str]) -> tuple[
                     for e in commits if e.startswith("+")],
         "wall": [("plain wall-only", f"plain: index(1000) +{args.wall_effect:.0%} wall time", "base", "wall",
                   True, walled)],
+        "memory": [("plain memory-only", f"plain: lookup's table {plain.MEMORY_SIZES[0]} -> {plain.MEMORY_SIZES[1]} "
+                    "entries", "memory base", "memory", True, lambda title: plain.MEMORY_TARGET in title)],
+        "syscall": [("plain syscall", "plain: joined + getpid a call", "base", "syscall", True,
+                     lambda title: plain.SYSCALL_TARGET in title)],
         "twin": [("twin A/A", "twin (TimerSuite): README only", "twin", "twin docs", False, computed)],
         "both": [("both A/A", "plain and twin in the same processes: README only", "both", "both docs", False,
                   computed)]}
@@ -738,7 +745,7 @@ def main() -> None:
                         help="a plain asv suite (time_ methods, 42 rows) and its TimerSuite twin, instead of the example")
     parser.add_argument("--plain-pairs", nargs="+", choices=PLAIN_PAIRS, default=list(PLAIN_PAIRS),
                         help="--plain-suite: which pairs (default all: A/A, the compute effects, the wall-time-only "
-                             "change, the twin's A/A, and both suites in the same processes, A/A)")
+                             "change, the memory-only change, the system call added, the twin's A/A, and both suites in the same processes, A/A)")
     parser.add_argument("--plain-effects", type=float, nargs="*", default=[0.02, 0.05],
                         help="--plain-suite: compute changes of one function (default 0.02 0.05)")
     parser.add_argument("--wall-effect", type=float, default=0.05,
