@@ -52,6 +52,8 @@ class Finding:
     margin: float = float("nan")
     p_value: float = 1.0
     comparison: stats.Comparison | None = None  # wall time's: the interval, MDE and test behind its p-value
+    base: float | None = None  # each side's value (counts: the median count a run), where the channel has one
+    head: float | None = None
 
 
 class Channel(ABC):
@@ -88,7 +90,8 @@ class InstructionCounts(Channel):
         c = count_change(evidence, job, floor)
         if c is None:
             return None
-        return Finding(COUNTS, c.delta, c.decides, c.pending, c.label, f"{c.delta:+.2%}", c.margin, c.p_value)
+        return Finding(COUNTS, c.delta, c.decides, c.pending, c.label, f"{c.delta:+.2%}", c.margin, c.p_value,
+                       base=c.base, head=c.head)
 
 
 class SystemCalls(Channel):

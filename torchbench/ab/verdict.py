@@ -58,7 +58,7 @@ from . import sequential
 from .contrast import slow_halves
 from .channels import CHANNELS, COUNTS, CYCLES, SYSCALLS, WALL, WALL_TIME, Finding, findings
 from .design_choice import duet_only
-from .counts import COMPUTE, NO_COUNTS, VETO_LEVEL, WALL_ONLY, count_change, no_counts, opposite_p, weights
+from .counts import COMPUTE, NO_COUNTS, VETO_LEVEL, WALL_ONLY, no_counts, opposite_p, weights
 from .evidence import Evidence
 from .options import Policy
 
@@ -151,12 +151,12 @@ def _rows(evidence: Evidence) -> tuple[list[Verdict], list[tuple[Verdict, list, 
 def _deterministic(row: Verdict, evidence: Evidence, job, policy: Policy) -> dict[str, Finding]:
     """Step 2: the row's label from its counts, the deterministic channels' findings, in order, and the first
     that decides as the row's decider (decided_by, decided_delta), the others beside it (channels_text)."""
-    change = count_change(evidence, job, policy.count_floor)
-    row.label = no_counts(_why_no_counts(evidence, job)) if change is None else change.label
-    if change is not None:
-        row.counts_base, row.counts_head, row.counts_delta = change.base, change.head, change.delta
-        row.counts_margin = change.margin
     found = findings(evidence, job, policy.count_floor)
+    counts = found.get(COUNTS)  # the label and the counts' cells, whichever channel decides
+    row.label = no_counts(_why_no_counts(evidence, job)) if counts is None else counts.label
+    if counts is not None:
+        row.counts_base, row.counts_head, row.counts_delta = counts.base, counts.head, counts.delta
+        row.counts_margin = counts.margin
     decider = next((f for f in found.values() if f.decides), None)
     if decider is not None:
         row.decided_by, row.decided_delta = decider.channel, decider.delta
@@ -227,10 +227,10 @@ def prepare(evidence: Evidence, policy: Policy) -> Prepared:
     """How one comparison's rows are decided, step by step (the module's docstring); `settle` then ends step 4
     across the family. Every row, and the wall-time family with each member's weighted p-value."""
     rows, compared = _rows(evidence)  # 1. what the evidence alone settles
-    seen = {}
+    seen = {}  # each row's deterministic findings, by job
     for row in rows:  # 2. the deterministic channels, in order
         if row.status != SKIPPED:  # nothing measured to compare, count or label
-            seen[id(row)] = _deterministic(row, evidence, (row.benchmark, row.index), policy)
+            seen[row.benchmark, row.index] = _deterministic(row, evidence, (row.benchmark, row.index), policy)
     for row, base, head in compared:  # 3. the agreement veto, for the rows a deterministic channel decides
         if row.decided_by in CHANNELS:
             row.comparison = stats.compare(base, head, confidence=policy.confidence, alpha=policy.fdr,
@@ -252,7 +252,7 @@ def prepare(evidence: Evidence, policy: Policy) -> Prepared:
     channel = WALL_TIME.in_family(policy, design, dict(zip(jobs, w)), noise)
     family = []
     for (row, _, _), job, weight in zip(wall, jobs, w):
-        found = channel.test(evidence, job, policy.count_floor, seen[id(row)])
+        found = channel.test(evidence, job, policy.count_floor, seen[job])
         row.comparison, row.decided_by = found.comparison, WALL
         family.append((row, min(1.0, found.p_value / weight)))
     return Prepared(evidence, rows, family)
