@@ -39,7 +39,6 @@ other choice), and K = 2, 3, 6 (the trial's length).
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import math
 import sys
@@ -52,7 +51,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "evaluation"))
 
-from stats_validation import job_of, load_pool  # noqa: E402
+from stats_validation import job_of, pool_cases, read_pool  # noqa: E402
 
 from torchbench import paired, stats  # noqa: E402
 from torchbench.ab import design_choice  # noqa: E402
@@ -72,8 +71,8 @@ class Pool:
     and each round's seconds."""
 
     def __init__(self, path: Path):
-        self.cases = load_pool(path)
-        doc = json.loads(gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_text())
+        doc = read_pool(path)
+        self.cases = pool_cases(doc)
         self.seconds = np.asarray(doc["seconds"], dtype=float)
         if any(len(v) != len(self.seconds) for v in self.cases.values()):
             raise SystemExit(f"{path.name}: a case is missing from some rounds; the replay needs every round whole")
@@ -113,7 +112,7 @@ def median_mde(evidence: Evidence, policy: Policy, bar: float, duet_pairs_only: 
     """The median over the rows of the MDE the verdict states (contrast.compare_row; `duet_pairs_only`: the
     paired test over the duet rounds alone)."""
     jobs = sorted(evidence.jobs)
-    excess = stats.slow_excesses([evidence.values[s][j] for j in jobs for s in ("base", "head")])
+    noise = stats.SuiteNoise([(evidence.values["base"][j], evidence.values["head"][j]) for j in jobs])
     mdes = []
     for job in jobs:
         if duet_pairs_only and evidence.schedule == DUET:
@@ -122,7 +121,7 @@ def median_mde(evidence: Evidence, policy: Policy, bar: float, duet_pairs_only: 
                 mdes.append(paired.compare_paired(base, head, confidence=policy.confidence, alpha=bar,
                                                   power=policy.power, floor=policy.floor).mde)
                 continue
-        mdes.append(compare_row(evidence, job, policy, bar, policy.confidence, excess=excess).mde)
+        mdes.append(compare_row(evidence, job, policy, bar, policy.confidence, noise=noise).mde)
     return float(np.median(mdes))
 
 

@@ -19,7 +19,6 @@ at an interim look, Bonferroni).
 
 from __future__ import annotations
 
-import numpy as np
 
 from .. import paired, stats
 from .evidence import Evidence, Job
@@ -30,12 +29,10 @@ __all__ = ["compare_row", "slow_halves", "slow_processes_moved"]
 
 
 def compare_row(evidence: Evidence, job: Job, policy: Policy, bar: float, confidence: float, *,
-                with_mde: bool = True, excess: np.ndarray | None = None,
-                noise: stats.SuiteNoise | None = None) -> stats.Comparison:
-    """The row's comparison at this bar (its p-value resolved down to it) and interval level; `excess`, the
-    suite's slow processes (stats.slow_excesses), or `noise`, the suite's processes (stats.SuiteNoise: the slow
-    excesses and the residuals the rule's power is simulated from), hold the MDE of the unpaired test to its
-    stated power."""
+                with_mde: bool = True, noise: stats.SuiteNoise | None = None) -> stats.Comparison:
+    """The row's comparison at this bar (its p-value resolved down to it) and interval level; `noise`, the
+    suite's processes (stats.SuiteNoise: the slow excesses and the residuals the rule's power is simulated
+    from), holds the MDE of the unpaired test to its stated power."""
     if policy.paired or evidence.schedule == "duet":
         base, head = evidence.paired(job)
         if base and paired.smallest_paired_p(len(base)) * FLOOR_MARGIN <= bar:
@@ -43,7 +40,7 @@ def compare_row(evidence: Evidence, job: Job, policy: Policy, bar: float, confid
                                          with_mde=with_mde, floor=policy.floor)
     return stats.compare(evidence.values["base"][job], evidence.values["head"][job], confidence=confidence,
                          alpha=bar, power=policy.power, resamples=stats.resamples_for(bar, 1), with_mde=with_mde,
-                         excess=excess, floor=policy.floor, noise=noise)
+                         floor=policy.floor, noise=noise)
 
 
 def _slower_half(evidence: Evidence, job: Job, resamples: int) -> tuple[float, float] | None:
