@@ -92,10 +92,18 @@ ASV_FACTOR, ASV_P = 1.1, 0.002  # asv compare's defaults
 DETECT_TOP = math.log(1.3)  # the largest change a measured MDE looks for
 
 
+def read_pool(path: Path) -> dict:
+    """A pool as alert_power.py or duet_pool.py writes it, or gzipped as evaluation/results keeps them."""
+    return json.loads(gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_text())
+
+
 def load_pool(path: Path) -> dict[str, np.ndarray]:
-    """Per case: an array (rounds, 2) of the two identical arms' values, the rounds where both measured it
-    (a pool as alert_power.py or duet_pool.py writes it, or gzipped as evaluation/results keeps them)."""
-    pool = json.loads(gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_text())
+    """Per case: an array (rounds, 2) of the two identical arms' values, the rounds where both measured it."""
+    return pool_cases(read_pool(path))
+
+
+def pool_cases(pool: dict) -> dict[str, np.ndarray]:
+    """load_pool's cases, from a pool already read (read_pool)."""
     cases: dict[str, list[list[float]]] = {}
     for r in pool["rounds"]:
         arms = [r["arms"][a]["values"] for a in ARMS]
