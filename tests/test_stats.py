@@ -266,3 +266,19 @@ def test_levels_without_a_log_scale_count_as_none_kept():
     spread = stats.spread_columns([[1.0, 2.0], [0.0, 2.0], [-1.0], [], [3.0]])
     assert spread[:, 0].tolist() == [2, 0, 0, 0, 1]
     assert spread[0, 1] == pytest.approx(math.log(2) / 2) and math.isnan(spread[4, 2])
+
+
+def test_the_rank_weight_form_of_the_statistic_gives_the_exact_permutation_p_value_row_by_row():
+    """rank_weights (many rows' relabellings as one matrix product: the suite-scale tests, the rule's power) and
+    permutation_p (one row's relabellings gathered, _shift_rows) are two forms of the one statistic: at sizes
+    where both are exact, each row's p-value is the same."""
+    rng = np.random.default_rng(3)
+    for n_base, n_head in ((5, 5), (6, 8), (8, 8)):
+        base = np.exp(rng.normal(0, 0.2, (40, n_base)))
+        head = np.exp(rng.normal(0, 0.2, (40, n_head)) + rng.choice([0.0, 0.1, 0.3], size=(40, 1)))
+        weights = stats.exact_rank_weights(n_base, n_head)
+        high, low = stats.relabelled_tails(np.log(base), np.log(head), weights)
+        by_matrix = np.minimum(1.0, 2 * np.minimum(high, low) / len(weights))
+        by_row = [stats.permutation_p(b, h) for b, h in zip(base, head)]
+        np.testing.assert_allclose(by_matrix, by_row, rtol=1e-12)
+        assert (by_matrix < 0.01).any() and (by_matrix > 0.5).any()  # both tails of the range were compared

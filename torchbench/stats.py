@@ -541,7 +541,10 @@ def rank_weights(base_rows: np.ndarray, head_rows: np.ndarray) -> np.ndarray:
     """Each relabelling's statistic as weights on the ranks of the pooled values: row r holds +1/keep on the
     ranks its head keeps in its faster half and -1/keep on those its base keeps, so that _shift of relabelling
     r is weights[r] @ (the pooled values, sorted). With n processes a side the statistics of every relabelling
-    of many rows are then one matrix product. base_rows, head_rows: each relabelling's ranks, each row sorted."""
+    of many rows are then one matrix product. base_rows, head_rows: each relabelling's ranks, each row sorted.
+    The second form of _shift_rows' statistic, kept for its speed where many rows share one set of
+    relabellings (the rule's power, the suite-scale tests); tests/test_stats.py holds the two to the same
+    p-values."""
     n_base, n_head = base_rows.shape[1], head_rows.shape[1]
     keep_base, keep_head = n_base - int(TRIM * n_base), n_head - int(TRIM * n_head)
     rows = np.arange(len(base_rows))[:, None]
