@@ -149,3 +149,19 @@ def test_unwrapped_globals_are_copied_where_torch_raises(counted, tmp_path):
         torch_cg.CopyIfCallgrind(torch.ones(3))  # nor may a tensor be wrapped there
     (stats,) = counted["unwrapped tensor"]
     assert stats.counts(subtract_baseline=True) > 0
+
+
+def test_compare_takes_torchs_measurements_beside_ours():
+    """A table of both libraries' rows (torch's Measurements read as ours), as torch's Compare would show
+    each; found on a CUDA machine (evaluation/cuda_check.py), where our Compare refused torch's."""
+    x = torch.ones(8)
+    results = [lib.Timer("x + 1", globals={"x": x}, label="add", sub_label=name, description="8").timeit(100)
+               for name, lib in (("ours", tb), ("torch", torch_benchmark))]
+    assert type(results[1]).__module__.startswith("torch.utils.benchmark")
+    table = str(tb.Compare(results))
+    assert "ours" in table and "torch" in table and "add" in table
+    theirs = str(torch_benchmark.Compare([results[1]]))
+    row = next(line for line in theirs.splitlines() if "torch" in line and "|" in line)
+    assert row.split("|")[1].strip() in table  # torch's row, the same figure
+    with pytest.raises(ValueError, match="Expected an instance of `Measurement`"):
+        tb.Compare([object()])
