@@ -7,7 +7,7 @@ The checks that need a GPU (this project's machine has none; run it where one is
    ratio. Beside them, what a timer that forgot to wait for the device reads (the launch alone): ours
    must read the kernel, not the launch.
 2. Real ops: matmul and add on CUDA tensors at three sizes, blocked_autorange and adaptive_autorange,
-   ours / torch's medians (interleaved, the better of 3 of each).
+   ours / torch's medians (interleaved, the better of 5 of each, each library first in turn).
 3. The fuzzers and Compare with CUDA: BinaryOpFuzzer(cuda=True) makes CUDA tensors; Timers over them;
    Compare renders the rows of both libraries.
 
@@ -48,12 +48,23 @@ def median_of(timer_cls, stmt: str, globals_: dict, how: str) -> float:
     return t.adaptive_autorange(threshold=0.05, min_run_time=0.05, max_run_time=2.0).median
 
 
-def interleaved(stmt: str, globals_: dict, how: str, repeats: int = 3) -> dict:
-    """Ours and torch's medians of `stmt`, alternated `repeats` times; the lowest median of each."""
+def warm(stmt: str, globals_: dict, times: int = 10) -> None:
+    """Run `stmt` a few times and wait for the device: the first call of a kernel loads its module (lazily,
+    12 ms for torch.cuda._sleep on an H200) and a first matmul makes cuBLAS's handle."""
+    code = compile(stmt, "<stmt>", "exec")
+    for _ in range(times):
+        exec(code, globals_)
+    torch.cuda.synchronize()
+
+
+def interleaved(stmt: str, globals_: dict, how: str, repeats: int = 5) -> dict:
+    """Ours and torch's medians of `stmt`, alternated `repeats` times, each library first in turn (after a
+    warm-up); the lowest median of each."""
+    warm(stmt, globals_)
     ours, theirs = [], []
-    for _ in range(repeats):
-        ours.append(median_of(tbc.Timer, stmt, globals_, how))
-        theirs.append(median_of(tub.Timer, stmt, globals_, how))
+    for i in range(repeats):
+        for timer_cls, into in ((tbc.Timer, ours), (tub.Timer, theirs))[:: 1 if i % 2 == 0 else -1]:
+            into.append(median_of(timer_cls, stmt, globals_, how))
     return {"stmt": stmt, "how": how, "ours": min(ours), "torch": min(theirs), "ratio": min(ours) / min(theirs)}
 
 
@@ -61,7 +72,7 @@ def launch_only(stmt: str, globals_: dict, number: int = 20) -> float:
     """Seconds a call of `stmt` takes to return without waiting for the device (what a timer reads that
     forgot to synchronise): the launch."""
     code = compile(stmt, "<stmt>", "exec")
-    torch.cuda.synchronize()
+    warm(stmt, globals_, 1)
     start = time.perf_counter()
     for _ in range(number):
         exec(code, globals_)
@@ -96,7 +107,7 @@ def main() -> int:
             if r["ours"] < 10 * launch:
                 failures.append(f"{stmt} {how}: ours read {r['ours'] * 1e6:.1f} us, about the launch alone")
 
-    print("== 2. CUDA ops: ours / torch's median (the better of 3 interleaved)")
+    print("== 2. CUDA ops: ours / torch's median (the better of 5 interleaved)")
     out["ops"] = []
     for n in (64, 1024, 4096):
         env = {"torch": torch, "a": torch.randn(n, n, device="cuda"), "b": torch.randn(n, n, device="cuda")}
