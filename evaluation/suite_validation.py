@@ -633,7 +633,7 @@ def plain_suite_records(tmp: Path, envs: Path, args, flags: list[str]) -> tuple[
                                         envs, flags, targeted=targeted, target=target,
                                         ours=tmp / ("twin-ours" if kind.startswith("twin") else "plain-ours"),
                                         asv_compare_too=not (args.no_asv_compare or args.no_asv),
-                                        asv_continuous_too=not args.no_asv))
+                                        asv_continuous_too=not args.no_asv, designs=tuple(args.designs)))
             print(_progress(records[-1]), flush=True)
     return records, commits
 
