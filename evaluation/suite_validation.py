@@ -695,8 +695,11 @@ def print_same_processes(runs: list[dict], twin_key) -> dict:
 def print_plain(records: list[dict], twin_key) -> dict:
     """The plain suite against its twin (A/A): rows left inconclusive that the twin decided, and the MDEs;
     every target's channel and label; the counts phase's minutes."""
+    def ours(record: dict) -> dict:  # the alert's record: auto's, else the first design run (--designs)
+        return record.get("ours") or next(record[k] for k in DESIGN_KEYS.values() if k in record)
+
     def by_op(kind: str, field: str) -> dict:
-        return {twin_key(t): v for r in records if r["kind"] == kind for t, v in r["ours"][field].items()}
+        return {twin_key(t): v for r in records if r["kind"] == kind for t, v in ours(r)[field].items()}
     status, twin_status = by_op("plain A/A", "status"), by_op("twin A/A", "status")
     mde, twin_mde = by_op("plain A/A", "mde"), by_op("twin A/A", "mde")
     undecided = sorted(str(k) for k, v in status.items() if v == "inconclusive"
@@ -714,15 +717,15 @@ def print_plain(records: list[dict], twin_key) -> dict:
         out["same_processes"] = print_same_processes(same, twin_key)
     print("\n== target rows (ours): status, decided by, label, counts change, wall-time ratio")
     for r in records:
-        for t in r["ours"]["targets"]:
+        for t in ours(r)["targets"]:
             delta = f"{t['counts_delta']:+.2%}" if t["counts_delta"] is not None else "-"
             ratio = f"{t['ratio']:.3f}" if t["ratio"] else "-"
             print(f"  {r['kind']:16} {t['title']:48} {t['status']:12} {t['decided_by'] or '-':18} "
                   f"{(t['label'] or '-')[:42]:42} {delta:>8} {ratio:>6}")
     print("\n== the counts phase, minutes (both sides at once, one valgrind process a side)")
     for r in records:
-        phases = (r["ours"].get("time_spent") or {}).get("phases", {})
-        tally = (r["ours"].get("time_spent") or {}).get("instruction_counts", {})
+        phases = (ours(r).get("time_spent") or {}).get("phases", {})
+        tally = (ours(r).get("time_spent") or {}).get("instruction_counts", {})
         print(f"  {r['kind']:16} {phases.get('instruction counts', 0) / 60:.2f} min  {json.dumps(tally)}")
     return out
 
@@ -772,12 +775,14 @@ def main() -> None:
 
             records, commits = plain_suite_records(tmp, envs, args, flags)
             summary = summarize(records)
+            document = {"settings": vars(args) | {"json": str(args.json)}, "alert_flags": flags, "commits": commits,
+                        "summary": summary, "runs": records}
+            if args.json:  # every run kept before anything is printed from it
+                args.json.write_text(json.dumps(document, indent=1, default=str))
             print_summary(summary)
-            twins = print_plain(records, plain_suite_counts.twin_key)
+            document["twins"] = print_plain(records, plain_suite_counts.twin_key)
             if args.json:
-                args.json.write_text(json.dumps({"settings": vars(args) | {"json": str(args.json)},
-                                                 "alert_flags": flags, "commits": commits, "summary": summary,
-                                                 "twins": twins, "runs": records}, indent=1, default=str))
+                args.json.write_text(json.dumps(document, indent=1, default=str))
             return
         path, calibration, pairs = build_example(tmp, envs, args)
         records = []
