@@ -211,3 +211,38 @@ def test_the_stated_mde_holds_with_few_processes_on_a_slow_tail():
     assert policy.floor <= relabelled < mde < 0.3
     assert found(mde) >= at_least(policy.power, draws), mde
     assert found(relabelled) < at_least(policy.power, draws), relabelled  # before the simulation
+
+
+@pytest.mark.slow
+def test_the_stated_mde_holds_at_10_a_side_for_the_rows_with_the_longest_slow_tail():
+    """At 10 a side a lone row's bar (1.7e-4) leaves 15 of the 184,756 relabellings beyond it, and a suite's
+    rows differ in how far their slow tail reaches: simulated from the residuals of all the suite's rows
+    pooled, the stated MDE of the rows with the longest tail was found 55-59% of the time (docs/results.md,
+    15 suites). Simulated also from the rows whose tail is like the row's own (stats.SuiteNoise.group) it
+    holds. Fresh draws with the 48-round pool's slow tail, as evaluation/stats_validation.py --rule-mde --fresh
+    draws them (its first case has the longest tail). The check can fail: a quarter of the stated MDE is not
+    found that often. (One suite is no contrast between pooled and grouped: in this one the pooled MDE, 18.9%,
+    was found 75%, its half 75% too; the shortfall shows over the validation's 15 suites of other draws.)"""
+    policy, draws, n = Policy(), 300, 10
+    bar = policy.fdr / 60
+    resamples = stats.resamples_for(bar, 1)
+    rng = np.random.default_rng(SLOW_TAIL_SEED)
+    cases = stats_validation.fresh_cases(stats_validation.load_pool(POOL), 4 * n, rng)
+    suite = stats_validation.draw(cases, 60, n, rng)
+    noise = stats.SuiteNoise(suite)
+    first = suite[::len(cases)][:5]  # the first case's rows
+
+    def found(mde: float) -> int:
+        out = 0
+        for _ in range(draws):
+            (b, h), = stats_validation.draw(cases, 1, n, rng)
+            c = stats.compare(b, h * (1 + mde), alpha=bar, resamples=resamples, with_mde=False)
+            out += stats.classify(c, c.p_value <= bar, floor=policy.floor,
+                                  threshold=policy.threshold) == stats.REGRESSED
+        return out
+
+    mde = float(np.median([stats.compare(b, h, alpha=bar, resamples=resamples, floor=policy.floor,
+                                         noise=noise).mde for b, h in first]))
+    assert policy.floor <= mde < 2.0
+    assert found(mde) >= at_least(policy.power, draws), mde
+    assert found(mde / 4) < at_least(policy.power, draws), mde
