@@ -282,3 +282,18 @@ def test_the_rank_weight_form_of_the_statistic_gives_the_exact_permutation_p_val
         by_row = [stats.permutation_p(b, h) for b, h in zip(base, head)]
         np.testing.assert_allclose(by_matrix, by_row, rtol=1e-12)
         assert (by_matrix < 0.01).any() and (by_matrix > 0.5).any()  # both tails of the range were compared
+
+
+def test_suite_noise_groups_rows_by_tail_and_survives_tied_tails():
+    """SuiteNoise puts a row with a long slow tail in a heavier group than a quiet one, and rows whose tails
+    tie (so a group between two bounds holds none) still give every group residuals to simulate from."""
+    rng = np.random.default_rng(0)
+    quiet = [(np.exp(rng.normal(0, 0.01, 10)), np.exp(rng.normal(0, 0.01, 10))) for _ in range(30)]
+    slow = [(np.exp(rng.normal(0, 0.01, 10) + np.r_[np.zeros(8), 0.3, 0.3]), np.exp(rng.normal(0, 0.01, 10)))
+            for _ in range(30)]
+    noise = stats.SuiteNoise(quiet + slow)
+    assert len(noise.groups) == 3
+    assert noise.group(*map(np.log, slow[0])) > noise.group(*map(np.log, quiet[0]))
+    same = (np.array([1.0, 1.1] * 5), np.array([1.0, 1.1] * 5))
+    tied = stats.SuiteNoise([same] * 40)
+    assert len(tied.groups) == 3 and all(len(g) for g in tied.groups)

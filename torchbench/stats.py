@@ -605,8 +605,9 @@ class SuiteNoise:
         groups = min(TAIL_GROUPS, len(rows) // TAIL_GROUP_ROWS) if rows else 0
         self.bounds = np.quantile(tails, np.arange(1, groups) / groups) if groups > 1 else np.zeros(0)
         which = np.searchsorted(self.bounds, tails, side="right") if rows else np.zeros(0, dtype=int)
-        self.groups = [np.concatenate([r for r, g in zip(rows, which) if g == k]) for k in range(max(groups, 1))] \
-            if rows else []
+        # a group no row fell in (tails tied at a bound) is simulated from every row's residuals
+        self.groups = [np.concatenate([r for r, g in zip(rows, which) if g == k] or rows)
+                       for k in range(max(groups, 1))] if rows else []
         self._rules: dict = {}
 
     def group(self, b: np.ndarray, h: np.ndarray) -> int:
