@@ -177,6 +177,19 @@ def test_the_stated_mde_is_found_by_the_verdicts_rule_with_the_stated_power(case
     assert found >= at_least(policy.power, draws), (found, draws, mde)
 
 
+def found_by_rule(cases, n: int, mde: float, draws: int, rng, policy: Policy) -> int:
+    """Fresh rows of the cases' first case (n a side, as stats_validation draws one) changed by exactly `mde`:
+    how many of `draws` the verdict's rule flags regressed at a lone row's bar in 60 rows."""
+    bar = policy.fdr / 60
+    resamples = stats.resamples_for(bar, 1)
+    out = 0
+    for _ in range(draws):
+        (b, h), = stats_validation.draw(cases, 1, n, rng)
+        c = stats.compare(b, h * (1 + mde), alpha=bar, resamples=resamples, with_mde=False)
+        out += stats.classify(c, c.p_value <= bar, floor=policy.floor, threshold=policy.threshold) == stats.REGRESSED
+    return out
+
+
 def test_the_stated_mde_holds_with_few_processes_on_a_slow_tail():
     """The same claim at 8 a side, where a lone row's bar (1.7e-4) needs the single most extreme of the
     12,870 relabellings, on the alternating pool of 2026-11-26 (60 rounds of the six cases; its first case
@@ -199,13 +212,7 @@ def test_the_stated_mde_holds_with_few_processes_on_a_slow_tail():
                                                **held).mde for b, h in first]))
 
     def found(mde: float) -> int:
-        out = 0
-        for _ in range(draws):
-            (b, h), = stats_validation.draw(cases, 1, n, rng)
-            c = stats.compare(b, h * (1 + mde), alpha=bar, resamples=resamples, with_mde=False)
-            out += stats.classify(c, c.p_value <= bar, floor=policy.floor,
-                                  threshold=policy.threshold) == stats.REGRESSED
-        return out
+        return found_by_rule(cases, n, mde, draws, rng, policy)
 
     mde, relabelled = stated(noise=noise), stated(excess=noise.excess)
     assert policy.floor <= relabelled < mde < 0.3
@@ -233,13 +240,7 @@ def test_the_stated_mde_holds_at_10_a_side_for_the_rows_with_the_longest_slow_ta
     first = suite[::len(cases)][:5]  # the first case's rows
 
     def found(mde: float) -> int:
-        out = 0
-        for _ in range(draws):
-            (b, h), = stats_validation.draw(cases, 1, n, rng)
-            c = stats.compare(b, h * (1 + mde), alpha=bar, resamples=resamples, with_mde=False)
-            out += stats.classify(c, c.p_value <= bar, floor=policy.floor,
-                                  threshold=policy.threshold) == stats.REGRESSED
-        return out
+        return found_by_rule(cases, n, mde, draws, rng, policy)
 
     mde = float(np.median([stats.compare(b, h, alpha=bar, resamples=resamples, floor=policy.floor,
                                          noise=noise).mde for b, h in first]))
