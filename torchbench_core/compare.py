@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from .measurement import Measurement
-from .task_spec import TASK_SPEC_FIELDS, TaskSpec
 from .units import ordered_unique, select_unit, trim_sigfig, unit_to_english
 
 __all__ = ["CellView", "Colorize", "Compare", "RowView", "TableView"]
@@ -259,16 +258,6 @@ class _Table:
         return "\n".join([title, *lines, "", footer]) + "\n" + legend
 
 
-def _ours(result: object) -> object:
-    """A torch.utils.benchmark Measurement as ours (the same fields: a table can hold both libraries' rows, as
-    when results pickled by torch are compared with new ones); anything else unchanged."""
-    if type(result).__module__.startswith("torch.utils.benchmark") and type(result).__name__ == "Measurement":
-        spec = result.task_spec
-        return Measurement(result.number_per_run, list(result.raw_times),
-                           TaskSpec(**{name: getattr(spec, name) for name in TASK_SPEC_FIELDS}), result.metadata)
-    return result
-
-
 class Compare:
     """Formatted tables of many Measurements; see the module docstring."""
 
@@ -283,7 +272,7 @@ class Compare:
         self._count_unit: str | None = None
 
     def extend_results(self, results: Iterable[Measurement]) -> None:
-        results = [_ours(r) for r in results]
+        results = [Measurement.from_torch(r) for r in results]
         for r in results:
             if not isinstance(r, Measurement):
                 raise ValueError(f"Expected an instance of `Measurement`, got {type(r)} instead.")

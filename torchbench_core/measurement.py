@@ -190,6 +190,16 @@ class Measurement:
             ) from e
 
     @classmethod
+    def from_torch(cls, result: Any) -> Any:
+        """A torch.utils.benchmark Measurement as ours (the same fields: a table can hold both libraries' rows,
+        as when results pickled by torch are compared with new ones); anything else unchanged."""
+        if type(result).__module__.startswith("torch.utils.benchmark") and type(result).__name__ == "Measurement":
+            spec = result.task_spec
+            return cls(result.number_per_run, list(result.raw_times),
+                       TaskSpec(**{name: getattr(spec, name) for name in TASK_SPEC_FIELDS}), result.metadata)
+        return result
+
+    @classmethod
     def from_json(cls, text: str | bytes, *, source: str = "<string>") -> "Measurement":
         try:
             data = json.loads(text)
