@@ -7,8 +7,8 @@ torchbench/ab/count_test.py and measures the rule they make:
     FIRST_MOVE  the 99th percentile of |log(head/base)| of a first process a side between adjacent commits
                 (a row below it is "flat": the wall-time bar is stricter for it)
     COMMIT_SD   the smallest commit noise (log sd, on a 0.01% grid) beyond the layouts' own spread at which
-                the test's A/A p-values hold at 5% (at most 5% of the pairs' rows have p <= 0.05) and the
-                whole rule decides none of them
+                the test's A/A p-values hold at 5% and at its own level, COUNT_ALPHA (at most 5% of the
+                pairs' rows have p <= 0.05, at most 1% p <= 0.01), and the whole rule decides none of them
     (and, where the pool has simulated cycles, the same fit for them: channels.CYCLES_COMMIT_SD)
 
 The test's layouts a side are the alert's: the first process's, then one jittered process's DRAWS layout
@@ -47,6 +47,7 @@ POOL = ROOT / "evaluation" / "results" / "counts_noise_pool-2026-11-27.json.gz"
 KINDS = {"timer": STATEMENT, "plain": BY_CALL}
 GRID = np.arange(0, 0.02, 0.0001)  # commit noise candidates, log sd
 LEVEL = 0.05  # the A/A p-values must hold here
+LEVELS = (LEVEL, COUNT_ALPHA)  # ... and at the level the test decides at
 OLD_FACTOR, OLD_FLOOR = 5, 0.006  # the previous rule's margin (counts.py before issue 50)
 
 
@@ -112,8 +113,10 @@ def aa_p_values(suite: dict, kind: str, commit_sd: float, field: str = "counts")
 
 
 def holds(suite: dict, kind: str, commit_sd: float, field: str = "counts", floor: float = 0.01) -> bool:
-    """The A/A p-values hold at LEVEL and the whole rule decides no A/A row of the pool."""
-    return (np.mean(aa_p_values(suite, kind, commit_sd, field) <= LEVEL) <= LEVEL
+    """The A/A p-values hold at LEVEL and at the test's own level (COUNT_ALPHA), and the whole rule decides
+    no A/A row of the pool."""
+    p = aa_p_values(suite, kind, commit_sd, field)
+    return (all(np.mean(p <= level) <= level for level in LEVELS)
             and aa_decided(suite, kind, floor, commit_sd, field)[0] == 0)
 
 
@@ -191,12 +194,15 @@ def calibrate(pool: dict, floor: float) -> dict:
                      "candidates": float(np.mean(moves >= floor)),
                      "first_moves": {q: float(np.quantile(moves, float(q))) for q in ("0.5", "0.9", "0.99", "1")},
                      "aa_level": float(np.mean(aa_p_values(suite, kind, sd) <= LEVEL)),
+                     "aa_alpha": float(np.mean(aa_p_values(suite, kind, sd) <= COUNT_ALPHA)),
                      "replay": replay(suite, kind, floor, sd)}
         if pairs(suite, "cycles"):  # simulated cycles: the same test, their own commit noise
             cycles_sd = fit_commit_sd(suite, kind, "cycles")
             out[name]["cycles"] = {"commit_sd": cycles_sd, "jittered_pairs": len(pairs(suite, "cycles")),
                                    "first_move": first_move(suite, "cycles"),
                                    "aa_level": float(np.mean(aa_p_values(suite, kind, cycles_sd, "cycles") <= LEVEL)),
+                                   "aa_alpha": float(np.mean(aa_p_values(suite, kind, cycles_sd, "cycles")
+                                                             <= COUNT_ALPHA)),
                                    "aa_decided": aa_decided(suite, kind, floor, cycles_sd, "cycles")}
     return out
 
@@ -225,7 +231,7 @@ def main() -> None:
               + " / ".join(f"{v:.3%}" for v in f["first_moves"].values())
               + f"; candidates (>= {args.floor:.0%}): {f['candidates']:.1%}")
         print(f"  COMMIT_SD {f['commit_sd']:.4f}, FIRST_MOVE {f['first_move']:.4f}; A/A p <= {LEVEL}: "
-              f"{f['aa_level']:.1%} of rows (COUNT_ALPHA {COUNT_ALPHA})")
+              f"{f['aa_level']:.1%} of rows, p <= {COUNT_ALPHA} (COUNT_ALPHA): {f['aa_alpha']:.2%}")
         for factor, r in f["replay"].items():
             what = "A/A rows decided" if factor == "1.00" else f"rows decided at +{float(factor) - 1:.0%}"
             print(f"  {what:22}: ours {r['ours']}/{r['rows']} ({r['ours'] / r['rows']:.1%}; {r['near']} more near "
@@ -235,7 +241,8 @@ def main() -> None:
         if "cycles" in f:
             c = f["cycles"]
             print(f"  simulated cycles: CYCLES_COMMIT_SD {c['commit_sd']:.4f} ({c['jittered_pairs']} jittered pairs), "
-                  f"first move 99th percentile {c['first_move']:.2%}; A/A p <= {LEVEL}: {c['aa_level']:.1%}; "
+                  f"first move 99th percentile {c['first_move']:.2%}; A/A p <= {LEVEL}: {c['aa_level']:.1%}, p <= "
+                  f"{COUNT_ALPHA}: {c['aa_alpha']:.2%}; "
                   f"A/A rows decided {c['aa_decided'][0]}/{c['aa_decided'][1]}")
     print(json.dumps({name: {"commit_sd": f["commit_sd"], "first_move": f["first_move"],
                              "cycles_commit_sd": f.get("cycles", {}).get("commit_sd")} for name, f in found.items()}))

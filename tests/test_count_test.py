@@ -52,7 +52,7 @@ def test_a_row_whose_layouts_move_it_is_not_decided_by_a_move_of_that_size():
 
 def test_the_floor_binds_however_quiet_the_row():
     base, head = sides([1e5] * 3, [1e5 * 1.0095] * 3)
-    found = count_test(base, head, BY_CALL, 0.01)
+    found = count_test(base, head, BY_CALL, 0.01, commit_sd=0.0)  # no commit noise: the floor alone
     assert found.p_value < COUNT_ALPHA and not found.decides and found.margin == 0.01
     assert not count_test(base[:1], head[:1], BY_CALL, 0.01).pending
 
@@ -97,7 +97,8 @@ def test_the_constants_are_the_pools(pool):
         assert COMMIT_SD[kind] == calibration.fit_commit_sd(suite, kind)
         assert FIRST_MOVE[kind] == calibration.first_move(suite)
         # the fit: the A/A p-values hold at 5% with it and no A/A row is decided, and not with a smaller one
-        assert np.mean(calibration.aa_p_values(suite, kind, COMMIT_SD[kind]) <= 0.05) <= 0.05
+        p = calibration.aa_p_values(suite, kind, COMMIT_SD[kind])
+        assert np.mean(p <= 0.05) <= 0.05 and np.mean(p <= COUNT_ALPHA) <= COUNT_ALPHA, name
         assert calibration.aa_decided(suite, kind, 0.01, COMMIT_SD[kind], "counts")[0] == 0
         if COMMIT_SD[kind] > 0:
             assert not calibration.holds(suite, kind, COMMIT_SD[kind] - 0.0001)
@@ -137,3 +138,4 @@ def test_the_commit_noise_is_part_of_the_test():
     assert count_test(base, head, STATEMENT, 0.01, commit_sd=0.0).decides
     assert not count_test(base, head, STATEMENT, 0.01, commit_sd=0.01).decides
     assert ct.count_test(base, head, STATEMENT, 0.01, commit_sd=0.01).margin > 0.012
+
