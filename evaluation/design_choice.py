@@ -112,7 +112,7 @@ def median_mde(evidence: Evidence, policy: Policy, bar: float, duet_pairs_only: 
     """The median over the rows of the MDE the verdict states (contrast.compare_row; `duet_pairs_only`: the
     paired test over the duet rounds alone)."""
     jobs = sorted(evidence.jobs)
-    noise = stats.SuiteNoise([(evidence.values["base"][j], evidence.values["head"][j]) for j in jobs])
+    noise = stats.SuiteNoise([evidence.wall_values(j) for j in jobs])
     mdes = []
     for job in jobs:
         if duet_pairs_only and evidence.schedule == DUET:
@@ -159,6 +159,7 @@ def trial(pools: dict[str, Pool], budget: float, ks: list[int], policy: Policy, 
         chosen = choice.design
         plan += [(chosen, i) for i in _fill(orders[chosen], pools[chosen].seconds, budget - spent, used[chosen])]
         evidence = evidence_of(pools, plan, arm, chosen)
+        evidence.design_choice = choice.to_dict()  # as go_on records it: the verdict reads which rounds to test
         found = {"chosen": chosen, "rounds": len(plan), "mde": median_mde(evidence, policy, bar),
                  "projected": {d: f.mde for d, f in choice.figures.items()}}
         if variants and chosen == DUET:

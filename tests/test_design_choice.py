@@ -89,7 +89,8 @@ def test_the_choice_on_the_recorded_pools_picks_duets_and_alternating_when_duets
     replay's constructed adverse day), alternating."""
     recorded = {d: replay.Pool(p) for d, p in replay.POOLS.items()}
     adverse = {ALTERNATING: recorded[ALTERNATING], DUET: recorded[DUET].unshared(2.0, np.random.default_rng(7))}
-    for pools, expected in ((recorded, DUET), (adverse, ALTERNATING)):
+    for pools, expected, least in ((recorded, DUET, 5), (adverse, ALTERNATING, 4)):
+        chosen = []
         for seed in range(5):
             rng = np.random.default_rng(seed)
             orders = {d: rng.permutation(len(pools[d].seconds)) for d in pools}
@@ -97,8 +98,42 @@ def test_the_choice_on_the_recorded_pools_picks_duets_and_alternating_when_duets
             plan = [(d, int(orders[d][designs[:i].count(d)])) for i, d in enumerate(designs)]
             evidence = replay.evidence_of(pools, plan, seed % 2, AUTO)
             choice = _choose(evidence, seconds_left=60)
-            assert choice.design == expected, (seed, choice.why)
+            chosen.append((choice.design, choice.why))
             assert choice.rows == 6 and "median of 6 rows" in choice.why
+        # the adverse day's first draw is a near tie once alternating is held to its slow processes (projected
+        # 4.48% against the duets' 4.46%): 4 of 5
+        assert sum(design == expected for design, _ in chosen) >= least, chosen
+
+
+def test_the_projection_holds_an_unpaired_design_to_its_slow_processes():
+    """projected_mde: without slow processes the normal approximation; with a fifth of the processes 50%
+    slower, raised where the verdict's MDE is (stats.compare with the same slow excesses: within a quarter of
+    it at 8 and 10 a side), infinite where no change is found with the power, and back to the normal
+    approximation once enough rounds make the slow processes harmless."""
+    from torchbench.ab.design_choice import projected_mde
+
+    rng = np.random.default_rng(0)
+
+    def side(n):
+        x = rng.normal(0, 0.03, n)
+        x[rng.random(n) < 0.2] += 0.4
+        return np.exp(x) * 1e-6
+
+    normal = projected_mde(0.05, 16, BAR, 0.8)
+    assert normal == pytest.approx(np.expm1((3.76 + 0.8416) * 0.05 / 4), rel=0.01)
+    assert projected_mde(0.05, 16, BAR, 0.8, np.zeros(40)) == pytest.approx(normal, rel=1e-3)  # nobody slow
+    trial = [side(4) for _ in range(84)]  # a trial: 42 rows, 4 rounds a side
+    excess = stats.slow_excesses(trial)
+    spread = float(np.median([design_choice.contrast_spread(trial[2 * i], trial[2 * i + 1], False)
+                              for i in range(42)]))
+    assert projected_mde(spread, 4, BAR, 0.8, excess) == np.inf
+    for n in (8, 10):
+        held = projected_mde(spread, n, BAR, 0.8, excess)
+        verdict = np.median([stats.compare(side(n), side(n), alpha=BAR, resamples=stats.resamples_for(BAR, 1),
+                                           excess=stats.slow_excesses([side(n) for _ in range(60)])).mde
+                             for _ in range(5)])
+        assert held > projected_mde(spread, n, BAR, 0.8) and held == pytest.approx(verdict, rel=0.25), n
+    assert projected_mde(spread, 64, BAR, 0.8, excess) == pytest.approx(projected_mde(spread, 64, BAR, 0.8))
 
 
 def test_the_trial_interleaves_both_designs_in_pairs():
@@ -221,3 +256,35 @@ def test_auto_alternates_with_a_note_where_max_rounds_leaves_no_room_for_the_tri
     evidence = Evidence()
     assert len(design_choice.start(evidence, AUTO, 4 * TRIAL_ROUNDS, True)) == 2 * TRIAL_ROUNDS
     assert evidence.schedule == AUTO
+
+
+def test_a_run_that_went_on_alternating_tests_its_alternating_rounds_only():
+    """After the trial chose alternating rounds, the trial's duet rounds (a partner may have disturbed their
+    processes) leave the unpaired test: the verdict's comparison is that of the alternating rounds alone; in
+    a run that went on in duets, or one that never chose, every round counts."""
+    from torchbench.ab.contrast import compare_row
+
+    rng = np.random.default_rng(5)
+    evidence = Evidence(schedule=AUTO)
+    job = ("bench.row", 0)
+    evidence.jobs[job] = JobInfo(job[0], unit="seconds", on_base=True, on_head=True)
+    designs = design_choice.trial_designs(0) + [ALTERNATING] * 12
+    for r, design in enumerate(designs):
+        spread = 0.3 if design == DUET else 0.01  # duets disturbed: a wide spread
+        for side in ("base", "head"):
+            evidence.add_value(side, job, float(np.exp(rng.normal(0, spread))) * 1e-6, r)
+    evidence.round_designs, evidence.rounds = designs, len(designs)
+    every = evidence.wall_values(job)
+    assert len(every[0]) == len(designs)
+    evidence.schedule = ALTERNATING  # went on alternating, but chose nothing: every round
+    assert evidence.wall_values(job) == every
+    evidence.design_choice = {"design": ALTERNATING}
+    base, head = evidence.wall_values(job)
+    assert (base, head) == evidence.paired(job, ALTERNATING) and len(base) == TRIAL_ROUNDS + 12
+    policy = Policy()
+    c = compare_row(evidence, job, policy, 0.01, 0.95)
+    alone = stats.compare(base, head, alpha=0.01, resamples=stats.resamples_for(0.01, 1), floor=policy.floor)
+    assert (c.ratio, c.ci_low, c.ci_high, c.mde) == (alone.ratio, alone.ci_low, alone.ci_high, alone.mde)
+    assert c.n_base == TRIAL_ROUNDS + 12
+    evidence.schedule = DUET  # went on in duets: every round
+    assert evidence.wall_values(job) == every

@@ -175,7 +175,7 @@ class WallTime(Channel):
     def test(self, evidence: Evidence, job: Job, floor: float, seen: Mapping[str, Finding]) -> Finding | None:
         if self.policy is None or self.design is None:
             raise ValueError("wall time is tested within its family: WALL_TIME.in_family(policy, design, weights)")
-        if len(evidence.values["base"].get(job, [])) < 2 or len(evidence.values["head"].get(job, [])) < 2:
+        if min(len(values) for values in evidence.wall_values(job)) < 2:
             return None
         c = compare_row(evidence, job, self.policy, self.design.final_bar(self.weights.get(job, 1.0)),
                         self.policy.confidence, noise=self.suite_noise)

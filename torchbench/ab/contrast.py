@@ -34,17 +34,17 @@ def compare_row(evidence: Evidence, job: Job, policy: Policy, bar: float, confid
     suite's processes (stats.SuiteNoise: the slow excesses and the residuals the rule's power is simulated
     from), holds the MDE of the unpaired test to its stated power."""
     if policy.paired or evidence.schedule == "duet":
-        base, head = evidence.paired(job)
+        base, head = evidence.paired(job, evidence.wall_design())
         if base and paired.smallest_paired_p(len(base)) * FLOOR_MARGIN <= bar:
             return paired.compare_paired(base, head, confidence=confidence, alpha=bar, power=policy.power,
                                          with_mde=with_mde, floor=policy.floor)
-    return stats.compare(evidence.values["base"][job], evidence.values["head"][job], confidence=confidence,
-                         alpha=bar, power=policy.power, resamples=stats.resamples_for(bar, 1), with_mde=with_mde,
-                         floor=policy.floor, noise=noise)
+    base, head = evidence.wall_values(job)
+    return stats.compare(base, head, confidence=confidence, alpha=bar, power=policy.power,
+                         resamples=stats.resamples_for(bar, 1), with_mde=with_mde, floor=policy.floor, noise=noise)
 
 
 def _slower_half(evidence: Evidence, job: Job, resamples: int) -> tuple[float, float] | None:
-    base, head = evidence.values["base"].get(job, []), evidence.values["head"].get(job, [])
+    base, head = evidence.wall_values(job)
     if min(len(base), len(head)) < 3:
         return None
     return stats.slower_half(base, head, resamples=resamples)

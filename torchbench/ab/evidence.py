@@ -151,6 +151,25 @@ class Evidence:
                  if r in head and (design is None or self.round_design(r) == design)]
         return [b for b, _ in pairs], [h for _, h in pairs]
 
+    def wall_design(self) -> str | None:
+        """The design whose rounds the wall-time tests rest on: "alternating" in a run that went on with
+        alternating rounds after trying both (design_choice.go_on), so that the trial's duet rounds, whose
+        processes a partner may have disturbed, do not widen the unpaired test (replayed on the recorded pools,
+        evaluation/design_choice.py: on the constructed day that favours alternating, auto's MDE went from
+        1.28-1.32x the better fixed design's to 1.05-1.12x; no other scenario moved); None (every round)
+        otherwise."""
+        return "alternating" if self.design_choice and self.schedule == "alternating" else None
+
+    def wall_values(self, job: Job) -> tuple[list[float], list[float]]:
+        """The job's base and head values the unpaired wall-time test compares: every process, or in a run
+        that went on alternating after trying both, its alternating rounds' (wall_design)."""
+        design = self.wall_design()
+        if design is not None:
+            base, head = self.paired(job, design)
+            if base:
+                return base, head
+        return self.values["base"].get(job, []), self.values["head"].get(job, [])
+
     def on_both(self, jobs: list[Job]) -> list[Job]:
         return [j for j in jobs if self.jobs[j].on_base and self.jobs[j].on_head]
 

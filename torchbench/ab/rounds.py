@@ -199,7 +199,7 @@ def wall_check_rounds(confidence: float) -> int:
 def _counts_stop(evidence: Evidence, job: Job, policy: Policy) -> str | None:
     """Why the row leaves the rounds now, where a deterministic channel decides it."""
     found = next((f for f in findings(evidence, job, policy.count_floor).values() if f.decides), None)
-    base, head = evidence.values["base"].get(job, []), evidence.values["head"].get(job, [])
+    base, head = evidence.wall_values(job)
     # a row whose wall time leans against the channel stays, so that the veto (verdict._by_channel) has the
     # processes to see a move the other way
     if found is not None and opposite_p(base, head, found.delta) > 0.5:
@@ -211,7 +211,7 @@ def _counts_stop(evidence: Evidence, job: Job, policy: Policy) -> str | None:
 
 def _interim(evidence: Evidence, job: Job, policy: Policy) -> str | None:
     design = evidence.design
-    base, head = evidence.values["base"].get(job, []), evidence.values["head"].get(job, [])
+    base, head = evidence.wall_values(job)
     if len(base) < 2 or len(head) < 2:
         return None
     bar = design.changed_bar(evidence.weights.get(job, 1.0))

@@ -121,7 +121,7 @@ def _rows(evidence: Evidence) -> tuple[list[Verdict], list[tuple[Verdict, list, 
     for job, info in sorted(evidence.jobs.items()):
         row = Verdict(info.name, job[0], info.params, "", unit=info.unit, stopped=evidence.decided.get(job, ""),
                       index=job[1], param_names=list(info.param_names))
-        base, head = evidence.values["base"].get(job, []), evidence.values["head"].get(job, [])
+        base, head = evidence.wall_values(job)
         err = evidence.errors["head"].get(job) or evidence.errors["base"].get(job)
         skipped = _skipped(evidence, job)
         if err:
