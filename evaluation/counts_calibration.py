@@ -187,22 +187,21 @@ def calibrate(pool: dict, floor: float) -> dict:
     for name, suite in pool["suites"].items():
         kind = KINDS[name]
         sd, move = fit_commit_sd(suite, kind), first_move(suite)
-        moves = first_moves(suite)
+        moves, p = first_moves(suite), aa_p_values(suite, kind, sd)
         out[name] = {"kind": kind, "commit_sd": sd, "first_move": move, "rows": len(suite["jobs"]),
                      "adjacent_pairs": len(set(c for c, by in suite["counts"].items() if "0" in by)) - 1,
                      "jittered_pairs": len(pairs(suite)), "process_pairs": len(pairs(suite, drawn=False)),
                      "candidates": float(np.mean(moves >= floor)),
                      "first_moves": {q: float(np.quantile(moves, float(q))) for q in ("0.5", "0.9", "0.99", "1")},
-                     "aa_level": float(np.mean(aa_p_values(suite, kind, sd) <= LEVEL)),
-                     "aa_alpha": float(np.mean(aa_p_values(suite, kind, sd) <= COUNT_ALPHA)),
+                     "aa_level": float(np.mean(p <= LEVEL)), "aa_alpha": float(np.mean(p <= COUNT_ALPHA)),
                      "replay": replay(suite, kind, floor, sd)}
         if pairs(suite, "cycles"):  # simulated cycles: the same test, their own commit noise
             cycles_sd = fit_commit_sd(suite, kind, "cycles")
+            cycles_p = aa_p_values(suite, kind, cycles_sd, "cycles")
             out[name]["cycles"] = {"commit_sd": cycles_sd, "jittered_pairs": len(pairs(suite, "cycles")),
                                    "first_move": first_move(suite, "cycles"),
-                                   "aa_level": float(np.mean(aa_p_values(suite, kind, cycles_sd, "cycles") <= LEVEL)),
-                                   "aa_alpha": float(np.mean(aa_p_values(suite, kind, cycles_sd, "cycles")
-                                                             <= COUNT_ALPHA)),
+                                   "aa_level": float(np.mean(cycles_p <= LEVEL)),
+                                   "aa_alpha": float(np.mean(cycles_p <= COUNT_ALPHA)),
                                    "aa_decided": aa_decided(suite, kind, floor, cycles_sd, "cycles")}
     return out
 

@@ -20,9 +20,10 @@ rows move, and how far, differs from row to row, so the noise is measured per ro
    with the pooled variance between layouts (df = layouts - 2), plus COMMIT_SD[kind]**2: the part of the
    commit noise the draws do not show, calibrated on the pool so that the test's A/A p-values hold at 5%
    and at COUNT_ALPHA (the level it decides at: fitted at 5% alone, 2.1% of the plain suite's A/A rows had
-   p <= 0.01, and a held-out A/A row was decided, docs/results.md) and no A/A row is decided (evaluation/counts_calibration.py; tests/test_count_test.py recomputes it). A
-   row is decided when its change is at least the floor and p <= COUNT_ALPHA; the margin printed is the
-   smallest change this row's noise lets the test decide.
+   p <= 0.01, and a held-out A/A row was decided, docs/results.md) and no A/A row is decided
+   (evaluation/counts_calibration.py; tests/test_count_test.py recomputes it). A row is decided when its
+   change is at least the floor and p <= COUNT_ALPHA; the margin printed is the smallest change this row's
+   noise lets the test decide.
 
 The rule's A/A rate and its power at +2% and +5% are measured by replaying it on the pool
 (evaluation/counts_calibration.py; docs/results.md#a-calibrated-count-test), on 30 pairs of commits (15 a

@@ -42,9 +42,9 @@ one they share little and disturb each other. So an "auto" run measures both:
 
 TRIAL_ROUNDS = 4 each: the replay of this rule on the recorded pools
 (evaluation/design_choice.py, docs/results.md) came within 1-3% of the better
-fixed design's MDE (on constructed adverse days 5-20%); fewer trial rounds estimate the spreads too loosely (a
-round's sd from 2 rounds has 1 degree of freedom), more spend the budget on
-the design that loses. The trial needs max_rounds >= 4 x TRIAL_ROUNDS (the
+fixed design's MDE (on constructed adverse days 5-20%); fewer trial rounds
+estimate the spreads too loosely (a round's sd from 2 rounds has 1 degree of
+freedom), more spend the budget on the design that loses. The trial needs max_rounds >= 4 x TRIAL_ROUNDS (the
 trial at most half the rounds) and two usable cores; otherwise the rounds
 alternate and a note says why.
 
