@@ -33,7 +33,7 @@ shared) and every duet value's deviation from its case's median scaled by F
 a quiet day. Beside auto: auto pairing only its duet rounds (the paired test's
 other choice), and K = 2, 3, 6 (the trial's length).
 
-    python evaluation/design_choice.py [--trials 40] [--budgets 12 16 21] [--out FILE]
+    python evaluation/design_choice.py [--trials 40] [--budgets 12 16 21] [--pool-day 2026-11-26] [--out FILE]
 """
 
 from __future__ import annotations
@@ -62,7 +62,11 @@ from torchbench.ab.options import Policy  # noqa: E402
 from torchbench_core.storage import atomic_write_text  # noqa: E402
 
 RESULTS = ROOT / "evaluation" / "results"
-POOLS = {d: RESULTS / f"duet_pool-{d}-2026-11-26.json.gz" for d in (ALTERNATING, DUET)}
+POOL_DATE = "2026-11-26"  # the pools' day (evaluation/results/duet_pool-<design>-<day>.json.gz)
+
+
+def pool_paths(day: str = POOL_DATE) -> dict[str, Path]:
+    return {d: RESULTS / f"duet_pool-{d}-{day}.json.gz" for d in (ALTERNATING, DUET)}
 ROWS = 60  # the bar of a lone row among this many (as evaluation/stats_validation.py states MDEs)
 
 
@@ -208,21 +212,28 @@ def main(argv=None) -> dict:
                         help="trial rounds of each design (the recorded scenario; the others: the default)")
     parser.add_argument("--unshared", type=float, nargs="*", default=[1.4, 2.0],
                         help="the constructed scenarios' spread factors")
+    parser.add_argument("--pool-day", default=POOL_DATE,
+                        help=f"the day of the recorded pools, evaluation/results/duet_pool-<design>-<day>.json.gz "
+                             f"(default {POOL_DATE})")
     parser.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
     args = parser.parse_args(argv)
+    paths = pool_paths(args.pool_day)
+    missing = [str(p) for p in paths.values() if not p.exists()]
+    if missing:
+        parser.error(f"no pool of that day: {', '.join(missing)} (evaluation/duet_pool.py records one)")
     policy = Policy()
     bar = policy.fdr / ROWS
-    recorded = {d: Pool(p) for d, p in POOLS.items()}
+    recorded = {d: Pool(p) for d, p in paths.items()}
     scenarios = {"recorded": recorded}
     for factor in args.unshared:
         scenarios[f"unshared-{factor:g}"] = {ALTERNATING: recorded[ALTERNATING],
                                              DUET: recorded[DUET].unshared(factor, np.random.default_rng(7))}
     round_seconds = {d: float(np.median(p.seconds)) for d, p in recorded.items()}
-    print(f"pools: {', '.join(p.name for p in POOLS.values())}; {len(recorded[DUET].cases)} cases, "
+    print(f"pools: {', '.join(p.name for p in paths.values())}; {len(recorded[DUET].cases)} cases, "
           f"{len(recorded[DUET].seconds)} rounds each; a round {round_seconds[ALTERNATING]:.2f} s alternating, "
           f"{round_seconds[DUET]:.2f} s as a duet; MDE: the verdict's (compare_row, whole rule) at a lone row's "
           f"bar among {ROWS} rows, median of the rows, then of {args.trials} trials")
-    result = {"pools": [p.name for p in POOLS.values()], "trials": args.trials, "bar": bar, "scenarios": {}}
+    result = {"pools": [p.name for p in paths.values()], "trials": args.trials, "bar": bar, "scenarios": {}}
     for name, pools in scenarios.items():
         ks = args.ks if name == "recorded" else [design_choice.TRIAL_ROUNDS]
         for alternating_rounds in args.budgets:

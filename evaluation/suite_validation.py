@@ -16,7 +16,10 @@ The 6-row version is evaluation/alert_validation.py; this one measures a suite o
   that the steps miss the cache, sized for +5% and +10%: the same instructions on both sides (the targets'
   counts change is printed), so the counts cannot decide and the wall time must.
 * --designs auto alternating duet: our alert in each design of its rounds (alternating processes; duets, both
-  processes at once on a core each, paired by round) on the same pairs, one after the other.
+  processes at once on a core each, paired by round) on the same pairs, one after the other, each repeat
+  starting one design later (over as many repeats as designs, each runs first once: `rotated`). With
+  --min-rounds above the rounds a budget holds no row stops early, so each design states its MDE at
+  equal minutes.
 * --own-suite: this project's own suite (benchmarks/), A/A: two consecutive commits of this
   repository that change only tests (--own-base, --own-head).
 * --plain-suite (instead of the example; issue 27): a plain asv suite as asv's docs write one
@@ -427,6 +430,13 @@ DESIGN_KEYS = {"auto": "ours", "alternating": "ours alternating", "duet": "ours 
 TOOLS = (*DESIGN_KEYS.values(), "asv_continuous", "asv_compare")
 
 
+def rotated(designs: list[str], repeat: int) -> tuple[str, ...]:
+    """The designs in the order repeat `repeat` runs them: each repeat starts one later, so that over as many
+    repeats as designs each runs first, second, ... once (a day's drift falls on every design alike)."""
+    k = repeat % len(designs)
+    return tuple(designs[k:] + designs[:k])
+
+
 def measure_pair(kind: str, name: str, repo: Path, base: str, head: str, work: Path, envs: Path,
                  flags: list[str], targeted: bool, ours: Path, asv_compare_too: bool = True,
                  target=is_target, asv_continuous_too: bool = True,
@@ -633,7 +643,8 @@ def plain_suite_records(tmp: Path, envs: Path, args, flags: list[str]) -> tuple[
                                         envs, flags, targeted=targeted, target=target,
                                         ours=tmp / ("twin-ours" if kind.startswith("twin") else "plain-ours"),
                                         asv_compare_too=not (args.no_asv_compare or args.no_asv),
-                                        asv_continuous_too=not args.no_asv, designs=tuple(args.designs)))
+                                        asv_continuous_too=not args.no_asv,
+                                        designs=rotated(args.designs, rep)))
             print(_progress(records[-1]), flush=True)
     return records, commits
 
@@ -792,7 +803,8 @@ def main() -> None:
                 print(f"== repeat {rep + 1}/{args.repeats}, {name}: {base[:8]}..{head[:8]}", flush=True)
                 records.append(measure_pair(kind, name, path, base, head, tmp / f"r{rep}-p{i}", envs, flags,
                                             targeted=effect is not None, ours=tmp / "ours",
-                                            asv_compare_too=not args.no_asv_compare, designs=tuple(args.designs)))
+                                            asv_compare_too=not args.no_asv_compare,
+                                            designs=rotated(args.designs, rep)))
                 print(_progress(records[-1]), flush=True)
         if args.own_suite:
             for rep in range(args.repeats):
@@ -801,7 +813,8 @@ def main() -> None:
                 records.append(measure_pair("own-suite A/A", "own suite: tests only", ROOT, args.own_base,
                                             args.own_head, tmp / f"own-r{rep}", tmp / "own-envs", flags,
                                             targeted=False, ours=tmp / "own-ours",
-                                            asv_compare_too=not args.no_asv_compare, designs=tuple(args.designs)))
+                                            asv_compare_too=not args.no_asv_compare,
+                                            designs=rotated(args.designs, rep)))
                 print(_progress(records[-1]), flush=True)
         summary = summarize(records)
         print_summary(summary)

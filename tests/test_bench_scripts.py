@@ -198,3 +198,15 @@ def test_operator_repeatability_runs_at_small_settings(tmp_path):
     (row,) = result["rows"]
     assert row["ours"]["operators"] == row["anchor"]["operators"] == 2
     assert "ours" in proc.stdout and "anchor (seed 003 timed)" in proc.stdout
+
+
+def test_suite_validation_rotates_the_designs_so_each_runs_first_once_over_as_many_repeats():
+    sys.path.insert(0, str(ROOT / "evaluation"))
+    from suite_validation import rotated
+
+    designs = ["auto", "alternating", "duet"]
+    orders = [rotated(designs, rep) for rep in range(3)]
+    assert [order[0] for order in orders] == designs  # each first once
+    assert all(sorted(order) == sorted(designs) for order in orders)  # every design in every repeat
+    assert [order.index("auto") for order in orders] == [0, 2, 1]  # and in every place once
+    assert rotated(designs, 3) == orders[0] and rotated(["duet"], 5) == ("duet",)

@@ -87,7 +87,7 @@ def test_the_choice_on_the_recorded_pools_picks_duets_and_alternating_when_duets
     """On 2026-11-26 duets reached a third of alternating's MDE at equal minutes: the first 4 rounds of each
     say so in each of 5 draws; with the duets' rounds made to share nothing and spread twice as far (the
     replay's constructed adverse day), alternating."""
-    recorded = {d: replay.Pool(p) for d, p in replay.POOLS.items()}
+    recorded = {d: replay.Pool(p) for d, p in replay.pool_paths().items()}
     adverse = {ALTERNATING: recorded[ALTERNATING], DUET: recorded[DUET].unshared(2.0, np.random.default_rng(7))}
     for pools, expected, least in ((recorded, DUET, 5), (adverse, ALTERNATING, 4)):
         chosen = []
