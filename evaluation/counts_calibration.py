@@ -8,7 +8,10 @@ torchbench/ab/count_test.py and measures the rule they make:
                 (a row below it is "flat": the wall-time bar is stricter for it)
     COMMIT_SD   the smallest commit noise (log sd, on a 0.01% grid) beyond the layouts' own spread at which
                 the test's A/A p-values hold at 5% and at its own level, COUNT_ALPHA (at most 5% of the
-                pairs' rows have p <= 0.05, at most 1% p <= 0.01), and the whole rule decides none of them
+                pairs' rows have p <= 0.05, at most 1% p <= 0.01), and the whole rule decides at most
+                AA_DECIDED of them (the issue's goal, 0.1%: on a pool of 30 pairs and 1,665 rows that was
+                none; the pool of independent layouts, 94 pairs and 4,704 rows, shows commits that move a
+                row's counts in every layout by 1.3-1.5%, which a fit to none would price into every row)
     (and, where the pool has simulated cycles, the same fit for them: channels.CYCLES_COMMIT_SD)
 
 The test's layouts a side are the alert's: the first process's, then one jittered process's DRAWS layout
@@ -43,11 +46,16 @@ sys.path.insert(0, str(ROOT))
 from torchbench.ab.count_test import BY_CALL, COUNT_ALPHA, DRAWS, STATEMENT, count_test  # noqa: E402
 from torchbench.ab.counts import NEAR  # noqa: E402
 
-POOL = ROOT / "evaluation" / "results" / "counts_noise_pool-2026-11-27.json.gz"
+# the pool the constants are fitted on: each commit's jittered process draws layouts of its own (salted)
+POOL = ROOT / "evaluation" / "results" / "counts_noise_pool-2026-11-28.json.gz"
+# the pool before it, whose commits drew their layouts alike (the same seeds): it alone has the two jittered
+# processes of one layout each ("j1", "j2") that the rules before the layout draws are replayed on
+ALIKE_POOL = ROOT / "evaluation" / "results" / "counts_noise_pool-2026-11-27.json.gz"
 KINDS = {"timer": STATEMENT, "plain": BY_CALL}
 GRID = np.arange(0, 0.02, 0.0001)  # commit noise candidates, log sd
 LEVEL = 0.05  # the A/A p-values must hold here
 LEVELS = (LEVEL, COUNT_ALPHA)  # ... and at the level the test decides at
+AA_DECIDED = 0.001  # the share of the pool's A/A rows the whole rule may decide (the issue's goal)
 OLD_FACTOR, OLD_FLOOR = 5, 0.006  # the previous rule's margin (counts.py before issue 50)
 
 
@@ -102,6 +110,19 @@ def _rows(suite: dict, field: str, drawn: bool):
                 yield a, b, job
 
 
+REPEAT = 0.001  # two commits' layout draws "repeat" each other where every draw agrees within this
+
+
+def repeated_layouts(suite: dict, field: str = "counts") -> float:
+    """The share of the pairs' rows whose jittered draws repeat between the two commits (every draw's mean
+    within REPEAT of the other commit's same draw): a pool whose commits draw alike (the same seeds, code
+    that moves little) holds fewer independent layouts than pairs."""
+    repeats = [all(abs(math.log(np.mean(suite[field][b][d][job]) / np.mean(suite[field][a][d][job]))) < REPEAT
+                   for d in DRAWN[1:])
+               for a, b, job in _rows(suite, field, True)]
+    return float(np.mean(repeats)) if repeats else math.nan
+
+
 def aa_p_values(suite: dict, kind: str, commit_sd: float, field: str = "counts") -> np.ndarray:
     ps = []
     for a, b, job in _rows(suite, field, True):
@@ -114,10 +135,10 @@ def aa_p_values(suite: dict, kind: str, commit_sd: float, field: str = "counts")
 
 def holds(suite: dict, kind: str, commit_sd: float, field: str = "counts", floor: float = 0.01) -> bool:
     """The A/A p-values hold at LEVEL and at the test's own level (COUNT_ALPHA), and the whole rule decides
-    no A/A row of the pool."""
+    at most AA_DECIDED of the pool's A/A rows."""
     p = aa_p_values(suite, kind, commit_sd, field)
-    return (all(np.mean(p <= level) <= level for level in LEVELS)
-            and aa_decided(suite, kind, floor, commit_sd, field)[0] == 0)
+    decided, rows = aa_decided(suite, kind, floor, commit_sd, field)
+    return all(np.mean(p <= level) <= level for level in LEVELS) and decided <= AA_DECIDED * rows
 
 
 def fit_commit_sd(suite: dict, kind: str, field: str = "counts") -> float:
@@ -131,6 +152,29 @@ def fit_commit_sd(suite: dict, kind: str, field: str = "counts") -> float:
         else:
             low = mid + 1
     return round(float(GRID[low]), 4)
+
+
+def halves(suite: dict) -> list[dict]:
+    """The suite with its commits with draws split in two (alternate commits): pairs within each half."""
+    commits = jittered_commits(suite)
+    out = []
+    for half in (commits[0::2], commits[1::2]):
+        keep = set(half)
+        out.append({**suite, **{field: {c: by for c, by in suite.get(field, {}).items() if c in keep}
+                                for field in ("counts", "cycles")}})
+    return out
+
+
+def held_out(suite: dict, kind: str, floor: float) -> list[dict]:
+    """COMMIT_SD fitted on one half of the commits (`halves`), the rule replayed on the other's pairs: the
+    pool's figures out of sample, each way."""
+    out = []
+    for fit_on, test_on in itertools.permutations(halves(suite)):
+        sd = fit_commit_sd(fit_on, kind)
+        r = replay(test_on, kind, floor, sd)
+        out.append({"commit_sd": sd, "pairs": len(pairs(test_on)),
+                    **{factor: [v["ours"], v["rows"]] for factor, v in r.items()}})
+    return out
 
 
 def first_move(suite: dict, field: str = "counts") -> float:
@@ -182,23 +226,33 @@ def replay(suite: dict, kind: str, floor: float, commit_sd: float) -> dict:
     return found
 
 
-def calibrate(pool: dict, floor: float) -> dict:
+def fit_over(suites: list[dict], kind: str, field: str = "counts") -> tuple[float, list[float]]:
+    """COMMIT_SD held on every pool of the kind: the largest of each pool's fit (each pool's fit, beside)."""
+    fits = [fit_commit_sd(suite, kind, field) for suite in suites]
+    return max(fits), fits
+
+
+def calibrate(pool: dict, floor: float, others: list[dict] = ()) -> dict:
+    """The constants per suite of `pool`; COMMIT_SD held on the same suite of `others` too (fit_over)."""
     out = {}
     for name, suite in pool["suites"].items():
         kind = KINDS[name]
-        sd, move = fit_commit_sd(suite, kind), first_move(suite)
+        sd, fits = fit_over([suite, *(o["suites"][name] for o in others if name in o["suites"])], kind)
+        move = first_move(suite)
         moves, p = first_moves(suite), aa_p_values(suite, kind, sd)
-        out[name] = {"kind": kind, "commit_sd": sd, "first_move": move, "rows": len(suite["jobs"]),
+        out[name] = {"kind": kind, "commit_sd": sd, "fits": fits, "first_move": move, "rows": len(suite["jobs"]),
                      "adjacent_pairs": len(set(c for c, by in suite["counts"].items() if "0" in by)) - 1,
                      "jittered_pairs": len(pairs(suite)), "process_pairs": len(pairs(suite, drawn=False)),
                      "candidates": float(np.mean(moves >= floor)),
                      "first_moves": {q: float(np.quantile(moves, float(q))) for q in ("0.5", "0.9", "0.99", "1")},
                      "aa_level": float(np.mean(p <= LEVEL)), "aa_alpha": float(np.mean(p <= COUNT_ALPHA)),
-                     "replay": replay(suite, kind, floor, sd)}
-        if pairs(suite, "cycles"):  # simulated cycles: the same test, their own commit noise
-            cycles_sd = fit_commit_sd(suite, kind, "cycles")
+                     "salted": bool(suite.get("salted")), "repeated_layouts": repeated_layouts(suite),
+                     "replay": replay(suite, kind, floor, sd), "held_out": held_out(suite, kind, floor)}
+        if pairs(suite, "cycles"):  # simulated cycles: the same test, their own commit noise (on every pool)
+            cycles_sd, cycles_fits = fit_over([suite, *(o["suites"][name] for o in others if name in o["suites"]
+                                                      and pairs(o["suites"][name], "cycles"))], kind, "cycles")
             cycles_p = aa_p_values(suite, kind, cycles_sd, "cycles")
-            out[name]["cycles"] = {"commit_sd": cycles_sd, "jittered_pairs": len(pairs(suite, "cycles")),
+            out[name]["cycles"] = {"commit_sd": cycles_sd, "fits": cycles_fits, "jittered_pairs": len(pairs(suite, "cycles")),
                                    "first_move": first_move(suite, "cycles"),
                                    "aa_level": float(np.mean(cycles_p <= LEVEL)),
                                    "aa_alpha": float(np.mean(cycles_p <= COUNT_ALPHA)),
@@ -221,25 +275,37 @@ def main() -> None:
     parser.add_argument("pool", nargs="?", type=Path, default=POOL)
     parser.add_argument("--floor", type=float, default=0.01)
     args = parser.parse_args()
-    found = calibrate(load(args.pool), args.floor)
+    others = [load(ALIKE_POOL)] if args.pool != ALIKE_POOL and ALIKE_POOL.exists() else []
+    found = calibrate(load(args.pool), args.floor, others)
     for name, f in found.items():
         print(f"== {name} ({f['kind']}): {f['rows']} rows, {f['adjacent_pairs']} adjacent commit pairs, "
               f"{f['jittered_pairs']} pairs with a jittered process of {DRAWS} layout draws "
-              f"({f['process_pairs']} with two jittered processes)")
+              f"({f['process_pairs']} with two jittered processes); the draws "
+              + ("salted by commit" if f["salted"] else "alike for every commit")
+              + f", repeating between the pair's commits on {f['repeated_layouts']:.1%} of rows")
         print("  a first process's A/A move, quantiles 50/90/99/max: "
               + " / ".join(f"{v:.3%}" for v in f["first_moves"].values())
               + f"; candidates (>= {args.floor:.0%}): {f['candidates']:.1%}")
+        if len(f["fits"]) > 1:
+            print(f"  COMMIT_SD fitted on this pool {f['fits'][0]:.4f}, on {ALIKE_POOL.name} (its draws alike a "
+                  f"commit) {f['fits'][1]:.4f}: the larger holds on both")
         print(f"  COMMIT_SD {f['commit_sd']:.4f}, FIRST_MOVE {f['first_move']:.4f}; A/A p <= {LEVEL}: "
               f"{f['aa_level']:.1%} of rows, p <= {COUNT_ALPHA} (COUNT_ALPHA): {f['aa_alpha']:.2%}")
         for factor, r in f["replay"].items():
             what = "A/A rows decided" if factor == "1.00" else f"rows decided at +{float(factor) - 1:.0%}"
+            anchors = (f"; two jittered processes {r['processes']}/{r['rows_processes']} "
+                       f"({r['processes'] / r['rows_processes']:.1%}); 5 x spread {r['old']}/{r['rows_processes']} "
+                       f"({r['old'] / r['rows_processes']:.1%})") if r["rows_processes"] else ""
             print(f"  {what:22}: ours {r['ours']}/{r['rows']} ({r['ours'] / r['rows']:.1%}; {r['near']} more near "
-                  f"their bar: a second jittered process); two jittered processes {r['processes']}/"
-                  f"{r['rows_processes']} ({r['processes'] / r['rows_processes']:.1%}); 5 x spread {r['old']}/"
-                  f"{r['rows_processes']} ({r['old'] / r['rows_processes']:.1%})")
+                  f"their bar: a second jittered process){anchors}")
+        for h in f["held_out"]:
+            print(f"  held out: COMMIT_SD {h['commit_sd']:.4f} fitted on half the commits, replayed on the other "
+                  f"half's {h['pairs']} pairs: A/A decided {h['1.00'][0]}/{h['1.00'][1]}, +2% "
+                  f"{h['1.02'][0] / h['1.02'][1]:.1%}, +5% {h['1.05'][0] / h['1.05'][1]:.1%}")
         if "cycles" in f:
             c = f["cycles"]
-            print(f"  simulated cycles: CYCLES_COMMIT_SD {c['commit_sd']:.4f} ({c['jittered_pairs']} jittered pairs), "
+            print(f"  simulated cycles: CYCLES_COMMIT_SD {c['commit_sd']:.4f} ({c['jittered_pairs']} jittered pairs; "
+                  f"fitted on each pool: {' / '.join(f'{x:.4f}' for x in c['fits'])}), "
                   f"first move 99th percentile {c['first_move']:.2%}; A/A p <= {LEVEL}: {c['aa_level']:.1%}, p <= "
                   f"{COUNT_ALPHA}: {c['aa_alpha']:.2%}; "
                   f"A/A rows decided {c['aa_decided'][0]}/{c['aa_decided'][1]}")

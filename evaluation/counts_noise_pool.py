@@ -16,7 +16,9 @@ COUNT_REPEATS repeats each, two processes at a time; the first M commits are cou
 whose layout is jittered after the imports ("j1" .. "jJ": torchbench_core._callgrind_worker._jitter_layout),
 as the alert counted a row whose first counts moved until the layout draws; with --draws D, each such
 process counts every row in D layout draws (collect_callgrind_many(draws), as the alert's jittered process
-does), stored as the layouts "jKd0" .. "jKd<D-1>". Adjacent commits are the A/A
+does), stored as the layouts "jKd0" .. "jKd<D-1>". Each commit's jittered processes draw their own
+layouts (the commit salts the seeds: SALT_ENV), so that a pair of commits whose code moves little is still
+two independent layout draws, not one repeated. Adjacent commits are the A/A
 pairs (C - 1 of them a suite); any two commits are a looser A/A pair. An existing pool file is resumed: its
 (commit, layout) counts are kept and not counted again (the commits are the same: fixed dates).
 
@@ -34,7 +36,13 @@ tests/test_counts_test.py checks the fitted constants against:
                                            [--out PATH]
 
 About 60-180 s a valgrind process of the timer suite and 40-70 s of the plain one on an idle 2-core
-machine (2-3x that beside other work), two at a time: the defaults, about 40 minutes idle.
+machine (2-3x that beside other work), two at a time: the defaults, about 40 minutes idle. A jittered
+process of 8 draws: about 205 s (timer) and 165 s (plain). The pool the constants are fitted on
+(counts_noise_pool-2026-11-28.json.gz) kept the first processes of the pool before it (their layouts are
+not jittered, so not salted) and drew its jittered processes anew, 25 minutes:
+
+    --suites plain timer --commits 6 --jittered 6 --jitters 1 --draws 8, then
+    --suites plain --commits 12 --jittered 12 ..., then --suites timer --commits 8 --jittered 8 ...
 """
 
 from __future__ import annotations
@@ -66,7 +74,7 @@ from torchbench.asv_bridge.worker import list_benchmarks  # noqa: E402
 from torchbench.project import example  # noqa: E402
 from torchbench.project.commits import Commit  # noqa: E402
 from torchbench.project.folders import locked_folders  # noqa: E402
-from torchbench_core._callgrind_worker import JITTER_ENV  # noqa: E402
+from torchbench_core._callgrind_worker import JITTER_ENV, SALT_ENV  # noqa: E402
 from torchbench_core.asv_worker import DRAWS_ENV  # noqa: E402
 from torchbench_core.storage import atomic_write_bytes  # noqa: E402
 
@@ -141,14 +149,19 @@ def record(name: str, n: int, jittered: list[int], jitters: int, tmp: Path, pool
             raise SystemExit(f"{out}: its {name} commits' trees are not this chain's: give another --out")
         # a resumed chain is the same trees (plainlib's commits carry the time they were made, so their hashes
         # differ from run to run; the timer suite's dates are fixed)
-        entry.update({"description": description, "commits": entry.get("commits", shas), "trees": trees,
+        if entry["counts"] and not entry.get("salted"):
+            raise SystemExit(f"{out}: its {name} layouts were drawn alike for every commit: give another --out")
+        entry.update({"salted": True, "description": description, "commits": entry.get("commits", shas),
+                      "trees": trees,
                       "jobs": {f"{n_}|{i}": evidence.jobs[(n_, i)].name for n_, i in jobs},
                       "by_call": [f"{n_}|{i}" for n_, i in jobs if evidence.jobs[(n_, i)].by_call]})
 
         def count(task: tuple[int, str]) -> tuple[int, str, dict, float]:
             i, layout = task
             start = time.perf_counter()
-            env = {JITTER_ENV: layout[1:]} if layout.startswith("j") else {}
+            # each commit's jittered processes draw layouts of their own (SALT_ENV: the alert jitters base and
+            # head alike, where a pool of commits whose code moves little would repeat one layout pair to pair)
+            env = {JITTER_ENV: layout[1:], SALT_ENV: f"commit {i}"} if layout.startswith("j") else {}
             if draws > 1 and layout.startswith("j"):
                 env[DRAWS_ENV] = str(draws)
             found = collect._worker(suite, sides[i], "counts", planned, timeout=3600, env=env, cache_dir=cache_dir)

@@ -1,6 +1,6 @@
 """The instruction-count test (torchbench/ab/count_test.py): its behaviour on crafted rows, and its constants
 and error rates recomputed from the recorded pool of identical code at many commits
-(evaluation/results/counts_noise_pool-2026-11-27.json.gz, evaluation/counts_calibration.py)."""
+(evaluation/results/counts_noise_pool-2026-11-28.json.gz, evaluation/counts_calibration.py)."""
 
 import sys
 from pathlib import Path
@@ -91,46 +91,93 @@ def test_the_pool_holds_at_least_thirty_commit_pairs_over_two_suites_of_sixty_ro
 
 
 def test_the_constants_are_the_pools(pool):
-    """COMMIT_SD and FIRST_MOVE are what counts_calibration.py fits on the pool, not hand-set."""
+    """COMMIT_SD and FIRST_MOVE are what counts_calibration.py fits on the pool, not hand-set; COMMIT_SD held on
+    the earlier pool (its draws alike for every commit) too: the larger of the two fits."""
+    alike = calibration.load(calibration.ALIKE_POOL)
     for name, suite in pool["suites"].items():
         kind = calibration.KINDS[name]
-        assert COMMIT_SD[kind] == calibration.fit_commit_sd(suite, kind)
+        both = [suite, alike["suites"][name]]
+        assert COMMIT_SD[kind] == calibration.fit_over(both, kind)[0]
         assert FIRST_MOVE[kind] == calibration.first_move(suite)
-        # the fit: the A/A p-values hold at 5% with it and no A/A row is decided, and not with a smaller one
-        p = calibration.aa_p_values(suite, kind, COMMIT_SD[kind])
-        assert np.mean(p <= 0.05) <= 0.05 and np.mean(p <= COUNT_ALPHA) <= COUNT_ALPHA, name
-        assert calibration.aa_decided(suite, kind, 0.01, COMMIT_SD[kind], "counts")[0] == 0
+        # the fit: on each pool the A/A p-values hold at 5% and at the test's level, and at most the goal's
+        # share of A/A rows is decided; not so with a smaller one on one of them
+        for each in both:
+            p = calibration.aa_p_values(each, kind, COMMIT_SD[kind])
+            assert np.mean(p <= 0.05) <= 0.05 and np.mean(p <= COUNT_ALPHA) <= COUNT_ALPHA, name
+            decided, rows = calibration.aa_decided(each, kind, 0.01, COMMIT_SD[kind], "counts")
+            assert decided <= calibration.AA_DECIDED * rows, (name, decided, rows)
         if COMMIT_SD[kind] > 0:
-            assert not calibration.holds(suite, kind, COMMIT_SD[kind] - 0.0001)
+            assert not all(calibration.holds(each, kind, COMMIT_SD[kind] - 0.0001) for each in both)
 
 
 def test_the_cycles_commit_noise_is_the_pools(pool):
     """channels.CYCLES_COMMIT_SD: fitted on each suite's simulated cycles of the commits with layout draws
-    (the plain suite's 15 pairs; the timer suite's first four commits, whose first processes were simulated)."""
+    (the plain suite's 66 pairs; the timer suite's first four commits, whose first processes were simulated),
+    held on the earlier pool's too (the larger fit)."""
     from torchbench.ab.channels import CYCLES_COMMIT_SD
 
-    plain = pool["suites"]["plain"]
-    assert len(calibration.pairs(plain, "cycles")) >= 6
-    assert CYCLES_COMMIT_SD[BY_CALL] == calibration.fit_commit_sd(plain, BY_CALL, "cycles")
-    assert calibration.aa_decided(plain, BY_CALL, 0.01, CYCLES_COMMIT_SD[BY_CALL], "cycles")[0] == 0
-    timer = pool["suites"]["timer"]
-    assert len(calibration.pairs(timer, "cycles")) >= 6
-    assert CYCLES_COMMIT_SD[STATEMENT] == calibration.fit_commit_sd(timer, STATEMENT, "cycles")
+    alike = calibration.load(calibration.ALIKE_POOL)
+    for name, kind in (("plain", BY_CALL), ("timer", STATEMENT)):
+        suites = [s for s in (pool["suites"][name], alike["suites"][name]) if calibration.pairs(s, "cycles")]
+        assert len(calibration.pairs(suites[0], "cycles")) >= 6
+        assert CYCLES_COMMIT_SD[kind] == calibration.fit_over(suites, kind, "cycles")[0], name
+        for each in suites:
+            decided, rows = calibration.aa_decided(each, kind, 0.01, CYCLES_COMMIT_SD[kind], "cycles")
+            assert decided <= calibration.AA_DECIDED * rows, name
 
 
 def test_the_rule_replayed_on_the_pool(pool):
-    """A/A: no row of any commit pair decided (the issue's goal, <= 0.1% of rows, at this pool's size);
-    +2% and +5%: at least PLUS_TWO and PLUS_FIVE of the rows decided by one jittered process of layout
-    draws, which decides more than the two jittered processes it replaced and than the earlier 5 x spread."""
+    """A/A: at most 0.1% of the rows of the commit pairs decided (the issue's goal); +2% and +5%: at least
+    PLUS_TWO and PLUS_FIVE of the rows decided by one jittered process of layout draws."""
     for name, suite in pool["suites"].items():
         kind = calibration.KINDS[name]
         replay = calibration.replay(suite, kind, 0.01, COMMIT_SD[kind])
-        assert replay["1.00"]["ours"] == 0, name
+        assert replay["1.00"]["ours"] <= calibration.AA_DECIDED * replay["1.00"]["rows"], (name, replay["1.00"])
         for factor, least in (("1.02", PLUS_TWO), ("1.05", PLUS_FIVE)):
             r = replay[factor]
             assert r["ours"] >= least * r["rows"], (name, factor, r)
+
+
+def test_the_rule_decides_more_than_the_rules_it_replaced():
+    """On the earlier pool (the only one with two jittered processes of one layout each a commit), with the
+    constants fitted now: the layout draws decide more rows at +2% and +5% than the two jittered processes
+    they replaced, which decided more than the earlier 5 x spread; and no A/A row."""
+    alike = calibration.load(calibration.ALIKE_POOL)
+    for name, suite in alike["suites"].items():
+        kind = calibration.KINDS[name]
+        replay = calibration.replay(suite, kind, 0.01, COMMIT_SD[kind])
+        assert replay["1.00"]["ours"] <= calibration.AA_DECIDED * replay["1.00"]["rows"], (name, replay["1.00"])
+        for factor in ("1.02", "1.05"):
+            r = replay[factor]
+            assert r["rows_processes"] > 0, (name, r)
             assert r["ours"] / r["rows"] >= r["processes"] / r["rows_processes"] >= r["old"] / r["rows_processes"], \
                 (name, factor, r)
+
+
+def test_each_commit_of_the_pool_draws_layouts_of_its_own(pool):
+    """The pool's A/A pairs are independent layout draws: its jittered processes were salted by commit
+    (counts_noise_pool.py), so two commits repeat each other's draws only on rows whose counts no layout
+    moves; the earlier pool, drawn alike, repeated them on most of the plain suite's rows."""
+    alike = calibration.load(calibration.ALIKE_POOL)
+    for name, suite in pool["suites"].items():
+        assert suite.get("salted"), name
+        assert calibration.repeated_layouts(suite) < 0.35, name
+    assert calibration.repeated_layouts(alike["suites"]["plain"]) > 0.5
+
+
+def test_the_jitter_salt_draws_other_layouts_and_leaves_the_alerts_alone():
+    """SALT_ENV: unset (the alert), the layouts are the seeds' as before; set (the pool), other objects."""
+    import random
+
+    from torchbench_core._callgrind_worker import _jitter_layout
+
+    plain = _jitter_layout(3)
+    draw = random.Random(3)  # the unsalted objects are those of the jitter's own seed
+    assert [len(b) for b in plain[0]] == [draw.randrange(1, 512) for _ in range(97 * 3 + draw.randrange(256))]
+    salted = [_jitter_layout(3, f"commit {i}") for i in range(2)]
+    sizes = [[len(b) for b in s[0]] for s in (plain, *salted)]
+    assert sizes[0] != sizes[1] != sizes[2] != sizes[0]
+    assert _jitter_layout(0, "commit 1") is None  # no jitter: no objects, salted or not
 
 
 def test_the_commit_noise_is_part_of_the_test():

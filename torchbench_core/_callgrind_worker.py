@@ -90,6 +90,10 @@ def _nothing():
 SWITCH_ENV = "TORCHBENCH_INSTRUMENTATION_SWITCH"  # the library that switches instrumentation on (cpp.py)
 LAYOUT_ENV = "TORCHBENCH_COUNTS_LAYOUT"  # a whole number: shift this process's memory layout (see _shift_layout)
 JITTER_ENV = "TORCHBENCH_COUNTS_JITTER"  # a whole number: jitter the layout after the imports (see _jitter_layout)
+# Text mixed into the jitter's and the layout draws' seeds. The alert leaves it unset: base and head are
+# jittered alike, and only their code moves their objects. evaluation/counts_noise_pool.py sets it to the
+# commit, so that each commit of its pool draws layouts of its own (independent A/A pairs to calibrate on).
+SALT_ENV = "TORCHBENCH_COUNTS_SALT"
 
 
 def _shift_layout(k):
@@ -104,15 +108,16 @@ def _shift_layout(k):
     return [str(i) * 3 for i in range(5003 * k)], bytearray(37 * 5003 * k)
 
 
-def _jitter_layout(k):
+def _jitter_layout(k, salt=""):
     """Objects kept alive for the whole process, allocated after the imports and before the cases, for k > 0:
     a k-drawn number of small objects of k-drawn sizes (every pymalloc size class) and a few blocks of odd
     sizes beyond it (glibc's heap), so that the cases' objects land at other offsets inside pymalloc's pools
     and the heap, as they do after a commit that changes code nobody runs. _shift_layout's whole-pool shift
-    keeps those offsets (a dict or set keyed by identity hashes by an address's low bits)."""
+    keeps those offsets (a dict or set keyed by identity hashes by an address's low bits). A salt (SALT_ENV)
+    draws other objects of the same number and sizes' distribution."""
     import random
 
-    draw = random.Random(k)
+    draw = random.Random(f"{salt}:{k}" if salt else k)
     return ([bytes(draw.randrange(1, 512)) for _ in range(97 * k + draw.randrange(256))],
             [bytearray(draw.randrange(513, 1 << 17)) for _ in range(1 + k % 5)]) if k else None
 
@@ -159,7 +164,8 @@ def main():
     # ... and the modules it imported from elsewhere (an asv suite), found where it found them.
     sys.meta_path[:0] = [_FoundIn(name, folder) for name, folder in payload.get("packages", {}).items()]
     jitter = int(os.environ.get(JITTER_ENV) or 0)
-    jittered = _jitter_layout(jitter)  # noqa: F841 - alive until the end
+    salt = os.environ.get(SALT_ENV, "")
+    jittered = _jitter_layout(jitter, salt)  # noqa: F841 - alive until the end
     dumps = 0
     baselines = {}
     switch = os.environ.get(SWITCH_ENV)
@@ -261,7 +267,7 @@ def main():
             kind = "call" if case.get("call") is not None else "stmt"
             for draw in range(case.get("draws", 1)):
                 if draw:  # another layout: a draw's objects first, then the case's made again after them
-                    drawn.append(_draw_layout(f"{jitter}:{index}:{draw}"))
+                    drawn.append(_draw_layout(f"{salt}|{jitter}:{index}:{draw}" if salt else f"{jitter}:{index}:{draw}"))
                     case = pickle.loads(blob)
                 first = draw * case["repeats"]
                 if kind == "call":

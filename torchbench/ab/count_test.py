@@ -49,10 +49,10 @@ JITTERS = DRAWS  # the jittered layouts a side a candidate's test rests on after
 WITH_FIRST = True  # the first (default-layout) process is one of the test's processes beside the draws
 COUNT_ALPHA = 0.01  # a candidate is decided at this two-sided level (the candidates are a few % of A/A rows)
 LABEL_ALPHA = 0.05  # a row whose counts moved at this level is labelled compute (weights, not decisions)
-# evaluation/counts_calibration.py on evaluation/results/counts_noise_pool-2026-11-27.json.gz (its output:
-# evaluation/results/counts_calibration-2026-11-27-b.txt): the commit noise the jitters do not show (log sd), and
-# the 99th percentile of a first process's A/A move, per kind of row
-COMMIT_SD = {STATEMENT: 0.003, BY_CALL: 0.0023}
+# evaluation/counts_calibration.py on evaluation/results/counts_noise_pool-2026-11-28.json.gz (each commit's
+# layouts drawn anew: 94 pairs; its output: evaluation/results/counts_calibration-2026-11-28.txt): the commit
+# noise the jitters do not show (log sd), and the 99th percentile of a first process's A/A move, per kind of row
+COMMIT_SD = {STATEMENT: 0.0029, BY_CALL: 0.0024}
 FIRST_MOVE = {STATEMENT: 0.0209, BY_CALL: 0.0141}
 
 
