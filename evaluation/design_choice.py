@@ -161,11 +161,23 @@ def trial(pools: dict[str, Pool], budget: float, ks: list[int], policy: Policy, 
         choice = design_choice.choose(trial_evidence, sorted(trial_evidence.jobs), seconds_left=budget - spent,
                                       rounds_left=10 ** 6, bar=bar, power=policy.power)
         chosen = choice.design
-        plan += [(chosen, i) for i in _fill(orders[chosen], pools[chosen].seconds, budget - spent, used[chosen])]
+        trial_plan = plan
+        plan = trial_plan + [(chosen, i) for i in _fill(orders[chosen], pools[chosen].seconds, budget - spent,
+                                                         used[chosen])]
         evidence = evidence_of(pools, plan, arm, chosen)
         evidence.design_choice = choice.to_dict()  # as go_on records it: the verdict reads which rounds to test
         found = {"chosen": chosen, "rounds": len(plan), "mde": median_mde(evidence, policy, bar),
                  "projected": {d: f.mde for d, f in choice.figures.items()}}
+        if variants:  # each design as if chosen after the same trial: what the trial itself costs
+            for other in (ALTERNATING, DUET):
+                if other == chosen:
+                    found[f"if_{other}"] = found["mde"]
+                    continue
+                forced = trial_plan + [(other, i) for i in _fill(orders[other], pools[other].seconds,
+                                                                 budget - spent, used[other])]
+                forced_evidence = evidence_of(pools, forced, arm, other)
+                forced_evidence.design_choice = {**choice.to_dict(), "design": other}
+                found[f"if_{other}"] = median_mde(forced_evidence, policy, bar)
         if variants and chosen == DUET:
             found["mde_duet_pairs_only"] = median_mde(evidence, policy, bar, duet_pairs_only=True)
         if variants:  # the test on the chosen design's rounds alone (the trial's others dropped)
@@ -196,6 +208,8 @@ def summarise(trials: list[dict], ks: list[int]) -> dict:
         if only:
             entry["duet_runs_all_pairs"] = med([r["mde"] for r in runs if "mde_duet_pairs_only" in r])
             entry["duet_runs_duet_pairs_only"] = med(only)
+        if all(f"if_{d}" in r for r in runs for d in (ALTERNATING, DUET)):
+            entry["if_chosen"] = {d: med([r[f"if_{d}"] for r in runs]) for d in (ALTERNATING, DUET)}
         alone = [r["mde_chosen_only"] for r in runs if "mde_chosen_only" in r]
         if alone:
             entry["chosen_rounds_only"] = med(alone)
@@ -252,6 +266,11 @@ def main(argv=None) -> dict:
                 chose = ", ".join(f"{d} {share:.0%}" for d, share in a["chosen"].items())
                 print(f"  auto, K={k:<2d}     : median MDE {a['mde']:6.2%} ({a['rounds']:.0f} rounds; chose {chose}); "
                       f"{a['ratio']:.2f}x the better fixed ({s['better']}), per trial {a['trial_ratio']:.2f}x")
+                if "if_chosen" in a:
+                    print("    after the same trial, had it gone on with each: "
+                          + ", ".join(f"{d} {v:.2%}" for d, v in a["if_chosen"].items())
+                          + f" (the better {min(a['if_chosen'].values()) / s['fixed'][s['better']]:.2f}x the better "
+                            "fixed: the trial's own cost)")
                 if "chosen_rounds_only" in a:
                     print(f"    the test on the chosen design's rounds only (the trial's others dropped): "
                           f"{a['chosen_rounds_only']:.2%}")

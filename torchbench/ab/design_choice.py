@@ -11,11 +11,17 @@ one they share little and disturb each other. So an "auto" run measures both:
   trial      the first TRIAL_ROUNDS rounds of each design, interleaved (each
              pair of rounds one of each, which first drawn at random), so that
              drift hits both alike;
-  estimate   per wall-time row, the spread of a round's contrast as the
-             design's test sees it: the sd of a duet round's log ratio
-             head/base (the paired test), or for alternating rounds
-             sqrt(var log base + var log head) (the unpaired test removes
-             nothing the two share); its median over the rows; a round's
+  estimate   a round's contrast spread as the design's test reads it
+             (`contrast_spread`): sqrt(n) x the sd of the test's own
+             estimate over n rounds resampled from the trial's residuals,
+             pooled over the rows: for duets the Walsh averages' median of
+             the rounds' log ratios head/base (the paired test), for
+             alternating rounds the head's faster-half mean less the
+             base's (the unpaired test: it removes nothing the two share,
+             and cuts the slow half of each side). Not the sd of a round:
+             both tests are rank tests with robust estimates, and the sd of
+             this machine's slow processes overstated the unpaired test's
+             spread 2-4x on a busy day (docs/results.md). And a round's
              seconds (the median of the design's trial rounds, at the run
              times allocation.py set where it has such rounds);
   choose     the design whose projected median MDE at the end of the budget
@@ -91,6 +97,7 @@ __all__ = ["ALTERNATING", "AUTO", "CONFIRM_LEVEL", "DUET", "Choice", "Figures", 
 AUTO, ALTERNATING, DUET = "auto", "alternating", "duet"
 TRIAL_ROUNDS = 4  # rounds of each design before the choice (see the module's docstring)
 MIN_PAIRS = 2  # rounds of a design a row needs for its spread there
+SPREAD_DRAWS = 1000  # resampled sets of rounds a design's spread is read from (the sd's own error about 2%)
 CONFIRM_LEVEL = 0.05  # the guard's one-sided level
 UNCONFIRMED = "duet only: not confirmed in alternating rounds"
 
@@ -103,7 +110,7 @@ class Figures:
     rounds: int  # its trial rounds
     seconds: float  # a round of it (median)
     test: str  # the test its rounds would be decided by: "paired" or "unpaired"
-    spread: float  # a round's contrast sd (log), median over the rows
+    spread: float  # a round's contrast spread (log) as its test reads it (contrast_spread)
     projected_rounds: float  # its trial rounds and those the rest of the budget holds at its rate
     mde: float  # the projected median MDE at the end (normal approximation, at the bar)
 
@@ -139,13 +146,43 @@ def trial_designs(seed: int, each: int = TRIAL_ROUNDS) -> list[str]:
     return order
 
 
-def contrast_spread(base: np.ndarray, head: np.ndarray, paired: bool) -> float:
-    """The sd of one round's contrast (log scale) of values aligned by round: of the log ratio head/base
-    (paired), or sqrt(var log base + var log head) (unpaired: what the rounds share is not removed)."""
-    lb, lh = np.log(base), np.log(head)
+def contrast_spread(rows: list[tuple[np.ndarray, np.ndarray]], paired: bool, rounds: float) -> float:
+    """A round's contrast spread (log scale) as the design's test reads it: sqrt(rounds) x the sd of the
+    test's own estimate over `rounds` rounds, those rounds drawn (SPREAD_DRAWS times, with replacement) from
+    the rows' residuals pooled. The estimate: for the paired test the median of the Walsh averages of the
+    rounds' log ratios head/base (residuals: each row's log ratios about their median, drawn with random
+    signs); for the unpaired one the head's faster-half mean less the base's (stats.shift_estimate;
+    residuals: each side's log values about its median). `rows`: each row's (base, head) values aligned by
+    round.
+
+    Not the sd of a round's log ratio: both tests are rank tests with robust estimates, and this machine's
+    slow processes (a tenth of them 20-60% slow) inflate an sd far beyond what the tests feel. On the pools
+    of 2026-11-28 (a busy day) the sd of all 60 rounds of each design stated 0.28 unpaired and 0.28 paired,
+    duets the better per minute; this reads 0.063 and 0.152, alternating the better, as the verdict's MDEs
+    at equal minutes were (16% against 28%; docs/results.md).
+
+    The residuals are pooled in log units, not in each row's own unit: from 4 rounds a row's unit (its median
+    absolute deviation about a median of 4) is mostly the gap between its two middle values, and in such units
+    the paired spread came out at half its value on normal draws, the unpaired one near its own."""
+    n = max(int(rounds), 2)
+    rng = np.random.default_rng(0)
+    logs = [(np.log(base), np.log(head)) for base, head in rows]
     if paired:
-        return float(np.std(lh - lb, ddof=1))
-    return float(math.sqrt(np.var(lb, ddof=1) + np.var(lh, ddof=1)))
+        pool = np.concatenate([(lh - lb) - np.median(lh - lb) for lb, lh in logs])
+    else:
+        # about each side's faster-half mean, the test's own location: about a median of 4, one slow process
+        # among them moves the others' residuals too
+        pool = np.concatenate([x - float(stats.shift_estimate(np.zeros(1), x)) for pair in logs for x in pair])
+    if not np.any(pool):
+        return 0.0
+    if paired:
+        draws = pool[rng.integers(0, len(pool), (SPREAD_DRAWS, n))] * rng.choice((-1.0, 1.0), (SPREAD_DRAWS, n))
+        i, j = np.triu_indices(n)
+        estimates = np.median((draws[:, i] + draws[:, j]) / 2, axis=1)
+    else:
+        estimates = stats.shift_estimate(pool[rng.integers(0, len(pool), (SPREAD_DRAWS, n))],
+                                         pool[rng.integers(0, len(pool), (SPREAD_DRAWS, n))])
+    return math.sqrt(n) * float(np.std(estimates, ddof=1))
 
 
 def _seconds(evidence: Evidence, design: str) -> tuple[int, float]:
@@ -206,8 +243,8 @@ def choose(evidence: Evidence, jobs: list[Job], *, seconds_left: float, rounds_l
         paired = paired_alternating if design == ALTERNATING else True
         # the paired test decides only where every round's pair together can reach the bar (contrast.compare_row)
         paired = paired and smallest_paired_p(int(len(evidence.round_designs) + more)) * FLOOR_MARGIN <= bar
-        spread = float(np.median([contrast_spread(*(np.asarray(v) for v in pairs[job][design]), paired)
-                                  for job in rows]))
+        spread = contrast_spread([tuple(np.asarray(v, dtype=float) for v in pairs[job][design]) for job in rows],
+                                 paired, projected)
         # the unpaired test is held to this design's slow processes, as the verdict holds it
         excess = None if paired else stats.slow_excesses([side for job in rows for side in pairs[job][design]])
         figures[design] = Figures(design, ran, seconds, "paired" if paired else "unpaired", spread, projected,
