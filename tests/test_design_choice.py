@@ -99,7 +99,7 @@ def test_the_choice_on_the_recorded_pools_picks_duets_and_alternating_when_duets
             evidence = replay.evidence_of(pools, plan, seed % 2, AUTO)
             choice = _choose(evidence, seconds_left=60)
             chosen.append((choice.design, choice.why))
-            assert choice.rows == 6 and "median of 6 rows" in choice.why
+            assert choice.rows == 6 and "pooled over 6 rows" in choice.why
         # the adverse day's first draw is a near tie once alternating is held to its slow processes (projected
         # 4.48% against the duets' 4.46%): 4 of 5
         assert sum(design == expected for design, _ in chosen) >= least, chosen
