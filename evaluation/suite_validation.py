@@ -17,9 +17,9 @@ The 6-row version is evaluation/alert_validation.py; this one measures a suite o
   counts change is printed), so the counts cannot decide and the wall time must.
 * --designs auto alternating duet: our alert in each design of its rounds (alternating processes; duets, both
   processes at once on a core each, paired by round) on the same pairs, one after the other, each repeat
-  starting one design later (over as many repeats as designs, each runs first once: `rotated`). With
-  --min-rounds above the rounds a budget holds no row stops early, so each design states its MDE at
-  equal minutes.
+  starting one design later (over as many repeats as designs, each runs first once: `rotated`). Rows
+  stop early where decided, so the designs' figures are minutes to a verdict, not MDEs at equal minutes
+  (--min-rounds is a floor on the rounds that runs past the budget: not a way to equal minutes).
 * --own-suite: this project's own suite (benchmarks/), A/A: two consecutive commits of this
   repository that change only tests (--own-base, --own-head).
 * --plain-suite (instead of the example; issue 27): a plain asv suite as asv's docs write one
