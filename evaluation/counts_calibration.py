@@ -252,7 +252,8 @@ def calibrate(pool: dict, floor: float, others: list[dict] = ()) -> dict:
             cycles_sd, cycles_fits = fit_over([suite, *(o["suites"][name] for o in others if name in o["suites"]
                                                       and pairs(o["suites"][name], "cycles"))], kind, "cycles")
             cycles_p = aa_p_values(suite, kind, cycles_sd, "cycles")
-            out[name]["cycles"] = {"commit_sd": cycles_sd, "fits": cycles_fits, "jittered_pairs": len(pairs(suite, "cycles")),
+            out[name]["cycles"] = {"commit_sd": cycles_sd, "fits": cycles_fits,
+                                   "jittered_pairs": len(pairs(suite, "cycles")),
                                    "first_move": first_move(suite, "cycles"),
                                    "aa_level": float(np.mean(cycles_p <= LEVEL)),
                                    "aa_alpha": float(np.mean(cycles_p <= COUNT_ALPHA)),

@@ -63,11 +63,11 @@ from torchbench_core.storage import atomic_write_text  # noqa: E402
 
 RESULTS = ROOT / "evaluation" / "results"
 POOL_DATE = "2026-11-26"  # the pools' day (evaluation/results/duet_pool-<design>-<day>.json.gz)
+ROWS = 60  # the bar of a lone row among this many (as evaluation/stats_validation.py states MDEs)
 
 
 def pool_paths(day: str = POOL_DATE) -> dict[str, Path]:
     return {d: RESULTS / f"duet_pool-{d}-{day}.json.gz" for d in (ALTERNATING, DUET)}
-ROWS = 60  # the bar of a lone row among this many (as evaluation/stats_validation.py states MDEs)
 
 
 class Pool:
@@ -161,23 +161,23 @@ def trial(pools: dict[str, Pool], budget: float, ks: list[int], policy: Policy, 
         choice = design_choice.choose(trial_evidence, sorted(trial_evidence.jobs), seconds_left=budget - spent,
                                       rounds_left=10 ** 6, bar=bar, power=policy.power)
         chosen = choice.design
-        trial_plan = plan
-        plan = trial_plan + [(chosen, i) for i in _fill(orders[chosen], pools[chosen].seconds, budget - spent,
-                                                         used[chosen])]
+
+        def after_trial(design: str, plan=plan, used=used, spent=spent) -> list[tuple[str, int]]:
+            """The trial's rounds, then `design`'s while the budget holds them."""
+            return plan + [(design, i) for i in _fill(orders[design], pools[design].seconds, budget - spent,
+                                                      used[design])]
+
+        plan = after_trial(chosen)
         evidence = evidence_of(pools, plan, arm, chosen)
         evidence.design_choice = choice.to_dict()  # as go_on records it: the verdict reads which rounds to test
         found = {"chosen": chosen, "rounds": len(plan), "mde": median_mde(evidence, policy, bar),
                  "projected": {d: f.mde for d, f in choice.figures.items()}}
         if variants:  # each design as if chosen after the same trial: what the trial itself costs
-            for other in (ALTERNATING, DUET):
-                if other == chosen:
-                    found[f"if_{other}"] = found["mde"]
-                    continue
-                forced = trial_plan + [(other, i) for i in _fill(orders[other], pools[other].seconds,
-                                                                 budget - spent, used[other])]
-                forced_evidence = evidence_of(pools, forced, arm, other)
-                forced_evidence.design_choice = {**choice.to_dict(), "design": other}
-                found[f"if_{other}"] = median_mde(forced_evidence, policy, bar)
+            found[f"if_{chosen}"] = found["mde"]
+            for other in {ALTERNATING, DUET} - {chosen}:
+                forced = evidence_of(pools, after_trial(other), arm, other)
+                forced.design_choice = {**choice.to_dict(), "design": other}
+                found[f"if_{other}"] = median_mde(forced, policy, bar)
         if variants and chosen == DUET:
             found["mde_duet_pairs_only"] = median_mde(evidence, policy, bar, duet_pairs_only=True)
         if variants:  # the test on the chosen design's rounds alone (the trial's others dropped)

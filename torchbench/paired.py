@@ -36,7 +36,7 @@ import numpy as np
 
 from .stats import Comparison
 
-__all__ = ["compare_paired", "signed_rank_p", "smallest_paired_p", "walsh_interval", "MDE_DRAWS"]
+__all__ = ["compare_paired", "signed_rank_p", "smallest_paired_p", "walsh_interval", "walsh_medians", "MDE_DRAWS"]
 
 MDE_DRAWS = 400  # resampled rounds per effect size tried when the minimum detectable effect is simulated
 _MAX_LOG_EFFECT = math.log(16.0)  # the largest effect the simulation tries (beyond: infinite)
@@ -104,6 +104,13 @@ def _walsh(d: np.ndarray) -> np.ndarray:
     return np.sort((d[i] + d[j]) / 2)
 
 
+def walsh_medians(draws: np.ndarray) -> np.ndarray:
+    """The paired test's estimate (the median of the Walsh averages, as compare_paired states it) of each row
+    of `draws` (rows of rounds' log ratios)."""
+    i, j = np.triu_indices(draws.shape[-1])
+    return np.median((draws[..., i] + draws[..., j]) / 2, axis=-1)
+
+
 def walsh_interval(d: Sequence[float], confidence: float) -> tuple[float, float]:
     """The signed-rank test's interval for the shift of d (log scale): -inf / inf where too few pairs."""
     d = _nonzero(d)
@@ -123,8 +130,7 @@ def _power(residuals: np.ndarray, shift: float, alpha: float, rng_seed: int, flo
     draws = residuals[rng.integers(0, n, (MDE_DRAWS, n))] * rng.choice((-1.0, 1.0), (MDE_DRAWS, n)) + shift
     found = _p_from_w(_w_plus(draws), n) <= alpha
     if floor > 0:
-        i, j = np.triu_indices(n)
-        found &= np.abs(np.median((draws[:, i] + draws[:, j]) / 2, axis=1)) >= math.log1p(floor)
+        found &= np.abs(walsh_medians(draws)) >= math.log1p(floor)
     return float(np.mean(found))
 
 

@@ -53,7 +53,7 @@ import numpy as np
 __all__ = ["Comparison", "compare", "permutation_p", "resamples_for", "classify", "fdr", "process_summary",
            "processes_to_detect", "smallest_attainable_p", "shift_interval", "slower_half", "Interval", "interval",
            "power_ceiling", "ceiling_free", "slow_excesses", "SuiteNoise", "rank_weights", "exact_rank_weights",
-           "relabelled_tails", "shift_estimate",
+           "relabelled_tails", "faster_half_mean",
            "interval_columns", "level", "pack_samples", "LEVEL_QUANTILE", "within",
            "PAGE_FLOOR", "PAGE_CONFIDENCE", "PAGE_Q", "page_changes", "spread_columns", "Changes", "REGRESSED", "IMPROVED", "UNCHANGED", "INCONCLUSIVE"]
 
@@ -108,9 +108,10 @@ def _shift(base, head, axis=-1):
     return _faster_half_mean(head, axis) - _faster_half_mean(base, axis)
 
 
-def shift_estimate(base, head, axis=-1):
-    """The unpaired test's estimate of log values: the head's faster-half mean less the base's (along `axis`)."""
-    return _shift(np.asarray(base, dtype=float), np.asarray(head, dtype=float), axis)
+def faster_half_mean(x, axis=-1):
+    """The unpaired test's location of log values along `axis` (`_faster_half_mean`): its estimate of a change
+    is the head's less the base's."""
+    return _faster_half_mean(x, axis)
 
 
 def _shift_rows(pooled: np.ndarray, base_rows: np.ndarray, head_rows: np.ndarray) -> np.ndarray:

@@ -267,7 +267,8 @@ def main():
             kind = "call" if case.get("call") is not None else "stmt"
             for draw in range(case.get("draws", 1)):
                 if draw:  # another layout: a draw's objects first, then the case's made again after them
-                    drawn.append(_draw_layout(f"{salt}|{jitter}:{index}:{draw}" if salt else f"{jitter}:{index}:{draw}"))
+                    seed = f"{jitter}:{index}:{draw}"
+                    drawn.append(_draw_layout(f"{salt}|{seed}" if salt else seed))
                     case = pickle.loads(blob)
                 first = draw * case["repeats"]
                 if kind == "call":

@@ -50,9 +50,9 @@ TRIAL_ROUNDS = 4 each: the replay of this rule on the recorded pools
 (evaluation/design_choice.py, docs/results.md) came within 1-3% of the better
 fixed design's MDE (on constructed adverse days 5-20%); fewer trial rounds
 estimate the spreads too loosely (a round's sd from 2 rounds has 1 degree of
-freedom), more spend the budget on the design that loses. The trial needs max_rounds >= 4 x TRIAL_ROUNDS (the
-trial at most half the rounds) and two usable cores; otherwise the rounds
-alternate and a note says why.
+freedom), more spend the budget on the design that loses. The trial needs
+max_rounds >= 4 x TRIAL_ROUNDS (the trial at most half the rounds) and two
+usable cores; otherwise the rounds alternate and a note says why.
 
 Which trial rounds stay evidence: each round runs both sides under one
 design, with the order drawn by a fair coin, so each round's log ratio is
@@ -85,7 +85,7 @@ from statistics import NormalDist
 import numpy as np
 
 from .. import stats
-from ..paired import smallest_paired_p
+from ..paired import smallest_paired_p, walsh_medians
 from .allocation import ESTIMATE_AFTER
 from .evidence import Evidence, Job
 from .options import Policy
@@ -150,10 +150,11 @@ def contrast_spread(rows: list[tuple[np.ndarray, np.ndarray]], paired: bool, rou
     """A round's contrast spread (log scale) as the design's test reads it: sqrt(rounds) x the sd of the
     test's own estimate over `rounds` rounds, those rounds drawn (SPREAD_DRAWS times, with replacement) from
     the rows' residuals pooled. The estimate: for the paired test the median of the Walsh averages of the
-    rounds' log ratios head/base (residuals: each row's log ratios about their median, drawn with random
-    signs); for the unpaired one the head's faster-half mean less the base's (stats.shift_estimate;
-    residuals: each side's log values about its median). `rows`: each row's (base, head) values aligned by
-    round.
+    rounds' log ratios head/base (paired.walsh_medians; residuals: each row's log ratios about their median,
+    drawn with random signs); for the unpaired one the head's faster-half mean less the base's
+    (stats.faster_half_mean; residuals: each side's log values about that side's faster-half mean, the
+    test's own location: about a median of 4, one slow process among them moves the others' residuals too).
+    `rows`: each row's (base, head) values aligned by round.
 
     Not the sd of a round's log ratio: both tests are rank tests with robust estimates, and this machine's
     slow processes (a tenth of them 20-60% slow) inflate an sd far beyond what the tests feel. On the pools
@@ -167,21 +168,20 @@ def contrast_spread(rows: list[tuple[np.ndarray, np.ndarray]], paired: bool, rou
     n = max(int(rounds), 2)
     rng = np.random.default_rng(0)
     logs = [(np.log(base), np.log(head)) for base, head in rows]
+
+    def drawn(pool: np.ndarray) -> np.ndarray:
+        return pool[rng.integers(0, len(pool), (SPREAD_DRAWS, n))]
+
     if paired:
         pool = np.concatenate([(lh - lb) - np.median(lh - lb) for lb, lh in logs])
+        if not np.any(pool):
+            return 0.0
+        estimates = walsh_medians(drawn(pool) * rng.choice((-1.0, 1.0), (SPREAD_DRAWS, n)))
     else:
-        # about each side's faster-half mean, the test's own location: about a median of 4, one slow process
-        # among them moves the others' residuals too
-        pool = np.concatenate([x - float(stats.shift_estimate(np.zeros(1), x)) for pair in logs for x in pair])
-    if not np.any(pool):
-        return 0.0
-    if paired:
-        draws = pool[rng.integers(0, len(pool), (SPREAD_DRAWS, n))] * rng.choice((-1.0, 1.0), (SPREAD_DRAWS, n))
-        i, j = np.triu_indices(n)
-        estimates = np.median((draws[:, i] + draws[:, j]) / 2, axis=1)
-    else:
-        estimates = stats.shift_estimate(pool[rng.integers(0, len(pool), (SPREAD_DRAWS, n))],
-                                         pool[rng.integers(0, len(pool), (SPREAD_DRAWS, n))])
+        pool = np.concatenate([x - stats.faster_half_mean(x) for pair in logs for x in pair])
+        if not np.any(pool):
+            return 0.0
+        estimates = stats.faster_half_mean(drawn(pool)) - stats.faster_half_mean(drawn(pool))
     return math.sqrt(n) * float(np.std(estimates, ddof=1))
 
 
@@ -255,8 +255,7 @@ def choose(evidence: Evidence, jobs: list[Job], *, seconds_left: float, rounds_l
            f"and {duet.rounds} duet rounds interleaved: a round took {alt.seconds:.1f} s alternating, "
            f"{duet.seconds:.1f} s as a duet; a round's contrast spread {alt.spread:.2%} ({alt.test} test) against "
            f"{duet.spread:.2%} ({duet.test}), as each test reads it, pooled over {len(rows)} rows; at a lone row's "
-           f"bar the budget left "
-           f"would end at about {alt.projected_rounds:.0f} alternating rounds, projected median MDE "
+           f"bar the budget left would end at about {alt.projected_rounds:.0f} alternating rounds, projected median MDE "
            f"{alt.mde:.1%}, or {duet.projected_rounds:.0f} duets, {duet.mde:.1%} (normal approximation, an "
            f"unpaired test held to its design's slow processes; per "
            f"minute of rounds: {alt.per_minute:.2%} against {duet.per_minute:.2%})")
