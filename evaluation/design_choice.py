@@ -17,21 +17,26 @@ A trial of a budget of T seconds of rounds draws, without replacement:
                   while the total fits T
 
 and states each row's MDE as the verdict would: contrast.compare_row (the
-paired test for a run that went on in duets, where its pairs reach the bar;
-else the unpaired one, held to the suite's slow processes) at a lone row's bar
-among 60 rows, the whole rule's MDE (the 2% floor included). The figure is the
-median over the six rows; the table gives its median over trials for each,
-and auto's against the better fixed design's (goal: within 10%). T is given
-as the alternating rounds it holds (the issue's held-out suite: 21 rounds in
-10 minutes).
+test the run went on with: for duets the paired or the unpaired test, as the
+choice projected the better; for alternating rounds the unpaired one, held to
+the suite's slow processes) at a lone row's bar among 60 rows, the whole
+rule's MDE (the 2% floor included). The figure is the median over the six
+rows; the table gives its median over trials for each, and auto's against
+the better fixed design's (goal: within 10%). T is given as the alternating
+rounds it holds (the issue's held-out suite: 21 rounds in 10 minutes). The
+pools being identical code, each design's rows at p <= 5% and those flagged
+at the bar are counted too (a lone pool: its trials share most rounds, and
+two installations of the same code can differ by their layout, so the share
+at p <= 5% is a rough check, not a rate).
 
 Scenarios: `recorded` (the pools as measured: on that day a duet's two
 processes shared three quarters of their variance), and `unshared-F`,
 constructed: each duet round's head taken from another duet round (nothing
 shared) and every duet value's deviation from its case's median scaled by F
 (the processes disturbing each other), so that alternating should win, as on
-a quiet day. Beside auto: auto pairing only its duet rounds (the paired test's
-other choice), and K = 2, 3, 6 (the trial's length).
+a quiet day. Beside auto: each design as if chosen after the same trial (the
+trial's own cost), the chosen design's rounds alone, the duets' other test,
+and K = 2, 3, 6 (the trial's length).
 
     python evaluation/design_choice.py [--trials 40] [--budgets 12 16 21] [--pool-day 2026-11-26] [--out FILE]
 """
@@ -53,7 +58,7 @@ sys.path.insert(0, str(ROOT / "evaluation"))
 
 from stats_validation import job_of, pool_cases, read_pool  # noqa: E402
 
-from torchbench import paired, stats  # noqa: E402
+from torchbench import stats  # noqa: E402
 from torchbench.ab import design_choice  # noqa: E402
 from torchbench.ab.contrast import compare_row  # noqa: E402
 from torchbench.ab.design_choice import ALTERNATING, DUET  # noqa: E402
@@ -64,6 +69,8 @@ from torchbench_core.storage import atomic_write_text  # noqa: E402
 RESULTS = ROOT / "evaluation" / "results"
 POOL_DATE = "2026-11-26"  # the pools' day (evaluation/results/duet_pool-<design>-<day>.json.gz)
 ROWS = 60  # the bar of a lone row among this many (as evaluation/stats_validation.py states MDEs)
+OTHER_TEST = {"paired": "unpaired", "unpaired": "paired"}
+AA_LEVEL = 0.05  # the pools are identical code: at most this share of rows should have p <= it
 
 
 def pool_paths(day: str = POOL_DATE) -> dict[str, Path]:
@@ -112,21 +119,18 @@ def evidence_of(pools: dict[str, Pool], plan: list[tuple[str, int]], arm: int, s
     return evidence
 
 
-def median_mde(evidence: Evidence, policy: Policy, bar: float, duet_pairs_only: bool = False) -> float:
-    """The median over the rows of the MDE the verdict states (contrast.compare_row; `duet_pairs_only`: the
-    paired test over the duet rounds alone)."""
+def figures(evidence: Evidence, policy: Policy, bar: float) -> dict:
+    """Each row's comparison as the verdict states it (contrast.compare_row at the bar): the median over the
+    rows of the MDE (the whole rule's), and, the pools being identical code, the rows whose p-value is at most
+    AA_LEVEL and those the rule flags at the bar (stats.classify: what a lone row needs under
+    Benjamini-Hochberg)."""
     jobs = sorted(evidence.jobs)
     noise = stats.SuiteNoise([evidence.wall_values(j) for j in jobs])
-    mdes = []
-    for job in jobs:
-        if duet_pairs_only and evidence.schedule == DUET:
-            base, head = evidence.paired(job, DUET)
-            if base and paired.smallest_paired_p(len(base)) * 2 <= bar:
-                mdes.append(paired.compare_paired(base, head, confidence=policy.confidence, alpha=bar,
-                                                  power=policy.power, floor=policy.floor).mde)
-                continue
-        mdes.append(compare_row(evidence, job, policy, bar, policy.confidence, noise=noise).mde)
-    return float(np.median(mdes))
+    found = [compare_row(evidence, job, policy, bar, policy.confidence, noise=noise) for job in jobs]
+    flagged = [stats.classify(c, c.p_value <= bar, floor=policy.floor, threshold=policy.threshold)
+               in (stats.REGRESSED, stats.IMPROVED) for c in found]
+    return {"mde": float(np.median([c.mde for c in found])), "rows": len(found),
+            "p_low": sum(c.p_value <= AA_LEVEL for c in found), "flagged": sum(flagged)}
 
 
 def _fill(order: np.ndarray, seconds: np.ndarray, budget: float, start: int = 0) -> list[int]:
@@ -148,7 +152,7 @@ def trial(pools: dict[str, Pool], budget: float, ks: list[int], policy: Policy, 
     out = {}
     for design in (ALTERNATING, DUET):
         plan = [(design, i) for i in _fill(orders[design], pools[design].seconds, budget)]
-        out[design] = {"rounds": len(plan), "mde": median_mde(evidence_of(pools, plan, arm, design), policy, bar)}
+        out[design] = {"rounds": len(plan), **figures(evidence_of(pools, plan, arm, design), policy, bar)}
     for k in ks:
         designs = design_choice.trial_designs(seed, k)
         used = {ALTERNATING: 0, DUET: 0}
@@ -170,19 +174,22 @@ def trial(pools: dict[str, Pool], budget: float, ks: list[int], policy: Policy, 
         plan = after_trial(chosen)
         evidence = evidence_of(pools, plan, arm, chosen)
         evidence.design_choice = choice.to_dict()  # as go_on records it: the verdict reads which rounds to test
-        found = {"chosen": chosen, "rounds": len(plan), "mde": median_mde(evidence, policy, bar),
+        found = {"chosen": chosen, "test": choice.test, "rounds": len(plan), **figures(evidence, policy, bar),
                  "projected": {d: f.mde for d, f in choice.figures.items()}}
         if variants:  # each design as if chosen after the same trial: what the trial itself costs
             found[f"if_{chosen}"] = found["mde"]
             for other in {ALTERNATING, DUET} - {chosen}:
                 forced = evidence_of(pools, after_trial(other), arm, other)
-                forced.design_choice = {**choice.to_dict(), "design": other}
-                found[f"if_{other}"] = median_mde(forced, policy, bar)
-        if variants and chosen == DUET:
-            found["mde_duet_pairs_only"] = median_mde(evidence, policy, bar, duet_pairs_only=True)
+                forced.design_choice = {**choice.to_dict(), "design": other, "test": choice.figures[other].test}
+                found[f"if_{other}"] = figures(forced, policy, bar)["mde"]
+        if variants and chosen == DUET:  # the same rounds decided by the other test
+            flipped = evidence_of(pools, plan, arm, chosen)
+            flipped.design_choice = {**choice.to_dict(), "test": OTHER_TEST[choice.test]}
+            found["mde_other_test"] = figures(flipped, policy, bar)["mde"]
         if variants:  # the test on the chosen design's rounds alone (the trial's others dropped)
-            kept = [(d, i) for d, i in plan if d == chosen]
-            found["mde_chosen_only"] = median_mde(evidence_of(pools, kept, arm, chosen), policy, bar)
+            kept = evidence_of(pools, [(d, i) for d, i in plan if d == chosen], arm, chosen)
+            kept.design_choice = {"design": chosen, "test": choice.test}
+            found["mde_chosen_only"] = figures(kept, policy, bar)["mde"]
         out[f"auto-{k}"] = found
     return out
 
@@ -194,8 +201,13 @@ def summarise(trials: list[dict], ks: list[int]) -> dict:
 
     fixed = {d: med([t[d]["mde"] for t in trials]) for d in (ALTERNATING, DUET)}
     better = min(fixed, key=fixed.get)
+    def aa(entries: list[dict]) -> dict:  # identical code: the share of rows at p <= AA_LEVEL, the rows flagged
+        rows = sum(e["rows"] for e in entries)
+        return {"p_low": sum(e["p_low"] for e in entries) / rows, "flagged": sum(e["flagged"] for e in entries),
+                "rows": rows}
+
     out = {"fixed": fixed, "fixed_rounds": {d: med([t[d]["rounds"] for t in trials]) for d in fixed},
-           "better": better, "auto": {}}
+           "better": better, "aa": {d: aa([t[d] for t in trials]) for d in fixed}, "auto": {}}
     for k in ks:
         runs = [t[f"auto-{k}"] for t in trials]
         mde = med([r["mde"] for r in runs])
@@ -203,11 +215,13 @@ def summarise(trials: list[dict], ks: list[int]) -> dict:
         # per trial: auto's MDE against the better fixed design's in the same draws
         paired_ratio = med([r["mde"] / min(t[ALTERNATING]["mde"], t[DUET]["mde"]) for r, t in zip(runs, trials)])
         entry = {"mde": mde, "ratio": mde / fixed[better], "trial_ratio": paired_ratio, "chosen": chosen,
-                 "rounds": med([r["rounds"] for r in runs])}
-        only = [r["mde_duet_pairs_only"] for r in runs if "mde_duet_pairs_only" in r]
-        if only:
-            entry["duet_runs_all_pairs"] = med([r["mde"] for r in runs if "mde_duet_pairs_only" in r])
-            entry["duet_runs_duet_pairs_only"] = med(only)
+                 "tests": {t: sum(r["chosen"] == DUET and r["test"] == t for r in runs) / len(runs)
+                           for t in OTHER_TEST},
+                 "rounds": med([r["rounds"] for r in runs]), "aa": aa(runs)}
+        duets = [r for r in runs if "mde_other_test" in r]
+        if duets:
+            entry["duet_runs"] = {"chosen_test": med([r["mde"] for r in duets]),
+                                  "other_test": med([r["mde_other_test"] for r in duets])}
         if all(f"if_{d}" in r for r in runs for d in (ALTERNATING, DUET)):
             entry["if_chosen"] = {d: med([r[f"if_{d}"] for r in runs]) for d in (ALTERNATING, DUET)}
         alone = [r["mde_chosen_only"] for r in runs if "mde_chosen_only" in r]
@@ -261,7 +275,8 @@ def main(argv=None) -> dict:
             print(f"\n== {name}, {budget:.0f} s of rounds ({alternating_rounds} alternating rounds; "
                   f"{time.monotonic() - started:.0f} s)")
             for d in (ALTERNATING, DUET):
-                print(f"  fixed {d:11s}: median MDE {s['fixed'][d]:6.2%} ({s['fixed_rounds'][d]:.0f} rounds)")
+                print(f"  fixed {d:11s}: median MDE {s['fixed'][d]:6.2%} ({s['fixed_rounds'][d]:.0f} rounds; identical "
+                      f"code: rows at p <= {AA_LEVEL:g} {s['aa'][d]['p_low']:.1%}, flagged {s['aa'][d]['flagged']})")
             for k, a in s["auto"].items():
                 chose = ", ".join(f"{d} {share:.0%}" for d, share in a["chosen"].items())
                 print(f"  auto, K={k:<2d}     : median MDE {a['mde']:6.2%} ({a['rounds']:.0f} rounds; chose {chose}); "
@@ -274,9 +289,12 @@ def main(argv=None) -> dict:
                 if "chosen_rounds_only" in a:
                     print(f"    the test on the chosen design's rounds only (the trial's others dropped): "
                           f"{a['chosen_rounds_only']:.2%}")
-                if "duet_runs_duet_pairs_only" in a:
-                    print(f"    runs that went on in duets: paired test over every round {a['duet_runs_all_pairs']:.2%}, "
-                          f"over the duet rounds only {a['duet_runs_duet_pairs_only']:.2%}")
+                if "duet_runs" in a:
+                    print(f"    runs that went on in duets (unpaired test {a['tests']['unpaired']:.0%}, paired "
+                          f"{a['tests']['paired']:.0%} of all): the test chosen {a['duet_runs']['chosen_test']:.2%}, "
+                          f"the other test {a['duet_runs']['other_test']:.2%}")
+                print(f"    identical code: rows at p <= {AA_LEVEL:g} {a['aa']['p_low']:.1%} of {a['aa']['rows']}, "
+                      f"flagged at the bar {a['aa']['flagged']}")
     if args.out:
         atomic_write_text(args.out, json.dumps(result, indent=1))
     return result

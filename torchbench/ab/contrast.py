@@ -33,7 +33,7 @@ def compare_row(evidence: Evidence, job: Job, policy: Policy, bar: float, confid
     """The row's comparison at this bar (its p-value resolved down to it) and interval level; `noise`, the
     suite's processes (stats.SuiteNoise: the slow excesses and the residuals the rule's power is simulated
     from), holds the MDE of the unpaired test to its stated power."""
-    if policy.paired or evidence.schedule == "duet":
+    if policy.paired or evidence.wall_test() == "paired":
         base, head = evidence.paired(job, evidence.wall_design())
         if base and paired.smallest_paired_p(len(base)) * FLOOR_MARGIN <= bar:
             return paired.compare_paired(base, head, confidence=confidence, alpha=bar, power=policy.power,

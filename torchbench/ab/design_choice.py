@@ -11,28 +11,29 @@ one they share little and disturb each other. So an "auto" run measures both:
   trial      the first TRIAL_ROUNDS rounds of each design, interleaved (each
              pair of rounds one of each, which first drawn at random), so that
              drift hits both alike;
-  estimate   a round's contrast spread as the design's test reads it
+  estimate   for each design and each test it may be decided by, a
+             round's contrast spread as that test reads it
              (`contrast_spread`): sqrt(n) x the sd of the test's own
              estimate over n rounds resampled from the trial's residuals,
-             pooled over the rows: for duets the Walsh averages' median of
-             the rounds' log ratios head/base (the paired test), for
-             alternating rounds the head's faster-half mean less the
-             base's (the unpaired test: it removes nothing the two share,
-             and cuts the slow half of each side). Not the sd of a round:
-             both tests are rank tests with robust estimates, and the sd of
-             this machine's slow processes overstated the unpaired test's
-             spread 2-4x on a busy day (docs/results.md). And a round's
-             seconds (the median of the design's trial rounds, at the run
-             times allocation.py set where it has such rounds);
-  choose     the design whose projected median MDE at the end of the budget
-             is smaller: (z(1 - bar/2) + z(power)) x spread / sqrt(rounds),
-             the rounds being its trial rounds and those the seconds left
-             hold at its rate (at most max_rounds). At equal minutes that is
-             spread x sqrt(seconds a round): the MDE scale of a minute. Where
-             the duets' pairs could not reach the bar by then (2 / 2**n), a
-             duet is weighed by the unpaired spread, the test it would get.
-             A design decided by the unpaired test is also held to the
-             machine's slow processes, as the verdict holds it
+             pooled over the rows: for the paired test (duets; alternating
+             rounds too under Policy.paired) the Walsh averages' median of
+             the rounds' log ratios head/base, for the unpaired test (either
+             design) the head's faster-half mean less the base's (it removes
+             nothing a round's two processes share, and cuts the slow half of
+             each side). Not the sd of a round: both tests are rank tests
+             with robust estimates, and the sd of this machine's slow
+             processes overstated the unpaired test's spread 2-4x on a busy
+             day (docs/results.md). And a round's seconds (the median of the
+             design's trial rounds, at the run times allocation.py set where
+             it has such rounds);
+  choose     the design and test whose projected median MDE at the end of
+             the budget is smallest: (z(1 - bar/2) + z(power)) x spread /
+             sqrt(rounds), the rounds being its trial rounds and those the
+             seconds left hold at its rate (at most max_rounds). At equal
+             minutes that is spread x sqrt(seconds a round): the MDE scale of
+             a minute. The paired test only where every round's pair could
+             reach the bar by then (2 / 2**n). The unpaired test is also held
+             to the machine's slow processes, as the verdict holds it
              (stats.compare's power ceiling): a change d is projected found
              with Phi(d / se - z(1 - bar/2)) x the ceiling at d, the ceiling
              read from the design's own trial processes beyond d
@@ -43,6 +44,18 @@ one they share little and disturb each other. So an "auto" run measures both:
              the value the slow processes' ceiling set for most rows
              (docs/results.md). The paired test has no such ceiling (a
              round's two processes share the slow moment).
+             Duets decided by the unpaired test: twice alternating's
+             processes a minute, each side's slow half cut. On a busy day
+             (the pools of 2026-11-28) that reached 10.5% at 30 duet rounds,
+             where the paired test of the same rounds reached 31.7% and 15
+             alternating rounds (the same minutes) 27.8%; on a quiet day
+             (2026-11-26) the paired test stays the better (2.3% against
+             2.6%). Valid: the unpaired test's relabellings mix a round's
+             two processes with other rounds', and a duet's two processes
+             move together (Spearman 0.25-0.74 on both days' pools), so the
+             relabelled spread is, if anything, wider than the estimate's:
+             the test is conservative there (the replay's identical-code
+             rows: evaluation/design_choice.py).
              A tie goes to alternating (its ratios are what the code costs
              alone).
 
@@ -129,8 +142,14 @@ class Choice:
     rows: int  # the rows the spreads are medians of
     why: str  # one sentence with the figures
 
+    @property
+    def test(self) -> str:
+        """The test the chosen design's rounds are decided by: "paired" or "unpaired" (Figures.test)."""
+        chosen = self.figures.get(self.design)
+        return chosen.test if chosen else "unpaired"
+
     def to_dict(self) -> dict:
-        return {"design": self.design, "rows": self.rows, "why": self.why,
+        return {"design": self.design, "test": self.test, "rows": self.rows, "why": self.why,
                 "figures": {d: {**asdict(f), "per_minute": f.per_minute} for d, f in self.figures.items()}}
 
 
@@ -240,18 +259,24 @@ def choose(evidence: Evidence, jobs: list[Job], *, seconds_left: float, rounds_l
         ran, seconds = _seconds(evidence, design)
         more = min(float(rounds_left), max(seconds_left, 0.0) / seconds) if seconds > 0 else 0.0
         projected = ran + more
-        paired = paired_alternating if design == ALTERNATING else True
-        # the paired test decides only where every round's pair together can reach the bar (contrast.compare_row)
-        paired = paired and smallest_paired_p(int(len(evidence.round_designs) + more)) * FLOOR_MARGIN <= bar
-        spread = contrast_spread([tuple(np.asarray(v, dtype=float) for v in pairs[job][design]) for job in rows],
-                                 paired, projected)
-        # the unpaired test is held to this design's slow processes, as the verdict holds it
-        excess = None if paired else stats.slow_excesses([side for job in rows for side in pairs[job][design]])
-        figures[design] = Figures(design, ran, seconds, "paired" if paired else "unpaired", spread, projected,
-                                  projected_mde(spread, projected, bar, power, excess))
+        values = [tuple(np.asarray(v, dtype=float) for v in pairs[job][design]) for job in rows]
+        # the unpaired test (every design may have it), held to this design's slow processes as the verdict
+        # holds it; the paired one where the design brings it and every round's pair together can reach the
+        # bar (contrast.compare_row); the design goes on with the test projected the smaller
+        spread = contrast_spread(values, False, projected)
+        found = [Figures(design, ran, seconds, "unpaired", spread, projected,
+                         projected_mde(spread, projected, bar, power,
+                                       stats.slow_excesses([side for pair in values for side in pair])))]
+        if (paired_alternating or design == DUET) and \
+                smallest_paired_p(int(len(evidence.round_designs) + more)) * FLOOR_MARGIN <= bar:
+            spread = contrast_spread(values, True, projected)
+            found.append(Figures(design, ran, seconds, "paired", spread, projected,
+                                 projected_mde(spread, projected, bar, power)))
+        figures[design] = min(found, key=lambda f: f.mde)  # a tie: the first, the unpaired test
     alt, duet = figures[ALTERNATING], figures[DUET]
     design = DUET if duet.mde < alt.mde else ALTERNATING
-    why = (f"design: {'duets' if design == DUET else 'alternating rounds'} chosen after {alt.rounds} alternating "
+    why = (f"design: {'duets' if design == DUET else 'alternating rounds'}, decided by the {figures[design].test} "
+           f"test, chosen after {alt.rounds} alternating "
            f"and {duet.rounds} duet rounds interleaved: a round took {alt.seconds:.1f} s alternating, "
            f"{duet.seconds:.1f} s as a duet; a round's contrast spread {alt.spread:.2%} ({alt.test} test) against "
            f"{duet.spread:.2%} ({duet.test}), as each test reads it, pooled over {len(rows)} rows; at a lone row's "

@@ -155,10 +155,16 @@ class Evidence:
         """The design whose rounds the wall-time tests rest on: "alternating" in a run that went on with
         alternating rounds after trying both (design_choice.go_on), so that the trial's duet rounds, whose
         processes a partner may have disturbed, do not widen the unpaired test (replayed on the recorded pools,
-        evaluation/design_choice.py: on the constructed day that favours alternating, auto's MDE went from
-        1.28-1.32x the better fixed design's to 1.05-1.12x; no other scenario moved); None (every round)
-        otherwise."""
+        evaluation/design_choice.py: on the constructed day whose duets spread twice as far, auto's MDE went from
+        1.17x the better fixed design's with them to 1.08x without; where duets were no noisier, as on both
+        recorded days, they would have helped the runs that went on alternating, but there the choice was
+        duets in 68-100% of trials and auto's median moved 0-5%); None (every round) otherwise."""
         return "alternating" if self.design_choice and self.schedule == "alternating" else None
+
+    def wall_test(self) -> str:
+        """The test the wall-time rows are decided by: the one the design choice went on with
+        (design_choice.Choice.test), else "paired" for duets and "unpaired" for alternating rounds."""
+        return self.design_choice.get("test") or ("paired" if self.schedule == "duet" else "unpaired")
 
     def wall_values(self, job: Job) -> tuple[list[float], list[float]]:
         """The job's base and head values the unpaired wall-time test compares: every process, or in a run

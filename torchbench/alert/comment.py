@@ -153,8 +153,13 @@ class AlertReport:
             tried = f"{designs.get('alternating', 0)} alternating, {designs.get('duet', 0)} duets"
             if schedule not in ("alternating", "duet"):
                 return f"{self.rounds} rounds ({tried}, interleaved: the run ended before a design was chosen)"
-            then = "duets, decided by the paired test where it reaches the bar" if schedule == "duet" else "alternating"
-            figures = (spent.get("design_choice") or {}).get("figures", {})
+            choice = spent.get("design_choice") or {}
+            # the test the choice went on with (design_choice.Choice.test; a record from before it was named:
+            # the paired test for duets)
+            test = choice.get("test") or ("paired" if schedule == "duet" else "unpaired")
+            then = (f"{'duets' if schedule == 'duet' else 'alternating'}, decided by the {test} test"
+                    + (" where it reaches the bar" if test == "paired" else ""))
+            figures = choice.get("figures", {})
             mde = ", ".join(f"{d} {f['mde']:.1%}" for d, f in figures.items())
             return (f"{self.rounds} rounds ({tried}: both designs tried first, then {then}"
                     + (f"; projected median MDE {mde}, the figures in the notes" if mde else "") + ")")
