@@ -38,7 +38,8 @@ a quiet day. Beside auto: each design as if chosen after the same trial (the
 trial's own cost), the chosen design's rounds alone, the duets' other test,
 and K = 2, 3, 6 (the trial's length).
 
-    python evaluation/design_choice.py [--trials 40] [--budgets 12 16 21] [--pool-day 2026-11-26] [--out FILE]
+    python evaluation/design_choice.py [--trials 40] [--budgets 12 16 21] [--pool-day 2026-11-26]
+                                       [--by-rounds 20] [--out FILE]
 """
 
 from __future__ import annotations
@@ -194,6 +195,27 @@ def trial(pools: dict[str, Pool], budget: float, ks: list[int], policy: Policy, 
     return out
 
 
+def by_rounds(pools: dict[str, Pool], policy: Policy, bar: float, draws: int) -> dict:
+    """Each fixed design under each test it may have (duets: paired or unpaired), at several round counts:
+    the median over `draws` draws (rounds without replacement, the base arm at random) of the median row's
+    MDE. The evidence the choice of the duets' test rests on."""
+    out = {}
+    for design, tests, rounds in ((ALTERNATING, ("unpaired",), (10, 15, 20)),
+                                  (DUET, ("unpaired", "paired"), (20, 30, 40))):
+        for test in tests:
+            for n in rounds:
+                rng = np.random.default_rng(n)
+                found = []
+                for _ in range(draws):
+                    arm = int(rng.random() < 0.5)
+                    drawn = rng.permutation(len(pools[design].seconds))[:n]
+                    evidence = evidence_of(pools, [(design, int(i)) for i in drawn], arm, design)
+                    evidence.design_choice = {"design": design, "test": test}
+                    found.append(figures(evidence, policy, bar)["mde"])
+                out[f"{design} {test} {n}"] = float(np.median(found))
+    return out
+
+
 def summarise(trials: list[dict], ks: list[int]) -> dict:
     def med(values):
         finite = [v for v in values if v is not None]
@@ -234,8 +256,9 @@ def summarise(trials: list[dict], ks: list[int]) -> dict:
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=40, help="trials per scenario and budget")
-    parser.add_argument("--budgets", type=int, nargs="+", default=[12, 16, 21],
-                        help="budgets, as the alternating rounds they hold at the pool's median round")
+    parser.add_argument("--budgets", type=int, nargs="*", default=[12, 16, 21],
+                        help="budgets, as the alternating rounds they hold at the pool's median round (none: "
+                             "only --by-rounds)")
     parser.add_argument("--ks", type=int, nargs="+", default=[2, 3, 4, 6],
                         help="trial rounds of each design (the recorded scenario; the others: the default)")
     parser.add_argument("--unshared", type=float, nargs="*", default=[1.4, 2.0],
@@ -243,6 +266,9 @@ def main(argv=None) -> dict:
     parser.add_argument("--pool-day", default=POOL_DATE,
                         help=f"the day of the recorded pools, evaluation/results/duet_pool-<design>-<day>.json.gz "
                              f"(default {POOL_DATE})")
+    parser.add_argument("--by-rounds", type=int, default=0, metavar="DRAWS",
+                        help="first, each fixed design under each test it may have at several round counts "
+                             "(median of DRAWS draws)")
     parser.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
     args = parser.parse_args(argv)
     paths = pool_paths(args.pool_day)
@@ -262,6 +288,11 @@ def main(argv=None) -> dict:
           f"{round_seconds[DUET]:.2f} s as a duet; MDE: the verdict's (compare_row, whole rule) at a lone row's "
           f"bar among {ROWS} rows, median of the rows, then of {args.trials} trials")
     result = {"pools": [p.name for p in paths.values()], "trials": args.trials, "bar": bar, "scenarios": {}}
+    if args.by_rounds:
+        result["by_rounds"] = by_rounds(recorded, policy, bar, args.by_rounds)
+        print(f"\n== each fixed design under each test, by rounds (median of {args.by_rounds} draws)")
+        for key, mde in result["by_rounds"].items():
+            print(f"  {key:28s} {mde:6.2%}")
     for name, pools in scenarios.items():
         ks = args.ks if name == "recorded" else [design_choice.TRIAL_ROUNDS]
         for alternating_rounds in args.budgets:
