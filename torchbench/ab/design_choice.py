@@ -59,9 +59,10 @@ one they share little and disturb each other. So an "auto" run measures both:
              A tie goes to alternating (its ratios are what the code costs
              alone).
 
-TRIAL_ROUNDS = 4 each: the replay of this rule on the recorded pools
-(evaluation/design_choice.py, docs/results.md) came within 1-3% of the better
-fixed design's MDE (on constructed adverse days 5-20%); fewer trial rounds
+TRIAL_ROUNDS = 4 each: the replay of this rule on three days' recorded pools
+(evaluation/design_choice.py, docs/results.md) reached 0.52-1.03x the better
+fixed design's MDE at equal minutes (on constructed adverse days
+0.44-1.19x); fewer trial rounds
 estimate the spreads too loosely (a round's sd from 2 rounds has 1 degree of
 freedom), more spend the budget on the design that loses. The trial needs
 max_rounds >= 4 x TRIAL_ROUNDS (the trial at most half the rounds) and two
@@ -75,9 +76,10 @@ alternating ones too (Evidence.paired): they are few and valid, and they
 bring the pairs to the bar sooner (the replay measures it beside pairing
 only the duets). A run that went on alternating tests its alternating rounds
 only (Evidence.wall_values): the trial's duet rounds, whose processes a
-partner may have disturbed, widened its unpaired test (on the replay's day
-that favours alternating, 1.28-1.32x the better fixed design's MDE with
-them, 1.05-1.12x without). Which rounds count depends on the trial's
+partner may have disturbed, widened its unpaired test (on the replay's
+constructed day whose duets spread twice as far, 1.17x the better fixed
+design's MDE with them, 1.08x without). The unpaired test of a run that went
+on in duets reads every round's processes. Which rounds count depends on the trial's
 spreads, never on the sides' difference, so the test stays valid.
 
 The guard (`duet_only`): a process beside a partner shares the L3 cache, so
@@ -245,8 +247,9 @@ def projected_mde(spread: float, rounds: float, bar: float, power: float,
 
 def choose(evidence: Evidence, jobs: list[Job], *, seconds_left: float, rounds_left: int, bar: float,
            power: float = 0.8, paired_alternating: bool = False) -> Choice:
-    """The design to go on with, from the rounds in `evidence` (Evidence.round_designs, round_seconds) of the
-    rows `jobs`: the one whose projected median MDE at the end is smaller (see the module's docstring).
+    """The design to go on with and its test, from the rounds in `evidence` (Evidence.round_designs,
+    round_seconds) of the rows `jobs`: those whose projected median MDE at the end is the smallest (see the
+    module's docstring).
     `seconds_left`, `rounds_left`: what the budget still holds; `bar`: a lone row's final bar;
     `paired_alternating`: alternating rounds are decided by the paired test too (Policy.paired)."""
     pairs = {job: {d: evidence.paired(job, d) for d in (ALTERNATING, DUET)} for job in jobs}
