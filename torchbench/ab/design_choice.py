@@ -52,12 +52,12 @@ one they share little and disturb each other. So an "auto" run measures both:
              (2026-11-26) the paired test stays the better (2.3% against
              2.6%). Valid: the unpaired test's relabellings mix a round's
              two processes with other rounds', and a duet's two processes
-             move together (Spearman 0.25-0.74 on both days' pools), so the
+             move together (Spearman 0.25-0.74 on three days' pools), so the
              relabelled spread is, if anything, wider than the estimate's:
              the test is conservative there (the replay's identical-code
              rows: evaluation/design_choice.py).
              A tie goes to alternating (its ratios are what the code costs
-             alone).
+             alone), and within a design to the unpaired test.
 
 TRIAL_ROUNDS = 4 each: the replay of this rule on three days' recorded pools
 (evaluation/design_choice.py, docs/results.md) reached 0.52-1.03x the better
