@@ -301,6 +301,9 @@ def test_an_auto_run_of_real_rounds_tries_both_then_goes_on_with_the_choice_and_
     text = AlertReport(Commit("a" * 40, "base"), Commit("b" * 40, "head"), decide(evidence, Policy()), Policy(),
                        evidence.rounds, evidence.notes, time_spent=spent).markdown()
     assert "both designs tried first, then" in text and "design: " in text
+    # the test the run went on with: the chosen design's own, named in the record and the comment
+    assert choice["test"] == choice["figures"][choice["design"]]["test"] == evidence.wall_test()
+    assert f"{'duets' if choice['design'] == DUET else 'alternating'}, decided by the {choice['test']} test" in text
 
 
 def test_auto_alternates_with_a_note_where_max_rounds_leaves_no_room_for_the_trial():

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from .sequential import Design
 
-__all__ = ["Evidence", "Job", "JobInfo", "SIDES", "Side"]
+__all__ = ["Evidence", "Job", "JobInfo", "SIDES", "Side", "wall_test_of"]
 
 Job = tuple[str, int]  # (benchmark name, parameter index)
 SIDES = ("base", "head")
@@ -49,6 +49,13 @@ class JobInfo:
 
     def mark(self, side: str) -> None:
         setattr(self, f"on_{side}", True)
+
+
+def wall_test_of(design_choice: dict, schedule: str) -> str:
+    """The test a run's wall-time rows are decided by, from its recorded choice (Evidence.design_choice,
+    design_choice.Choice.to_dict) and schedule: the test the choice went on with, else (no choice, or a record
+    from before the choice named its test) "paired" for duets and "unpaired" for alternating rounds."""
+    return design_choice.get("test") or ("paired" if schedule == "duet" else "unpaired")
 
 
 @dataclass
@@ -162,9 +169,8 @@ class Evidence:
         return "alternating" if self.design_choice and self.schedule == "alternating" else None
 
     def wall_test(self) -> str:
-        """The test the wall-time rows are decided by: the one the design choice went on with
-        (design_choice.Choice.test), else "paired" for duets and "unpaired" for alternating rounds."""
-        return self.design_choice.get("test") or ("paired" if self.schedule == "duet" else "unpaired")
+        """The test the wall-time rows are decided by (wall_test_of)."""
+        return wall_test_of(self.design_choice, self.schedule)
 
     def wall_values(self, job: Job) -> tuple[list[float], list[float]]:
         """The job's base and head values the unpaired wall-time test compares: every process, or in a run

@@ -23,6 +23,7 @@ from torchbench_core.units import select_unit
 from .. import resources, stats
 from ..ab.options import Policy
 from ..ab.channels import CHANNELS
+from ..ab.evidence import wall_test_of
 from ..ab.verdict import COUNTS, FAILED, NEW, REMOVED, SKIPPED, Verdict
 from ..errors import EXIT_FAILURE, EXIT_OK, EXIT_REGRESSION
 from ..project.commits import Commit
@@ -154,9 +155,7 @@ class AlertReport:
             if schedule not in ("alternating", "duet"):
                 return f"{self.rounds} rounds ({tried}, interleaved: the run ended before a design was chosen)"
             choice = spent.get("design_choice") or {}
-            # the test the choice went on with (design_choice.Choice.test; a record from before it was named:
-            # the paired test for duets)
-            test = choice.get("test") or ("paired" if schedule == "duet" else "unpaired")
+            test = wall_test_of(choice, schedule)
             then = (f"{'duets' if schedule == 'duet' else 'alternating'}, decided by the {test} test"
                     + (" where it reaches the bar" if test == "paired" else ""))
             figures = choice.get("figures", {})
