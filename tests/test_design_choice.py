@@ -142,6 +142,22 @@ def test_on_a_busy_day_duets_go_on_with_the_unpaired_test_and_the_verdict_uses_i
     assert unpaired < 0.6 * replay.figures(evidence, policy, BAR)["mde"]  # the same rounds, the median row
 
 
+def test_under_paired_the_choice_projects_the_paired_test_the_verdict_will_use():
+    """Policy.paired (`--paired`): the verdict pairs every design's rounds wherever the pairs reach the bar, so
+    the choice projects the paired test for both designs there, not the unpaired one it would take on the
+    busy day; where the pairs cannot reach the bar, the unpaired test."""
+    busy = {d: replay.Pool(p) for d, p in replay.pool_paths("2026-11-28").items()}
+    evidence = _pool_trial(busy, 0)
+    jobs = sorted(evidence.jobs)
+    free = choose(evidence, jobs, seconds_left=90, rounds_left=100, bar=BAR)
+    assert free.figures[DUET].test == "unpaired" and free.figures[ALTERNATING].test == "unpaired", free.why
+    paired = choose(evidence, jobs, seconds_left=90, rounds_left=100, bar=BAR, paired_alternating=True)
+    assert {d: f.test for d, f in paired.figures.items()} == {ALTERNATING: "paired", DUET: "paired"}, paired.why
+    assert paired.test == "paired"
+    short = choose(evidence, jobs, seconds_left=0, rounds_left=0, bar=BAR, paired_alternating=True)
+    assert {f.test for f in short.figures.values()} == {"unpaired"}  # 8 rounds cannot reach a lone row's bar
+
+
 def test_the_unpaired_test_of_duet_rounds_keeps_its_level_when_a_rounds_processes_move_together():
     """Under no change, duet rounds whose two processes share some of their noise (as on both recorded days:
     Spearman 0.25-0.74) or none: the unpaired test's relabellings mix rounds, so sharing only widens its

@@ -32,7 +32,8 @@ one they share little and disturb each other. So an "auto" run measures both:
              seconds left hold at its rate (at most max_rounds). At equal
              minutes that is spread x sqrt(seconds a round): the MDE scale of
              a minute. The paired test only where every round's pair could
-             reach the bar by then (2 / 2**n). The unpaired test is also held
+             reach the bar by then (2 / 2**n), and under Policy.paired
+             there only it (the verdict then pairs whatever the choice). The unpaired test is also held
              to the machine's slow processes, as the verdict holds it
              (stats.compare's power ceiling): a change d is projected found
              with Phi(d / se - z(1 - bar/2)) x the ceiling at d, the ceiling
@@ -263,18 +264,18 @@ def choose(evidence: Evidence, jobs: list[Job], *, seconds_left: float, rounds_l
         more = min(float(rounds_left), max(seconds_left, 0.0) / seconds) if seconds > 0 else 0.0
         projected = ran + more
         values = [tuple(np.asarray(v, dtype=float) for v in pairs[job][design]) for job in rows]
-        # the unpaired test (every design may have it), held to this design's slow processes as the verdict
-        # holds it; the paired one where the design brings it and every round's pair together can reach the
-        # bar (contrast.compare_row); the design goes on with the test projected the smaller
-        spread = contrast_spread(values, False, projected)
-        found = [Figures(design, ran, seconds, "unpaired", spread, projected,
-                         projected_mde(spread, projected, bar, power,
-                                       stats.slow_excesses([side for pair in values for side in pair])))]
-        if (paired_alternating or design == DUET) and \
-                smallest_paired_p(int(len(evidence.round_designs) + more)) * FLOOR_MARGIN <= bar:
-            spread = contrast_spread(values, True, projected)
-            found.append(Figures(design, ran, seconds, "paired", spread, projected,
-                                 projected_mde(spread, projected, bar, power)))
+        # the tests this design may be decided by (contrast.compare_row): the paired one only where every
+        # round's pair together can reach the bar; under Policy.paired the verdict then pairs whatever the
+        # choice says, so that is the only one projected; else duets may have either, alternating the unpaired
+        reachable = smallest_paired_p(int(len(evidence.round_designs) + more)) * FLOOR_MARGIN <= bar
+        tests = (("paired",) if paired_alternating and reachable else
+                 ("unpaired", "paired") if design == DUET and reachable else ("unpaired",))
+        found = []
+        for test in tests:  # the unpaired test held to this design's slow processes, as the verdict holds it
+            spread = contrast_spread(values, test == "paired", projected)
+            excess = None if test == "paired" else stats.slow_excesses([side for pair in values for side in pair])
+            found.append(Figures(design, ran, seconds, test, spread, projected,
+                                 projected_mde(spread, projected, bar, power, excess)))
         figures[design] = min(found, key=lambda f: f.mde)  # a tie: the first, the unpaired test
     alt, duet = figures[ALTERNATING], figures[DUET]
     design = DUET if duet.mde < alt.mde else ALTERNATING
