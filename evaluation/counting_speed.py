@@ -6,7 +6,7 @@ minutes there, because under valgrind the garbage collector's traversals of that
 its asv suite of 64 `time_` rows. The suite is counted as the alert counts a side's first process
 (torchbench_core.asv_worker's `counts` mode: one valgrind process, the calls per run planned natively first,
 instruction counts and the simulated caches and branches), then, for the rows a change would make
-candidates, as a jittered process counts them (count_test.DRAWS layout draws). Beside each: the anchor, one
+candidates, as a jittered process counts them (count_decision.DRAWS layout draws). Beside each: the anchor, one
 native process measuring every row once (the worker's `run` mode: what one round of wall time costs a side).
 
 Printed: seconds of each phase, per row, and the ratio to the native process; the goal is the first process
@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT / "evaluation"))
 
 from plain_suite_counts import LIBRARY, SUITE  # noqa: E402
 
-from torchbench.ab.count_test import DRAWS  # noqa: E402
+from torchbench.ab.count_decision import DRAWS  # noqa: E402
 from torchbench_core._callgrind_worker import JITTER_ENV  # noqa: E402
 from torchbench_core.asv_worker import DRAWS_ENV  # noqa: E402
 

@@ -2,7 +2,7 @@
 
 Reads evaluation/counts_noise_pool.py's pool and, per kind of row (the timer suite's TimerSuite statements,
 the plain suite's `time_` methods counted call by call), fits the two constants of
-torchbench/ab/count_test.py and measures the rule they make:
+torchbench/ab/count_decision.py and measures the rule they make:
 
     FIRST_MOVE  the 99th percentile of |log(head/base)| of a first process a side between adjacent commits
                 (a row below it is "flat": the wall-time bar is stricter for it)
@@ -43,7 +43,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from torchbench.ab.count_test import BY_CALL, COUNT_ALPHA, DRAWS, STATEMENT, count_test  # noqa: E402
+from torchbench.ab.count_decision import BY_CALL, COUNT_ALPHA, DRAWS, STATEMENT, count_decision  # noqa: E402
 from torchbench.ab.counts import NEAR  # noqa: E402
 
 # the pool the constants are fitted on: each commit's jittered process draws layouts of its own (salted)
@@ -67,7 +67,7 @@ def load(path: Path = POOL) -> dict:
 # (counts_noise_pool.py --draws: "j1d0" .. ); the rule before them: two jittered processes ("j1", "j2")
 DRAWN = ["0"] + [f"j1d{d}" for d in range(DRAWS)]
 PROCESSES = ["0", "j1", "j2"]
-PROCESSES_COMMIT_SD = {STATEMENT: 0.0018, BY_CALL: 0.0}  # that rule's constants (count_test.py before draws)
+PROCESSES_COMMIT_SD = {STATEMENT: 0.0018, BY_CALL: 0.0}  # that rule's constants (count_decision.py before draws)
 
 
 def layouts(suite: dict, drawn: bool = True) -> list[str]:
@@ -126,7 +126,7 @@ def repeated_layouts(suite: dict, field: str = "counts") -> float:
 def aa_p_values(suite: dict, kind: str, commit_sd: float, field: str = "counts") -> np.ndarray:
     ps = []
     for a, b, job in _rows(suite, field, True):
-        t = count_test(processes(suite, a, job, field=field), processes(suite, b, job, field=field), kind, 0.0,
+        t = count_decision(processes(suite, a, job, field=field), processes(suite, b, job, field=field), kind, 0.0,
                        commit_sd=commit_sd)
         if t is not None:
             ps.append(t.p_value)
@@ -185,10 +185,10 @@ def rule(base: list[list[float]], head: list[list[float]], kind: str, floor: flo
     """The alert's rule on one row: "decided", "near" (a second jittered process would count it: the pool
     has none, so it is not decided here) or "" (a first process a side, then the jittered layouts for a
     candidate)."""
-    first = count_test(base[:1], head[:1], kind, floor, commit_sd=commit_sd)
+    first = count_decision(base[:1], head[:1], kind, floor, commit_sd=commit_sd)
     if first is None or not first.pending:
         return ""
-    t = count_test(base, head, kind, floor, commit_sd=commit_sd)
+    t = count_decision(base, head, kind, floor, commit_sd=commit_sd)
     return "decided" if t.decides else "near" if abs(t.delta) >= floor and t.p_value <= NEAR else ""
 
 

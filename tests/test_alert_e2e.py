@@ -13,7 +13,7 @@ import git
 import pytest
 
 from e2e import cli, explain
-from torchbench.ab.count_test import DRAWS
+from torchbench.ab.count_decision import DRAWS
 from torchbench.ab.counts_cache import DRAWN, JITTERED
 from torchbench.project import example
 

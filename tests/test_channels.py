@@ -11,7 +11,7 @@ from torchbench import stats
 from torchbench.ab import channels
 from torchbench.ab.channels import (CHANNELS, COUNTS, CYCLES, DETERMINISTIC, MEMORY, ORDER, SYSCALLS, WALL,
                                      WALL_TIME, Channel, findings, to_confirm)
-from torchbench.ab.count_test import JITTERS
+from torchbench.ab.count_decision import JITTERS
 from torchbench.ab.evidence import Evidence, JobInfo
 from torchbench.ab.options import Policy
 from torchbench.ab.verdict import decide

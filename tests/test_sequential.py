@@ -11,7 +11,7 @@ from scipy.stats import t as t_dist
 from torchbench import stats
 from torchbench.ab import rounds
 from torchbench.ab.allocation import MAX_RUN_TIME, MIN_RUN_TIME, run_time_for
-from torchbench.ab.count_test import COMMIT_SD, JITTERS
+from torchbench.ab.count_decision import COMMIT_SD, JITTERS
 from torchbench.ab.channels import to_confirm
 from torchbench.ab.counts import ADVISORY, COMPUTE, NO_COUNTS, PRIOR_WEIGHT, WALL_ONLY, count_change, opposite_p, weights
 from torchbench.ab.counts_cache import CountPlans, CountsCache
@@ -194,7 +194,7 @@ def test_counts_that_differ_between_jittered_processes_do_not_decide_a_change_of
 
 def test_a_time_methods_counts_are_held_to_its_kinds_commit_noise():
     """A time_ method (by call) and a TimerSuite statement are held to their own kind's calibrated commit
-    noise (count_test.COMMIT_SD)."""
+    noise (count_decision.COMMIT_SD)."""
     evidence = Evidence()
     job = ("b.time_x", 0)
     for info in (JobInfo("b.time_x", by_call=True), JobInfo("b.time_x")):

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from .. import stats
 from .contrast import compare_row
-from .count_test import BY_CALL, DRAWS, MAX_PASSES, STATEMENT, count_test
+from .count_decision import BY_CALL, DRAWS, MAX_PASSES, STATEMENT, count_decision
 from .counts import COMPUTE, NEAR, count_change, kind_of, processes
 from .evidence import Evidence, Job
 from .options import Policy
@@ -80,10 +80,10 @@ class InstructionCounts(Channel):
     valgrind; counts.py says what they see and weigh."""
 
     name, label = COUNTS, COMPUTE
-    measure = ("collect.collect_counts: callgrind, count_test.COUNT_REPEATS runs a process, the first valgrind "
-               "process a side, then jittered ones in count_test.DRAWS layout draws (pair.py)")
-    noise = ("count_test.py: the row's own spread between layouts (the jittered processes) plus the commit "
-             "noise calibrated on a pool of identical code at many commits (count_test.COMMIT_SD), tested at "
+    measure = ("collect.collect_counts: callgrind, count_decision.COUNT_REPEATS runs a process, the first valgrind "
+               "process a side, then jittered ones in count_decision.DRAWS layout draws (pair.py)")
+    noise = ("count_decision.py: the row's own spread between layouts (the jittered processes) plus the commit "
+             "noise calibrated on a pool of identical code at many commits (count_decision.COMMIT_SD), tested at "
              "COUNT_ALPHA")
 
     def test(self, evidence: Evidence, job: Job, floor: float, seen: Mapping[str, Finding]) -> Finding | None:
@@ -133,13 +133,13 @@ class SimulatedCycles(Channel):
 
     name, label = CYCLES, MEMORY
     measure = "collect.collect_counts: the same valgrind processes as the counts (asv_worker.counts, simulated)"
-    noise = ("count_test.py, the counts' test, with its own calibrated commit noise (CYCLES_COMMIT_SD, log sd "
+    noise = ("count_decision.py, the counts' test, with its own calibrated commit noise (CYCLES_COMMIT_SD, log sd "
              "by kind of row)")
 
     def test(self, evidence: Evidence, job: Job, floor: float, seen: Mapping[str, Finding]) -> Finding | None:
         base, head = _cycles_runs(evidence, "base", job), _cycles_runs(evidence, "head", job)
         kind = kind_of(evidence, job)
-        t = count_test(base, head, kind, floor, commit_sd=CYCLES_COMMIT_SD[kind])
+        t = count_decision(base, head, kind, floor, commit_sd=CYCLES_COMMIT_SD[kind])
         if t is None:
             return None
         counts = seen.get(COUNTS)
@@ -204,7 +204,7 @@ def findings(evidence: Evidence, job: Job, floor: float) -> dict[str, Finding]:
 def to_confirm(evidence: Evidence, jobs: list[Job], floor: float, jitter: int = 1) -> list[Job]:
     """The jobs to count in the `jitter`-th jittered valgrind process a side, each in DRAWS layout draws: in the
     first, every one whose first counts (or, counts flat, first simulated cycles) moved beyond the floor; in
-    the next, up to count_test.MAX_PASSES, those whose test has not decided them, whose change clears the
+    the next, up to count_decision.MAX_PASSES, those whose test has not decided them, whose change clears the
     floor and whose p-value is within NEAR of the bar (noisy counts get more layouts)."""
     todo = []
     for job in jobs:
@@ -217,9 +217,9 @@ def to_confirm(evidence: Evidence, jobs: list[Job], floor: float, jitter: int = 
             first = {side: evidence.counts[side].get(job) for side in ("base", "head")}
             cycles = {side: evidence.cycles[side].get(job) for side in ("base", "head")}
             kind = kind_of(evidence, job)
-            moved = first["base"] and first["head"] and count_test(
+            moved = first["base"] and first["head"] and count_decision(
                 [first["base"]], [first["head"]], kind, floor).pending
-            flat_memory = cycles["base"] and cycles["head"] and not moved and count_test(
+            flat_memory = cycles["base"] and cycles["head"] and not moved and count_decision(
                 [cycles["base"]], [cycles["head"]], kind, floor).pending
             if moved or flat_memory:
                 todo.append(job)

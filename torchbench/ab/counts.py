@@ -9,9 +9,9 @@ per-benchmark noise margin, no wall time) and CodSpeed (simulated instruction
 costs), a compute change is decided from counts, not from many timed
 processes:
 
-* **compute change (decided by counts).** count_test.py's test: a row whose
+* **compute change (decided by counts).** count_decision.py's test: a row whose
   first process a side moved by at least Policy.count_floor (1% by default)
-  is counted again in one valgrind process a side in count_test.DRAWS layout
+  is counted again in one valgrind process a side in count_decision.DRAWS layout
   draws (`pending` -> pair.py's jittered passes; a second such process for a
   row near its bar), and is decided when
   the change clears the floor and its own noise between layouts plus the
@@ -38,7 +38,7 @@ one unused helper each to the module the suite imports):
     layout in memory, which a commit changes and no second process of the
     same commit sees. The earlier rule (5 x the repeats' spread, at least
     0.6%, from three commits whose moves stayed under 0.53%) decided such a
-    move as a change; the jittered processes see it (count_test.py);
+    move as a change; the jittered processes see it (count_decision.py);
   * repeats inside a process spread by 0.1% (median) to 1.4%.
 The rule's A/A rate and power, replayed on that pool beside the earlier rule:
 evaluation/counts_calibration.py (docs/results.md).
@@ -71,7 +71,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .count_test import BY_CALL, STATEMENT, count_test
+from .count_decision import BY_CALL, STATEMENT, count_decision
 from .evidence import Evidence, Job
 
 __all__ = ["ADVISORY", "COMPUTE", "CountChange", "NO_COUNTS", "PRIOR_WEIGHT", "VETO_LEVEL", "WALL_ONLY",
@@ -86,7 +86,7 @@ ADVISORY = "counts advisory"  # in the label of a row whose sides are different 
 # (opposite_p): the stated false veto of a change whose wall time does not move against it is at most this
 VETO_LEVEL = 0.05
 VETO_TRIM = 0.2  # Yuen's trimmed means: a slow process or two moves a mean, not a 20%-trimmed one
-NEAR = 0.2  # a row whose test is this near its bar after a jittered process gets another (count_test.MAX_PASSES)
+NEAR = 0.2  # a row whose test is this near its bar after a jittered process gets another (count_decision.MAX_PASSES)
 
 
 @dataclass(frozen=True)
@@ -100,7 +100,7 @@ class CountChange:
     label: str  # COMPUTE when beyond the noise, else WALL_ONLY
     decides: bool  # beyond count_floor and the noise, on jittered processes: the counts decide the row alone
     pending: bool = False  # beyond the floor on first processes alone: count it in jittered processes first
-    p_value: float = 1.0  # the count test's (count_test.py); 1.0 on first processes alone
+    p_value: float = 1.0  # the count test's (count_decision.py); 1.0 on first processes alone
 
 
 def processes(store: dict, job: Job) -> list[list[float]]:
@@ -123,10 +123,10 @@ def kind_of(evidence: Evidence, job: Job) -> str:
 
 
 def count_change(evidence: Evidence, job: Job, count_floor: float) -> CountChange | None:
-    """The counts of `job` on both sides, held against their noise (count_test.py); None without counts on
+    """The counts of `job` on both sides, held against their noise (count_decision.py); None without counts on
     a side."""
     runs = {side: _processes(evidence, side, job) for side in ("base", "head")}
-    found = count_test(runs["base"], runs["head"], kind_of(evidence, job), count_floor)
+    found = count_decision(runs["base"], runs["head"], kind_of(evidence, job), count_floor)
     if found is None:
         return None
     mb, mh = (float(np.median(np.concatenate(runs[side]))) for side in ("base", "head"))

@@ -81,7 +81,7 @@ class Evidence:
     counts: dict[str, dict[Job, list[float]]] = field(default_factory=lambda: {s: {} for s in SIDES})
     # the jittered valgrind processes' counts (one list per process), taken for the jobs whose first counts
     # moved beyond the floor: a count decision rests on them, and their spread is part of its noise
-    # (count_test.py)
+    # (count_decision.py)
     counts_again: dict[str, dict[Job, list[list[float]]]] = field(default_factory=lambda: {s: {} for s in SIDES})
     # valgrind's simulated caches and branch predictors, from the same valgrind processes as `counts` and
     # `counts_again`: estimated cycles per call, one per repeat (callgrind.estimated_cycles: Ir + 10 x (L1

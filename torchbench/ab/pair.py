@@ -25,7 +25,7 @@ from ..project.commits import Commit
 from . import collect
 from . import rounds as rounds_mod
 from .channels import to_confirm
-from .count_test import DRAWS, MAX_PASSES
+from .count_decision import DRAWS, MAX_PASSES
 from .counts_cache import CountPlans, CountsCache
 from .evidence import SIDES, Evidence, Job, JobInfo, Side
 from .options import Policy, Rounds
@@ -161,10 +161,10 @@ def _count_both(root: Path, valgrind: Path, suite: Path, sides: dict[str, Side],
                 evidence: Evidence, count_floor: float, cache_dir: Path, deadline: float) -> None:
     """Both sides' instruction counts at once, one valgrind process each: counts do not depend on what else
     runs, and on two cores this halves the wait. Then the rows whose counts moved beyond the floor are
-    counted in jittered processes, a pass of one a side at a time, each counting a row in count_test.DRAWS
-    layout draws (channels.to_confirm: one for every such row, up to count_test.MAX_PASSES for one still
+    counted in jittered processes, a pass of one a side at a time, each counting a row in count_decision.DRAWS
+    layout draws (channels.to_confirm: one for every such row, up to count_decision.MAX_PASSES for one still
     near its bar), so that a count decision holds against
-    the counts' noise between layouts (count_test.py). Each valgrind process may take what is left until
+    the counts' noise between layouts (count_decision.py). Each valgrind process may take what is left until
     `deadline` (the counting's share of the budget); a pass that would start after it does not, and its
     rows keep their wall time. Each side has its own cache (its interpreter is part of the key) and its own
     list of problems."""

@@ -13,7 +13,7 @@ its test, its label), and a row is decided by them in channels.ORDER, as `prepar
      decides decides the row, and the others are shown beside it in the
      comment (`_deterministic`):
        instruction counts  counts moved by at least Policy.count_floor beyond
-                           their noise (count_test.py: the first and the
+                           their noise (count_decision.py: the first and the
                            jittered valgrind processes, the calibrated commit
                            noise): "compute";
        system calls        the system calls a call changed, exactly on both

@@ -1,4 +1,4 @@
-"""The instruction-count test (torchbench/ab/count_test.py): its behaviour on crafted rows, and its constants
+"""The instruction-count test (torchbench/ab/count_decision.py): its behaviour on crafted rows, and its constants
 and error rates recomputed from the recorded pool of identical code at many commits
 (evaluation/results/counts_noise_pool-2026-11-28.json.gz, evaluation/counts_calibration.py)."""
 
@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from torchbench.ab import count_test as ct
-from torchbench.ab.count_test import BY_CALL, COMMIT_SD, COUNT_ALPHA, DRAWS, FIRST_MOVE, STATEMENT, count_test
+from torchbench.ab import count_decision as ct
+from torchbench.ab.count_decision import BY_CALL, COMMIT_SD, COUNT_ALPHA, DRAWS, FIRST_MOVE, STATEMENT, count_decision
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "evaluation"))
@@ -33,9 +33,9 @@ def test_a_clear_change_with_noisy_repeats_is_decided():
     spread, 6.24%) left it a suspect; the test decides it once jittered processes agree."""
     base, head = sides([20_020, 19_990, 20_050], [21_150, 21_120, 21_180], spread=0.005)
     assert min(min(p) for p in head) > max(max(p) for p in base)
-    first = count_test(base[:1], head[:1], STATEMENT, 0.01)
+    first = count_decision(base[:1], head[:1], STATEMENT, 0.01)
     assert first.pending and not first.decides and first.margin == float("inf")
-    found = count_test(base, head, STATEMENT, 0.01)
+    found = count_decision(base, head, STATEMENT, 0.01)
     assert found.decides and found.delta == pytest.approx(0.057, abs=0.003) and found.margin < found.delta
     assert found.processes == 3
 
@@ -44,29 +44,29 @@ def test_a_row_whose_layouts_move_it_is_not_decided_by_a_move_of_that_size():
     """A torch-op row that the jittered layouts move by 3% is not decided by a 3% change: the commit that
     changes other code moves it that far too."""
     base, head = sides([14_270, 13_720, 14_160], [14_700, 14_150, 14_560])
-    found = count_test(base, head, BY_CALL, 0.01)
+    found = count_decision(base, head, BY_CALL, 0.01)
     assert not found.decides and found.margin > found.delta > 0.025
     quiet_base, quiet_head = sides([38_640, 38_650, 38_645], [39_420, 39_430, 39_425])
-    assert count_test(quiet_base, quiet_head, BY_CALL, 0.01).decides  # the same +2% on a quiet row
+    assert count_decision(quiet_base, quiet_head, BY_CALL, 0.01).decides  # the same +2% on a quiet row
 
 
 def test_the_floor_binds_however_quiet_the_row():
     base, head = sides([1e5] * 3, [1e5 * 1.0095] * 3)
-    found = count_test(base, head, BY_CALL, 0.01, commit_sd=0.0)  # no commit noise: the floor alone
+    found = count_decision(base, head, BY_CALL, 0.01, commit_sd=0.0)  # no commit noise: the floor alone
     assert found.p_value < COUNT_ALPHA and not found.decides and found.margin == 0.01
-    assert not count_test(base[:1], head[:1], BY_CALL, 0.01).pending
+    assert not count_decision(base[:1], head[:1], BY_CALL, 0.01).pending
 
 
 def test_flat_first_processes_are_not_labelled_compute():
     base, head = sides([1e5], [1e5 * (1 + FIRST_MOVE[STATEMENT] / 2)])
-    assert not count_test(base, head, STATEMENT, 0.01).moved
+    assert not count_decision(base, head, STATEMENT, 0.01).moved
     base, head = sides([1e5], [1e5 * (1 + FIRST_MOVE[STATEMENT] * 2 + 0.001)])
-    assert count_test(base, head, STATEMENT, 0.01).moved
+    assert count_decision(base, head, STATEMENT, 0.01).moved
 
 
 def test_no_test_without_positive_counts_on_both_sides():
-    assert count_test([], [[1.0]], STATEMENT, 0.01) is None
-    assert count_test([[0.0, 1.0, 1.0]], [[1.0] * 3], STATEMENT, 0.01) is None
+    assert count_decision([], [[1.0]], STATEMENT, 0.01) is None
+    assert count_decision([[0.0, 1.0, 1.0]], [[1.0] * 3], STATEMENT, 0.01) is None
 
 
 @pytest.fixture(scope="module")
@@ -182,7 +182,7 @@ def test_the_jitter_salt_draws_other_layouts_and_leaves_the_alerts_alone():
 
 def test_the_commit_noise_is_part_of_the_test():
     base, head = sides([1e5] * 3, [1.012e5] * 3)
-    assert count_test(base, head, STATEMENT, 0.01, commit_sd=0.0).decides
-    assert not count_test(base, head, STATEMENT, 0.01, commit_sd=0.01).decides
-    assert ct.count_test(base, head, STATEMENT, 0.01, commit_sd=0.01).margin > 0.012
+    assert count_decision(base, head, STATEMENT, 0.01, commit_sd=0.0).decides
+    assert not count_decision(base, head, STATEMENT, 0.01, commit_sd=0.01).decides
+    assert ct.count_decision(base, head, STATEMENT, 0.01, commit_sd=0.01).margin > 0.012
 

@@ -21,7 +21,7 @@ rows move, and how far, differs from row to row, so the noise is measured per ro
    commit noise the draws do not show, calibrated on the pool so that the test's A/A p-values hold at 5%
    and at COUNT_ALPHA (the level it decides at: fitted at 5% alone, 2.1% of the plain suite's A/A rows had
    p <= 0.01, and a held-out A/A row was decided, docs/results.md) and no A/A row is decided
-   (evaluation/counts_calibration.py; tests/test_count_test.py recomputes it). A row is decided when its
+   (evaluation/counts_calibration.py; tests/test_count_decision.py recomputes it). A row is decided when its
    change is at least the floor and p <= COUNT_ALPHA; the margin printed is the smallest change this row's
    noise lets the test decide.
 
@@ -39,8 +39,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["BY_CALL", "COMMIT_SD", "COUNT_ALPHA", "CountTest", "DRAWS", "FIRST_MOVE", "JITTERS", "LABEL_ALPHA",
-           "MAX_PASSES", "STATEMENT", "count_test"]
+__all__ = ["BY_CALL", "COMMIT_SD", "COUNT_ALPHA", "CountDecision", "DRAWS", "FIRST_MOVE", "JITTERS", "LABEL_ALPHA",
+           "MAX_PASSES", "STATEMENT", "count_decision"]
 
 STATEMENT, BY_CALL = "statement", "by call"  # a TimerSuite statement; an asv time_ method counted call by call
 DRAWS = 8  # layout draws a jittered valgrind process counts a candidate in (collect_callgrind_many(draws))
@@ -57,7 +57,7 @@ FIRST_MOVE = {STATEMENT: 0.0209, BY_CALL: 0.0141}
 
 
 @dataclass(frozen=True)
-class CountTest:
+class CountDecision:
     """One row's counts test: the change (head / base - 1), the smallest change its noise lets the test
     decide (the margin), its p-value (1.0 on first processes alone), and what follows."""
 
@@ -74,8 +74,8 @@ def _means(processes: list[list[float]]) -> np.ndarray:
     return np.log([float(np.mean(p)) for p in processes])
 
 
-def count_test(base: list[list[float]], head: list[list[float]], kind: str, floor: float, *,
-               commit_sd: float | None = None, alpha: float = COUNT_ALPHA) -> CountTest | None:
+def count_decision(base: list[list[float]], head: list[list[float]], kind: str, floor: float, *,
+               commit_sd: float | None = None, alpha: float = COUNT_ALPHA) -> CountDecision | None:
     """The test of one row from each side's valgrind processes (the first, then any jittered ones), each a
     list of per-call counts (one per repeat); None where a side has none or a count is not positive."""
     if not base or not head or any(min(p) <= 0 for p in base + head):
@@ -92,7 +92,7 @@ def count_test(base: list[list[float]], head: list[list[float]], kind: str, floo
     if n < 2:  # first processes: a candidate or not, nothing decided
         within = np.concatenate([np.log(p) - np.log(np.mean(p)) for p in base + head])
         moved = abs(d) >= max(FIRST_MOVE[kind], 2 * float(np.std(within)))
-        return CountTest(delta, math.inf, 1.0, n, moved, False, abs(d) >= floor)
+        return CountDecision(delta, math.inf, 1.0, n, moved, False, abs(d) >= floor)
     df = len(mb) + len(mh) - 2
     pooled = (float(np.sum((mb - mb.mean()) ** 2)) + float(np.sum((mh - mh.mean()) ** 2))) / df
     se = math.sqrt(pooled * (1 / len(mb) + 1 / len(mh)) + sd ** 2)
@@ -102,5 +102,5 @@ def count_test(base: list[list[float]], head: list[list[float]], kind: str, floo
         p = float(2 * stats.t.sf(abs(d) / se, df))
     margin = max(floor, math.expm1(float(stats.t.isf(alpha / 2, df)) * se))
     decides = abs(delta) >= floor and p <= alpha
-    return CountTest(delta, margin, p, n, decides or (abs(d) >= FIRST_MOVE[kind] and p <= LABEL_ALPHA), decides,
+    return CountDecision(delta, margin, p, n, decides or (abs(d) >= FIRST_MOVE[kind] and p <= LABEL_ALPHA), decides,
                      False)
