@@ -10,7 +10,7 @@ import pytest
 from torchbench import stats
 from torchbench.ab import channels
 from torchbench.ab.channels import (CHANNELS, COUNTS, CYCLES, DETERMINISTIC, MEMORY, ORDER, SYSCALLS, WALL,
-                                     WALL_TIME, Channel, findings, to_confirm)
+                                     SYSCALL_TRACES, WALL_TIME, Channel, findings, to_confirm, to_retrace)
 from torchbench.ab.count_decision import JITTERS
 from torchbench.ab.evidence import Evidence, JobInfo
 from torchbench.ab.options import Policy
@@ -19,9 +19,11 @@ from torchbench.ab.verdict import decide
 JOB = ("bench.Suite.time_x", 0)
 
 
-def evidence(counts=1.0, cycles=None, syscalls=None, wall=1.0, jittered=True, seed=1) -> Evidence:
+def evidence(counts=1.0, cycles=None, syscalls=None, wall=1.0, jittered=True, seed=1, traces=SYSCALL_TRACES,
+             again=None) -> Evidence:
     """One row, 8 processes a side of wall time (head x `wall`), counts x `counts` on the head, simulated
-    cycles x `cycles` where given, system calls per call (base, head) where given. (Seed 0 draws a wall time
+    cycles x `cycles` where given, system calls per call (base, head) where given, in `traces` traced
+    processes a side (the repeat traces alike, or `again`'s per call a side where given). (Seed 0 draws a wall time
     5% down at p=0.002, which the veto takes for a move against the channels: the rule's stated false veto.)"""
     rng = np.random.default_rng(seed)
     ev = Evidence()
@@ -38,6 +40,8 @@ def evidence(counts=1.0, cycles=None, syscalls=None, wall=1.0, jittered=True, se
     if syscalls is not None:
         for side, (per_call, exact) in zip(("base", "head"), syscalls):
             ev.syscalls[side][JOB] = {"per_call": per_call, "exact": exact, "calls": 10}
+            repeat = (again or {}).get(side, per_call)
+            ev.syscalls_again[side][JOB] = [{"per_call": repeat, "exact": exact, "calls": 10}] * (traces - 1)
     return ev
 
 
@@ -66,6 +70,39 @@ def test_a_system_call_added_per_call_is_decided_where_both_traces_are_exact():
     # with the counts moved too, the counts decide and the system calls stand beside them
     r = row(evidence(counts=1.05, syscalls=((calls[0], True), (calls[1], True))))
     assert r.decided_by == COUNTS and "syscalls getpid +1 a call" in r.channels_text
+
+
+def test_system_calls_decide_only_where_they_repeat():
+    """The two false alerts of issue 61, and what a repeat trace must show before a call decides."""
+    # a thread wake-up more on a loaded machine (futex 40/80 against 41/82 over N/2N calls): exact, even
+    # repeated, but the scheduler's: shown, never deciding; so the heap's growth (brk +3 a call)
+    for calls in (({"futex": 4.0}, {"futex": 4.1}), ({"brk": 1.0, "read": 2.0}, {"brk": 4.0, "read": 2.0})):
+        r = row(evidence(syscalls=((calls[0], True), (calls[1], True))))
+        assert r.decided_by not in (SYSCALLS, COUNTS, CYCLES), r
+        assert "follows the scheduler or the allocator" in r.channels_text, r.channels_text
+    getpid = ({"read": 2.0}, {"read": 2.0, "getpid": 1.0})
+    # one traced process a side: not repeated, not decided
+    r = row(evidence(syscalls=((getpid[0], True), (getpid[1], True)), traces=1))
+    assert r.decided_by == WALL and "not repeated" in r.channels_text
+    # the head's repeat trace disagrees with its first (getpid +1 in one, +2 in the other): not decided
+    r = row(evidence(syscalls=((getpid[0], True), (getpid[1], True)), again={"head": {"read": 2.0, "getpid": 2.0}}))
+    assert r.decided_by == WALL and "not repeatable" in r.channels_text
+    # a call that is not scheduled, repeated, but a fraction of a call apart: not decided (its noise unmeasured)
+    r = row(evidence(syscalls=(({"read": 2.0}, True), ({"read": 2.5}, True))))
+    assert r.decided_by == WALL and "not a whole number" in r.channels_text
+    # the getpid added to every call, repeated: decided, with the scheduler's calls beside it
+    both = ({"futex": 4.0, "read": 2.0}, {"futex": 4.1, "read": 2.0, "getpid": 1.0})
+    r = row(evidence(syscalls=((both[0], True), (both[1], True))))
+    assert r.decided_by == SYSCALLS and r.status == stats.REGRESSED and r.label.startswith("system calls: getpid +1")
+    assert "futex" not in r.label and "futex +0.1 (follows the scheduler" in r.channels_text
+
+
+def test_a_row_is_traced_again_only_where_a_call_that_may_decide_differed():
+    getpid = ({"read": 2.0}, {"read": 2.0, "getpid": 1.0})
+    assert to_retrace(evidence(syscalls=((getpid[0], True), (getpid[1], True)), traces=1), [JOB], 1) == [JOB]
+    assert to_retrace(evidence(syscalls=((getpid[0], True), (getpid[1], True))), [JOB], 1) == []  # traced twice
+    futex = ({"futex": 4.0}, {"futex": 4.1})
+    assert to_retrace(evidence(syscalls=((futex[0], True), (futex[1], True)), traces=1), [JOB], 1) == []
 
 
 def test_no_channel_decides_a_row_whose_wall_time_moved_the_other_way():

@@ -132,3 +132,45 @@ def test_collect_syscalls_stores_each_sides_calls_in_the_evidence(tmp_path):
     assert tally == {"traced": 0, "cached": 2, "exact": 1, "untraceable": 1, "failed": 0}, again.notes
     assert again.syscalls["head"][jobs[0]]["per_call"] == {"getpid": 7.0}
     assert again.no_syscalls["head"] == evidence.no_syscalls["head"]
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace")
+def test_a_getpid_added_to_every_call_is_decided_from_real_repeat_traces(tmp_path):
+    """Two real traces a side (the first, and a repeat trace in another layout with the rows in reverse order):
+    the statement with a getpid more a call against the same statement without it is decided by system
+    calls, getpid +1 a call; the repeat trace is kept apart from the first in the cache."""
+    from torchbench.ab.channels import SYSCALLS, SystemCalls, syscall_moves
+
+    suite, side = suite_of(tmp_path, "bench_calls", SUITE), side_of(tmp_path, "head")
+    stmt = "bench_calls.Stmt.track_time"
+    jobs = [(stmt, 0), (stmt, 1), ("bench_calls.Methods.time_plain", 0)]
+    evidence = Evidence()
+    for job in jobs:
+        evidence.add_job(job, JobInfo(job[0]), "head")
+    cache = CountsCache(tmp_path / "counts", Path(sys.executable), suite, None)
+    collect_syscalls(suite, side, jobs, evidence, cache=cache)
+    tally = collect_syscalls(suite, side, jobs, evidence, cache=cache, repeat=1)
+    assert tally["traced"] == 3 and tally["cached"] == 0, (tally, evidence.notes)
+    assert [t["per_call"] for t in evidence.syscalls_again["head"][(stmt, 1)]] == [{"getpid": 1.0}]
+    assert evidence.to_dict()["syscalls_again"]["head"][f"{stmt}|1"][0]["exact"] is True
+    # the row without the getpid as the base, the row with it as the head, each with both its traces
+    pair = Evidence()
+    pair.jobs[(stmt, 0)] = JobInfo(stmt, on_base=True, on_head=True)
+    for side_name, job in (("base", (stmt, 0)), ("head", (stmt, 1))):
+        pair.syscalls[side_name][(stmt, 0)] = evidence.syscalls["head"][job]
+        pair.syscalls_again[side_name][(stmt, 0)] = evidence.syscalls_again["head"][job]
+    assert syscall_moves(pair, (stmt, 0)) == {"getpid": {"change": 1.0, "decides": True, "why": ""}}
+    found = SystemCalls().test(pair, (stmt, 0), 0.01, {})
+    assert found.channel == SYSCALLS and found.decides and found.label == "system calls: getpid +1 a call"
+    # the first trace alone does not decide: the repeat is what makes the call a call of the code
+    pair.syscalls_again = {"base": {}, "head": {}}
+    assert not SystemCalls().test(pair, (stmt, 0), 0.01, {}).decides
+    # read back from the cache, the repeat trace is not traced again
+    again = Evidence()
+    for job in jobs:
+        again.add_job(job, JobInfo(job[0]), "head")
+    tally = collect_syscalls(suite, side, jobs, again, cache=CountsCache(tmp_path / "counts", Path(sys.executable),
+                                                                          suite, None), repeat=1)
+    assert tally["traced"] == 0 and tally["cached"] == 3
+    assert again.syscalls_again["head"][(stmt, 1)] == evidence.syscalls_again["head"][(stmt, 1)]
+    assert not again.syscalls["head"]  # a repeat trace is not a first trace

@@ -38,6 +38,9 @@ from pathlib import Path
 CALLS, WARMUP_CALLS = 10, 16  # the N region's calls (the second region has 2N), and the calls before
 MARKER = b"TORCHBENCH_SYSCALLS"
 REGIONS = ("N", "2N")
+# a whole number k > 0: the k-th repeat trace of the rows whose first traces differed between the sides, in
+# another process state (syscalls_trace.trace: a jittered layout, the jobs in reverse order)
+REPEAT_ENV = "TORCHBENCH_SYSCALLS_REPEAT"
 TRACE_TIMEOUT = 1500.0  # the traced process, set-ups and imports included (collect.collect_syscalls waits 1800 s)
 
 _START = re.compile(r"^(?:\d+\s+)?(?:\[pid\s+\d+\]\s+)?([A-Za-z_][A-Za-z0-9_]*)\(")

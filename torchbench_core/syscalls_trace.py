@@ -19,7 +19,7 @@ import traceback
 from pathlib import Path
 
 from .asv_worker import AsvCall, _by_call, _discover, _not_measured, _timed_statements, _timer_suite, uncountable
-from .syscalls import CALLS, regions
+from .syscalls import CALLS, REPEAT_ENV, regions
 
 
 def _call_n(call, n: int) -> None:
@@ -73,12 +73,20 @@ def _trace_one(suite: Path, benchmark, index: int, position: int, fd: int, cache
 
 def trace(suite: Path, jobs: list[list], manifest: Path, cache_dir: Path | None) -> None:
     """The process strace follows: each job's regions, in order; {position: {"calls": N} or why not} to
-    `manifest` at the end."""
+    `manifest` at the end. A repeat trace (syscalls.REPEAT_ENV k > 0: a row whose first traces differed
+    between the sides) runs in another process state: its layout jittered after the imports as the counting
+    worker's k-th jittered process is (_callgrind_worker._jitter_layout), and the jobs in reverse order, so
+    that each row follows other rows' allocations and threads than it did in the first trace."""
+    from ._callgrind_worker import _jitter_layout
+
     benchmarks = _discover(suite)
+    repeat = int(os.environ.get(REPEAT_ENV) or 0)
+    jittered = _jitter_layout(repeat, "system calls")  # noqa: F841 - alive until the end
+    order = list(enumerate(jobs))
     fd = os.open(os.devnull, os.O_WRONLY)
     ran = {}
     with tempfile.TemporaryDirectory(prefix="torchbench_syscalls_cache_") as tmp:
-        for position, (name, index, *_) in enumerate(jobs):
+        for position, (name, index, *_) in (reversed(order) if repeat else order):
             benchmark = benchmarks.get(name)
             if benchmark is None:
                 ran[position] = {"error": f"LookupError: {name}: no such benchmark"}

@@ -16,10 +16,11 @@ from pathlib import Path
 from torchbench_core._callgrind_worker import JITTER_ENV, LAYOUT_ENV
 from torchbench_core.asv_worker import DEADLINE_ENV, DRAWS_ENV
 from torchbench_core.callgrind import DEADLINE_PASSED
+from torchbench_core.syscalls import REPEAT_ENV
 
 from ..asv_bridge.worker import WORKER, read_json
 from ..errors import UserError, last_line
-from .counts_cache import DRAWN, JITTERED, CountsCache
+from .counts_cache import DRAWN, JITTERED, REPEATED, CountsCache
 from .evidence import Evidence, Job, Side
 from .sides import setup_cache_of, side_env
 
@@ -120,18 +121,24 @@ def _first_names(names: list[str]) -> str:
 
 
 def collect_syscalls(suite: Path, side: Side, jobs: list[Job], evidence: Evidence,
-                     cache_dir: Path | None = None, cache: CountsCache | None = None) -> dict[str, int]:
+                     cache_dir: Path | None = None, cache: CountsCache | None = None, repeat: int = 0,
+                     timeout: float = 1800) -> dict[str, int]:
     """System calls of one call of each job, by type, traced natively in one process for this side (the
     worker's `syscalls` mode, under strace): evidence.syscalls[side][job] = {"per_call": {name: calls a call},
     "exact": bool, "calls": N, "regions": ...}; a job without gets its reason in evidence.no_syscalls.
-    From `cache` where it has them (then traced only for the rest, and kept there). Stored, not weighed
-    here. Returns how many were traced, came from the cache, exact, not traceable, and failed."""
-    cases = {job: CountsCache.case(job, evidence.jobs[job].params) for job in jobs}
+    `repeat` k > 0: the k-th repeat trace, in another process state (torchbench_core.syscalls.REPEAT_ENV: a
+    jittered layout, the jobs in reverse order), appended to evidence.syscalls_again[side][job]; a job it
+    fails for keeps the traces it has, which then decide nothing (channels.SystemCalls). From `cache` where
+    it has them (then traced only for the rest, and kept there). Stored, not weighed here. Returns how many
+    were traced, came from the cache, exact, not traceable, and failed."""
+    cases = {job: CountsCache.case(job, evidence.jobs[job].params) + (REPEATED.format(repeat) if repeat else "")
+             for job in jobs}
     cached = cache.load_syscalls(side.commit) if cache else {}
     todo = [job for job in jobs if cases[job] not in cached]
-    found = _worker(suite, side, "syscalls", todo, timeout=1800, cache_dir=cache_dir) if todo else {}
+    env = {REPEAT_ENV: str(repeat)} if repeat else None
+    found = _worker(suite, side, "syscalls", todo, timeout=timeout, env=env, cache_dir=cache_dir) if todo else {}
     traced, missing, failures = evidence.syscalls[side.name], evidence.no_syscalls[side.name], {}
-    new = {}
+    new, exact = {}, 0
     for job in jobs:
         result = cached.get(cases[job]) or found.get(f"{job[0]}|{job[1]}") or {
             "error": found.get("error") or "the worker returned nothing"}
@@ -140,19 +147,25 @@ def collect_syscalls(suite: Path, side: Side, jobs: list[Job], evidence: Evidenc
         if cases[job] not in cached and ("syscalls" in result or "uncountable" in result):
             new[cases[job]] = result  # what a commit's code decides: kept
         if "syscalls" in result:
-            traced[job] = result["syscalls"]
+            exact += bool(result["syscalls"].get("exact"))
+            if repeat:
+                evidence.syscalls_again[side.name].setdefault(job, []).append(result["syscalls"])
+            else:
+                traced[job] = result["syscalls"]
         elif "uncountable" in result:
-            missing[job] = f"not traceable: {result['uncountable']}"
+            if not repeat:
+                missing[job] = f"not traceable: {result['uncountable']}"
         else:
-            missing[job] = f"tracing failed: {last_line(str(result.get('error')))}"
+            if not repeat:
+                missing[job] = f"tracing failed: {last_line(str(result.get('error')))}"
             failures.setdefault(str(result.get("error")), []).append(evidence.jobs[job].name)
     for error, names in failures.items():
-        evidence.notes.append(f"system calls ({side.name}) failed for {_first_names(names)}: {error}")
+        evidence.notes.append(f"system calls ({side.name}{f', repeat trace {repeat}' if repeat else ''}) failed "
+                              f"for {_first_names(names)}: {error}")
     if cache:
         cache.store_syscalls(side.commit, new)
-    return {"traced": sum(1 for job in jobs if job in traced and cases[job] not in cached),
-            "cached": sum(1 for job in jobs if cases[job] in cached),
-            "exact": sum(1 for job in jobs if traced.get(job, {}).get("exact")),
+    return {"traced": sum(1 for job in jobs if "syscalls" in new.get(cases[job], {})),
+            "cached": sum(1 for job in jobs if cases[job] in cached), "exact": exact,
             "untraceable": sum(1 for job in jobs if missing.get(job, "").startswith("not traceable")),
             "failed": sum(len(names) for names in failures.values())}
 

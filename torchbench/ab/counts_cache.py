@@ -54,9 +54,10 @@ from torchbench_core.storage import atomic_write_text
 from .. import resources
 from .evidence import Job
 
-__all__ = ["CountPlans", "CountsCache", "DRAWN", "JITTERED"]
+__all__ = ["CountPlans", "CountsCache", "DRAWN", "JITTERED", "REPEATED"]
 
 JITTERED = "|jittered {}"  # the k-th jittered valgrind process's counts (an older "|again, layout 1" is unread)
+REPEATED = "|repeat trace {}"  # a case's k-th repeat trace of system calls (collect.collect_syscalls(repeat))
 DRAWN = ", {} draws"  # after JITTERED: that process counted each case in this many layout draws, draw by draw
 
 

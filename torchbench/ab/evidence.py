@@ -94,6 +94,10 @@ class Evidence:
     # system calls of one call by type, under strace (torchbench_core.syscalls): per side and job,
     # {"per_call": {name: calls a call}, "exact": bool, "calls": N, "regions": {"N": {...}, "2N": {...}}}
     syscalls: dict[str, dict[Job, dict]] = field(default_factory=lambda: {s: {} for s in SIDES})
+    # the repeat traces of the rows whose first traces differed between the sides, one such dict per
+    # process, in another process state each (collect.collect_syscalls(repeat)): a system-call decision
+    # rests on every trace (channels.SystemCalls)
+    syscalls_again: dict[str, dict[Job, list[dict]]] = field(default_factory=lambda: {s: {} for s in SIDES})
     # why a job has no system calls on a side ("not traceable: ...", "tracing failed: ..."), and per side how
     # many were traced, exact, not traceable, failed
     no_syscalls: dict[str, dict[Job, str]] = field(default_factory=lambda: {s: {} for s in SIDES})
@@ -223,6 +227,7 @@ class Evidence:
                 "cycles_again": {s: keyed(v) for s, v in self.cycles_again.items()},
                 "sim_events": {s: keyed(v) for s, v in self.sim_events.items()},
                 "syscalls": {s: keyed(v) for s, v in self.syscalls.items()},
+                "syscalls_again": {s: keyed(v) for s, v in self.syscalls_again.items()},
                 "no_syscalls": {s: keyed(v) for s, v in self.no_syscalls.items()},
                 "uncounted": {s: keyed(v) for s, v in self.uncounted.items()}, "counts_off": self.counts_off,
                 "builds_differ": self.builds_differ,

@@ -24,7 +24,7 @@ from ..errors import UserError
 from ..project.commits import Commit
 from . import collect
 from . import rounds as rounds_mod
-from .channels import to_confirm
+from .channels import SYSCALL_TRACES, to_confirm, to_retrace
 from .count_decision import DRAWS, MAX_PASSES
 from .counts_cache import CountPlans, CountsCache
 from .evidence import SIDES, Evidence, Job, JobInfo, Side
@@ -216,16 +216,36 @@ def _caches(root: Path, valgrind: Path | None, suite: Path, sides: dict[str, Sid
 def _syscalls_both(root: Path, valgrind: Path | None, suite: Path, sides: dict[str, Side], jobs: list[Job],
                    evidence: Evidence, cache_dir: Path) -> None:
     """Both sides' system calls per call at once, one traced process each (collect.collect_syscalls): counts
-    of calls, not times, so the process beside does not move them. Kept beside the counts, by commit."""
+    of calls, not times, so the process beside does not move them. Then the rows whose first traces differed
+    in a call that may decide are traced again, SYSCALL_TRACES - 1 repeat traces a side in another process
+    state each (channels.to_retrace), so that a decision rests on calls that repeat. Kept beside the counts,
+    by commit."""
     caches = _caches(root, valgrind, suite, sides)
-    with ThreadPoolExecutor(max_workers=len(SIDES)) as pool:
-        tally = dict(zip(SIDES, pool.map(lambda name: collect.collect_syscalls(
-            suite, sides[name], jobs, evidence, cache_dir, caches[name]), SIDES)))
+
+    def both_sides(todo: list[Job], repeat: int) -> dict[str, dict[str, int]]:
+        with ThreadPoolExecutor(max_workers=len(SIDES)) as pool:
+            return dict(zip(SIDES, pool.map(lambda name: collect.collect_syscalls(
+                suite, sides[name], todo, evidence, cache_dir, caches[name], repeat=repeat), SIDES)))
+
+    tally = both_sides(jobs, 0)
     for name in SIDES:
         t = tally[name]
-        evidence.notes.extend(caches[name].problems)
         print(f"== system calls, {name}: {t['traced']} traced (one process under strace), {t['cached']} from the "
               f"cache, {t['exact']} exact, {t['untraceable']} not traceable, {t['failed']} failed", flush=True)
+    for name in SIDES:
+        tally[name]["repeated"] = 0
+    for repeat in range(1, SYSCALL_TRACES):
+        again = to_retrace(evidence, jobs, repeat)
+        if not again:
+            break
+        found = both_sides(again, repeat)
+        print(f"== system calls, repeat trace {repeat} a side (another layout, the rows in reverse order) for the "
+              f"{len(again)} row(s) whose calls differed: {found['base']['traced'] + found['head']['traced']} "
+              f"traced, {found['base']['cached'] + found['head']['cached']} from the cache", flush=True)
+        for name in SIDES:
+            tally[name]["repeated"] += found[name]["traced"] + found[name]["cached"]
+    for name in SIDES:
+        evidence.notes.extend(caches[name].problems)
     evidence.syscall_tally = tally
 
 
