@@ -12,10 +12,10 @@ its rate (`plan_design`); at each, a benchmark stops when
 it is clearly changed (its p-value below the look's share of its weighted BH
 bar) or clearly unchanged (its interval at the look's level inside
 +-threshold). A benchmark its instruction counts decide is no part of those
-looks: it stops as soon as its wall time could disagree with the counts
-(`wall_check_rounds`, 4 rounds at 95%) and does not lean against them
-(counts.opposite_p above 1/2); one that leans against them goes on, so that
-the veto has processes to see it. After ESTIMATE_AFTER
+looks: it stops once it has counts.VETO_PROCESSES processes a side (6: the
+veto's permutation test then sees past a slow process) and does not lean
+against them (counts.opposite_p above 1/2); one that leans against them goes
+on, so that the veto has processes to see it. After ESTIMATE_AFTER
 rounds each benchmark's time per process is set where its variance is
 (allocation.py). The rest go on, up to `max_rounds` or the time budget.
 """
@@ -42,7 +42,7 @@ from . import design_choice, sequential
 from .allocation import allocate
 from .contrast import compare_row, slow_processes_moved
 from .channels import findings
-from .counts import NO_COUNTS, count_change, opposite_p, processes, weights
+from .counts import NO_COUNTS, VETO_PROCESSES, count_change, opposite_p, processes, weights
 from .evidence import Evidence, Job, Side
 from .options import Policy, Rounds
 from .sides import setup_cache_of, side_env
@@ -200,9 +200,10 @@ def _counts_stop(evidence: Evidence, job: Job, policy: Policy) -> str | None:
     """Why the row leaves the rounds now, where a deterministic channel decides it."""
     found = next((f for f in findings(evidence, job, policy.count_floor).values() if f.decides), None)
     base, head = evidence.wall_values(job)
-    # a row whose wall time leans against the channel stays, so that the veto (verdict._by_channel) has the
-    # processes to see a move the other way
-    if found is not None and opposite_p(base, head, found.delta) > 0.5:
+    # a row stays until it has VETO_PROCESSES a side, and while its wall time leans against the channel, so
+    # that the veto (verdict._by_channel) has the processes to see a move the other way past a slow process
+    if found is not None and min(len(base), len(head)) >= VETO_PROCESSES \
+            and opposite_p(base, head, found.delta) > 0.5:
         n = len(processes(evidence.counts_again["base"], job)) + 1  # the first process's and the draws'
         margin = f", noise margin {found.margin:.2%}, {n} layouts a side" if found.margin == found.margin else ""
         return f"decided by {found.channel} ({found.text}{margin})"
