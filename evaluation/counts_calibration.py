@@ -1,31 +1,37 @@
-"""Calibrate the instruction-count test on the pool of identical code at many commits, and replay it (issue 50).
+"""Calibrate the instruction-count test on one set of commits, and measure it on others (issues 50 and 61).
 
 Reads evaluation/counts_noise_pool.py's pool and, per kind of row (the timer suite's TimerSuite statements,
 the plain suite's `time_` methods counted call by call), fits the two constants of
-torchbench/ab/count_decision.py and measures the rule they make:
+torchbench/ab/count_decision.py on the FIT commits alone (those of the pool recorded before the fit,
+counts_noise_pool-2026-11-28: the plain suite's first 12, the timer suite's first 8):
 
     FIRST_MOVE  the 99th percentile of |log(head/base)| of a first process a side between adjacent commits
                 (a row below it is "flat": the wall-time bar is stricter for it)
     COMMIT_SD   the smallest commit noise (log sd, on a 0.01% grid) beyond the layouts' own spread at which
-                the test's A/A p-values hold at 5% and at its own level, COUNT_ALPHA (at most 5% of the
-                pairs' rows have p <= 0.05, at most 1% p <= 0.01), and the whole rule decides at most
-                AA_DECIDED of them (the issue's goal, 0.1%: on a pool of 30 pairs and 1,665 rows that was
-                none; the pool of independent layouts, 94 pairs and 4,704 rows, shows commits that move a
-                row's counts in every layout by 1.3-1.5%, which a fit to none would price into every row)
+                the test's A/A p-values hold at 5% and at 1% on the fit commits' pairs (at most 5% of their
+                rows have p <= 0.05, at most 1% p <= 0.01): a property of the p-values, not of how many rows
+                the rule decides, so that the decisions measured below can come out either way
     (and, where the pool has simulated cycles, the same fit for them: channels.CYCLES_COMMIT_SD)
+
+Then the rule, at the level the alert decides at (Policy.deterministic_level: the deterministic channels'
+share of the suite's false-alert budget, Bonferroni over the suite's rows), is measured on the commits it was
+not fitted on: the HELD-OUT commits, recorded after the fit (counts_noise_pool-2026-11-28c: the plain suite's
+commits 12-25, the timer suite's 8-13), and, beside, twelve random halves of all the commits (fitted on one
+half, measured on the other's pairs). Each pair of commits is an A/A suite of the suite's rows; a suite
+"ends regression" where any row is decided by counts or (counts flat) simulated cycles. Bounds: Clopper-Pearson
+at 95%; for rows, with the rows of a pair clustered (Kish's design effect from the pairs' spread of the
+share, the count and the rows divided by it), since the rows of one pair share its two commits' layouts.
 
 The test's layouts a side are the alert's: the first process's, then one jittered process's DRAWS layout
 draws (the pool's "j1d0" .. "j1d7", counts_noise_pool.py --draws). The whole rule (a first process a side;
-a row moved by at least the floor counted in the draws; decided at COUNT_ALPHA) is replayed on every pair of
-commits with draws: the share of A/A rows decided, and the share of rows decided when the head's counts of
-that row are raised by 2% and by 5% (a compute change: every layout's counts scaled), with the rows that
-would get a second jittered process (near their bar: the pool has none, so they count as not decided).
-Beside it, on the pool's commits with two jittered processes of one layout each ("j1", "j2"), the rule
-those replaced (the same test on three processes a side, with its own constants) and the rule before that
-(counts.py before issue 50: 5 x the repeats' spread or the processes' difference, at least 0.6%, beyond the
-1% floor).
+a row moved by at least the floor counted in the draws; decided at the alert's level) is replayed on every
+pair of commits with draws: the rows decided where nothing changed, and where the head's counts of every
+row are raised by 2% and by 5% (a compute change: every layout's counts scaled); a row that would get a
+second jittered process (near its bar: the pool has none) counts as not decided. COMMIT_RATIO is not
+fitted: a commit moves a row about as far as its layouts do (stated in count_decision.py, with the moment
+estimates beside it).
 
-    python evaluation/counts_calibration.py [POOL] [--floor 0.01]
+    python evaluation/counts_calibration.py [POOL] [--floor 0.01] [--splits 12]
 """
 
 from __future__ import annotations
@@ -45,18 +51,20 @@ sys.path.insert(0, str(ROOT))
 
 from torchbench.ab.count_decision import BY_CALL, COUNT_ALPHA, DRAWS, STATEMENT, count_decision  # noqa: E402
 from torchbench.ab.counts import NEAR  # noqa: E402
+from torchbench.ab.options import Policy  # noqa: E402
 
-# the pool the constants are fitted on: each commit's jittered process draws layouts of its own (salted)
-POOL = ROOT / "evaluation" / "results" / "counts_noise_pool-2026-11-28.json.gz"
+# the pool: each commit's jittered process draws layouts of its own (salted); the commits of
+# counts_noise_pool-2026-11-28.json.gz (FIT_COMMITS) were recorded before the constants were fitted, the rest
+# after (held out)
+POOL = ROOT / "evaluation" / "results" / "counts_noise_pool-2026-11-28c.json.gz"
+FIT_COMMITS = {"plain": 12, "timer": 8}
 # the pool before it, whose commits drew their layouts alike (the same seeds): it alone has the two jittered
 # processes of one layout each ("j1", "j2") that the rules before the layout draws are replayed on
 ALIKE_POOL = ROOT / "evaluation" / "results" / "counts_noise_pool-2026-11-27.json.gz"
 KINDS = {"timer": STATEMENT, "plain": BY_CALL}
 GRID = np.arange(0, 0.02, 0.0001)  # commit noise candidates, log sd
 LEVEL = 0.05  # the A/A p-values must hold here
-LEVELS = (LEVEL, COUNT_ALPHA)  # ... and at the level the test decides at
-AA_DECIDED = 0.001  # the share of the pool's A/A rows the whole rule may decide (the issue's goal)
-OLD_FACTOR, OLD_FLOOR = 5, 0.006  # the previous rule's margin (counts.py before issue 50)
+LEVELS = (LEVEL, COUNT_ALPHA)  # ... and at 1%
 
 
 def load(path: Path = POOL) -> dict:
@@ -64,10 +72,9 @@ def load(path: Path = POOL) -> dict:
 
 
 # the alert's layouts a side: the first process's, then one jittered process's DRAWS layout draws
-# (counts_noise_pool.py --draws: "j1d0" .. ); the rule before them: two jittered processes ("j1", "j2")
+# (counts_noise_pool.py --draws: "j1d0" .. ); the pool before (ALIKE_POOL) had two jittered processes instead
 DRAWN = ["0"] + [f"j1d{d}" for d in range(DRAWS)]
 PROCESSES = ["0", "j1", "j2"]
-PROCESSES_COMMIT_SD = {STATEMENT: 0.0018, BY_CALL: 0.0}  # that rule's constants (count_decision.py before draws)
 
 
 def layouts(suite: dict, drawn: bool = True) -> list[str]:
@@ -133,17 +140,15 @@ def aa_p_values(suite: dict, kind: str, commit_sd: float, field: str = "counts")
     return np.array(ps)
 
 
-def holds(suite: dict, kind: str, commit_sd: float, field: str = "counts", floor: float = 0.01) -> bool:
-    """The A/A p-values hold at LEVEL and at the test's own level (COUNT_ALPHA), and the whole rule decides
-    at most AA_DECIDED of the pool's A/A rows."""
+def holds(suite: dict, kind: str, commit_sd: float, field: str = "counts") -> bool:
+    """The A/A p-values of the suite's pairs hold at LEVEL and at 1% (LEVELS)."""
     p = aa_p_values(suite, kind, commit_sd, field)
-    decided, rows = aa_decided(suite, kind, floor, commit_sd, field)
-    return all(np.mean(p <= level) <= level for level in LEVELS) and decided <= AA_DECIDED * rows
+    return all(np.mean(p <= level) <= level for level in LEVELS)
 
 
 def fit_commit_sd(suite: dict, kind: str, field: str = "counts") -> float:
-    """The smallest grid value at which the A/A p-values hold at LEVEL and the rule decides no A/A row (both
-    only get easier as the commit noise grows, so a bisection of the grid finds it)."""
+    """The smallest grid value at which the A/A p-values hold at LEVELS (it only gets easier as the commit
+    noise grows, so a bisection of the grid finds it)."""
     low, high = 0, len(GRID) - 1
     while low < high:
         mid = (low + high) // 2
@@ -154,26 +159,105 @@ def fit_commit_sd(suite: dict, kind: str, field: str = "counts") -> float:
     return round(float(GRID[low]), 4)
 
 
-def halves(suite: dict) -> list[dict]:
-    """The suite with its commits with draws split in two (alternate commits): pairs within each half."""
+def subset(suite: dict, commits) -> dict:
+    """The suite with these commits alone (pairs within them)."""
+    keep = set(commits)
+    return {**suite, **{field: {c: by for c, by in suite.get(field, {}).items() if c in keep}
+                        for field in ("counts", "cycles")}}
+
+
+def fit_and_held_out(suite: dict, name: str) -> tuple[dict, dict]:
+    """The suite's FIT commits (recorded before the fit) and the rest (recorded after it)."""
+    commits = sorted(suite["counts"], key=int)
+    return subset(suite, commits[:FIT_COMMITS[name]]), subset(suite, commits[FIT_COMMITS[name]:])
+
+
+def alert_level(suite: dict) -> float:
+    """The level the alert decides a count or cycles test at in a suite of this suite's rows."""
+    return Policy().deterministic_level(len(suite["jobs"]))
+
+
+def random_halves(suite: dict, kind: str, floor: float, splits: int, seed: int = 0) -> list[dict]:
+    """COMMIT_SD fitted on a random half of the commits with draws, the rule measured on the other half's
+    pairs at the alert's level (`measure`), `splits` times."""
+    rng = np.random.default_rng(seed)
     commits = jittered_commits(suite)
     out = []
-    for half in (commits[0::2], commits[1::2]):
-        keep = set(half)
-        out.append({**suite, **{field: {c: by for c, by in suite.get(field, {}).items() if c in keep}
-                                for field in ("counts", "cycles")}})
+    for _ in range(splits):
+        drawn = list(rng.permutation(commits))
+        fit_on, test_on = subset(suite, drawn[:len(drawn) // 2]), subset(suite, drawn[len(drawn) // 2:])
+        sd = fit_commit_sd(fit_on, kind)
+        out.append({"commit_sd": sd, **measure(test_on, kind, floor, sd, None, alert_level(suite))})
     return out
 
 
-def held_out(suite: dict, kind: str, floor: float) -> list[dict]:
-    """COMMIT_SD fitted on one half of the commits (`halves`), the rule replayed on the other's pairs: the
-    pool's figures out of sample, each way."""
-    out = []
-    for fit_on, test_on in itertools.permutations(halves(suite)):
-        sd = fit_commit_sd(fit_on, kind)
-        r = replay(test_on, kind, floor, sd)
-        out.append({"commit_sd": sd, "pairs": len(pairs(test_on)),
-                    **{factor: [v["ours"], v["rows"]] for factor, v in r.items()}})
+def clopper_pearson(x: float, n: float, confidence: float = 0.95) -> tuple[float, float]:
+    """The two-sided Clopper-Pearson interval of x successes in n (statsmodels' "beta")."""
+    from statsmodels.stats.proportion import proportion_confint
+
+    if n <= 0:
+        return math.nan, math.nan
+    low, high = proportion_confint(x, n, alpha=1 - confidence, method="beta")
+    return float(low), float(high)
+
+
+def clustered_bounds(per_pair: list[tuple[int, int]]) -> dict:
+    """The share of rows decided over pairs [(decided, rows)], and its Clopper-Pearson interval with the rows
+    clustered by pair: Kish's design effect, 1 + (mean rows - 1) x the intra-pair correlation (estimated
+    from the pairs' spread of their share against a binomial's), divides the count and the rows."""
+    x = sum(d for d, _ in per_pair)
+    n = sum(r for _, r in per_pair)
+    if not n:
+        return {"x": 0, "n": 0, "share": math.nan, "bounds": (math.nan, math.nan), "design_effect": math.nan}
+    share = x / n
+    sizes = np.array([r for _, r in per_pair], dtype=float)
+    shares = np.array([d / r for d, r in per_pair if r])
+    between = float(np.var(shares, ddof=1)) if len(shares) > 1 else 0.0
+    binomial = share * (1 - share) / float(np.mean(sizes)) if 0 < share < 1 else 0.0
+    rho = 0.0 if binomial == 0 else max(0.0, (between - binomial) / (share * (1 - share)))
+    deff = 1 + (float(np.mean(sizes)) - 1) * min(1.0, rho)
+    return {"x": x, "n": n, "share": share, "bounds": clopper_pearson(x / deff, n / deff), "design_effect": deff}
+
+
+def disjoint(pairs_: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Pairs that share no commit, greedily in order (adjacent commits first: (0, 1), (2, 3), ...)."""
+    seen, out = set(), []
+    for a, b in sorted(pairs_, key=lambda ab: (abs(int(ab[1]) - int(ab[0])), int(ab[0]))):
+        if a not in seen and b not in seen:
+            out.append((a, b))
+            seen.update((a, b))
+    return out
+
+
+def measure(suite: dict, kind: str, floor: float, commit_sd: float, cycles_sd: float | None,
+            alpha: float) -> dict:
+    """The rule at `alpha` on every pair of the suite's commits with draws: per factor (1.00: A/A; 1.02,
+    1.05: the head's counts raised), the rows decided per pair; for A/A, the pairs (suites) in which any row
+    was decided, by counts or (counts flat, where cycles_sd is given and the pair has them) by simulated
+    cycles; the same on pairs that share no commit."""
+    out = {"level": alpha, "pairs": len(pairs(suite)), "disjoint_pairs": len(disjoint(pairs(suite)))}
+    cycle_pairs = set(pairs(suite, "cycles")) if cycles_sd is not None else set()
+    for factor in (1.0, 1.02, 1.05):
+        per_pair, flagged = {}, {}
+        for a, b, job in _rows(suite, "counts", True):
+            verdict = rule(processes(suite, a, job), processes(suite, b, job, factor), kind, floor, commit_sd, alpha)
+            if factor == 1.0 and verdict != "decided" and (a, b) in cycle_pairs and \
+                    all(job in suite["cycles"][c][layout] for c in (a, b) for layout in layouts(suite)):
+                flat = count_decision(processes(suite, a, job), processes(suite, b, job), kind, floor, alpha=alpha)
+                if flat is not None and not flat.decides and abs(flat.delta) < floor:
+                    verdict = rule(processes(suite, a, job, field="cycles"), processes(suite, b, job, field="cycles"),
+                                   kind, floor, cycles_sd, alpha)
+            done, rows = per_pair.get((a, b), (0, 0))
+            per_pair[(a, b)] = (done + (verdict == "decided"), rows + 1)
+            flagged[(a, b)] = flagged.get((a, b), False) or verdict == "decided"
+        key = f"{factor:.2f}"
+        out[key] = clustered_bounds(list(per_pair.values()))
+        if factor == 1.0:
+            apart = disjoint(list(per_pair))
+            out["suites"] = {"flagged": sum(flagged.values()), "of": len(flagged),
+                             "bounds": clopper_pearson(sum(flagged.values()), len(flagged)),
+                             "disjoint_flagged": sum(flagged[p] for p in apart), "disjoint_of": len(apart),
+                             "disjoint_bounds": clopper_pearson(sum(flagged[p] for p in apart), len(apart))}
     return out
 
 
@@ -181,137 +265,84 @@ def first_move(suite: dict, field: str = "counts") -> float:
     return round(float(np.quantile(first_moves(suite, field), 0.99)), 4)
 
 
-def rule(base: list[list[float]], head: list[list[float]], kind: str, floor: float, commit_sd: float) -> str:
+def rule(base: list[list[float]], head: list[list[float]], kind: str, floor: float, commit_sd: float,
+         alpha: float = COUNT_ALPHA) -> str:
     """The alert's rule on one row: "decided", "near" (a second jittered process would count it: the pool
     has none, so it is not decided here) or "" (a first process a side, then the jittered layouts for a
     candidate)."""
-    first = count_decision(base[:1], head[:1], kind, floor, commit_sd=commit_sd)
+    first = count_decision(base[:1], head[:1], kind, floor, commit_sd=commit_sd, alpha=alpha)
     if first is None or not first.pending:
         return ""
-    t = count_decision(base, head, kind, floor, commit_sd=commit_sd)
+    t = count_decision(base, head, kind, floor, commit_sd=commit_sd, alpha=alpha)
     return "decided" if t.decides else "near" if abs(t.delta) >= floor and t.p_value <= NEAR else ""
 
 
-def old_rule(base: list[list[float]], head: list[list[float]], floor: float) -> bool:
-    """counts.py before issue 50 (a TimerSuite case's pooled processes; its second process the first jittered)."""
-    runs = {"base": base[:2], "head": head[:2]}
-    spread = 0.0
-    for side in runs.values():
-        medians = [float(np.median(v)) for v in side]
-        spread = max(spread, max((max(v) - min(v)) / np.median(v) for v in side),
-                     abs(medians[0] - medians[1]) / min(medians))
-    mb, mh = (float(np.median(np.concatenate(runs[s]))) for s in ("base", "head"))
-    delta = mh / mb - 1
-    return abs(delta) > max(OLD_FACTOR * spread, OLD_FLOOR) and abs(delta) >= floor
-
-
-def replay(suite: dict, kind: str, floor: float, commit_sd: float) -> dict:
-    """Each rule on every pair of commits it has the layouts of, the head's counts raised by 0, 2 and 5%."""
-    found = {}
-    for factor in (1.0, 1.02, 1.05):
-        ours = near = total = 0
-        for a, b, job in _rows(suite, "counts", True):
-            verdict = rule(processes(suite, a, job), processes(suite, b, job, factor), kind, floor, commit_sd)
-            total += 1
-            ours += verdict == "decided"
-            near += verdict == "near"
-        earlier = old = total_p = 0
-        for a, b, job in _rows(suite, "counts", False):
-            base, head = processes(suite, a, job, drawn=False), processes(suite, b, job, factor, drawn=False)
-            total_p += 1
-            earlier += rule(base, head, kind, floor, PROCESSES_COMMIT_SD[kind]) == "decided"
-            old += old_rule(base, head, floor)
-        found[f"{factor:.2f}"] = {"rows": total, "ours": ours, "near": near, "rows_processes": total_p,
-                                  "processes": earlier, "old": old}
-    return found
-
-
-def fit_over(suites: list[dict], kind: str, field: str = "counts") -> tuple[float, list[float]]:
-    """COMMIT_SD held on every pool of the kind: the largest of each pool's fit (each pool's fit, beside)."""
-    fits = [fit_commit_sd(suite, kind, field) for suite in suites]
-    return max(fits), fits
-
-
-def calibrate(pool: dict, floor: float, others: list[dict] = ()) -> dict:
-    """The constants per suite of `pool`; COMMIT_SD held on the same suite of `others` too (fit_over)."""
+def calibrate(pool: dict, floor: float, splits: int = 12) -> dict:
+    """Per suite of `pool`: the constants fitted on its FIT commits, and the rule measured in sample, on the
+    held-out commits, and over `splits` random halves."""
     out = {}
     for name, suite in pool["suites"].items():
         kind = KINDS[name]
-        sd, fits = fit_over([suite, *(o["suites"][name] for o in others if name in o["suites"])], kind)
-        move = first_move(suite)
-        moves, p = first_moves(suite), aa_p_values(suite, kind, sd)
-        out[name] = {"kind": kind, "commit_sd": sd, "fits": fits, "first_move": move, "rows": len(suite["jobs"]),
-                     "adjacent_pairs": len(set(c for c, by in suite["counts"].items() if "0" in by)) - 1,
-                     "jittered_pairs": len(pairs(suite)), "process_pairs": len(pairs(suite, drawn=False)),
+        fit, held = fit_and_held_out(suite, name)
+        sd = fit_commit_sd(fit, kind)
+        cycles_sd = fit_commit_sd(fit, kind, "cycles") if pairs(fit, "cycles") else None
+        alpha = alert_level(suite)
+        moves = first_moves(fit)
+        out[name] = {"kind": kind, "rows": len(suite["jobs"]), "commit_sd": sd, "cycles_commit_sd": cycles_sd,
+                     "first_move": first_move(fit), "level": alpha,
+                     "fit_commits": len(jittered_commits(fit)), "held_commits": len(jittered_commits(held)),
                      "candidates": float(np.mean(moves >= floor)),
-                     "first_moves": {q: float(np.quantile(moves, float(q))) for q in ("0.5", "0.9", "0.99", "1")},
-                     "aa_level": float(np.mean(p <= LEVEL)), "aa_alpha": float(np.mean(p <= COUNT_ALPHA)),
                      "salted": bool(suite.get("salted")), "repeated_layouts": repeated_layouts(suite),
-                     "replay": replay(suite, kind, floor, sd), "held_out": held_out(suite, kind, floor)}
-        if pairs(suite, "cycles"):  # simulated cycles: the same test, their own commit noise (on every pool)
-            cycles_sd, cycles_fits = fit_over([suite, *(o["suites"][name] for o in others if name in o["suites"]
-                                                      and pairs(o["suites"][name], "cycles"))], kind, "cycles")
-            cycles_p = aa_p_values(suite, kind, cycles_sd, "cycles")
-            out[name]["cycles"] = {"commit_sd": cycles_sd, "fits": cycles_fits,
-                                   "jittered_pairs": len(pairs(suite, "cycles")),
-                                   "first_move": first_move(suite, "cycles"),
-                                   "aa_level": float(np.mean(cycles_p <= LEVEL)),
-                                   "aa_alpha": float(np.mean(cycles_p <= COUNT_ALPHA)),
-                                   "aa_decided": aa_decided(suite, kind, floor, cycles_sd, "cycles")}
+                     "held_p": {str(level): float(np.mean(aa_p_values(held, kind, sd) <= level)) for level in LEVELS},
+                     "in_sample": measure(fit, kind, floor, sd, cycles_sd, alpha),
+                     "held_out": measure(held, kind, floor, sd, cycles_sd, alpha),
+                     "halves": random_halves(suite, kind, floor, splits)}
     return out
 
 
-def aa_decided(suite: dict, kind: str, floor: float, commit_sd: float, field: str) -> list[int]:
-    """[rows decided, rows] of the whole rule on every jittered pair's identical rows."""
-    decided = total = 0
-    for a, b, job in _rows(suite, field, True):
-        total += 1
-        decided += rule(processes(suite, a, job, field=field), processes(suite, b, job, field=field), kind,
-                        floor, commit_sd) == "decided"
-    return [decided, total]
+def _share(m: dict) -> str:
+    low, high = m["bounds"]
+    return f"{m['x']}/{m['n']} ({m['share']:.2%}; 95% CP {low:.2%}-{high:.2%}, design effect {m['design_effect']:.1f})"
+
+
+def _report(what: str, m: dict) -> list[str]:
+    s = m["suites"]
+    return [f"  {what}: {m['pairs']} pairs of commits ({m['disjoint_pairs']} sharing no commit), level {m['level']:.2e}",
+            f"    A/A rows decided: {_share(m['1.00'])}",
+            f"    A/A suites ending regression (counts or cycles): {s['flagged']}/{s['of']} "
+            f"(95% CP up to {s['bounds'][1]:.1%}); of the pairs sharing no commit {s['disjoint_flagged']}/"
+            f"{s['disjoint_of']} (up to {s['disjoint_bounds'][1]:.1%})",
+            f"    +2% rows decided: {_share(m['1.02'])}",
+            f"    +5% rows decided: {_share(m['1.05'])}"]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("pool", nargs="?", type=Path, default=POOL)
     parser.add_argument("--floor", type=float, default=0.01)
+    parser.add_argument("--splits", type=int, default=12, help="random halves of the commits (default 12)")
     args = parser.parse_args()
-    others = [load(ALIKE_POOL)] if args.pool != ALIKE_POOL and ALIKE_POOL.exists() else []
-    found = calibrate(load(args.pool), args.floor, others)
+    found = calibrate(load(args.pool), args.floor, args.splits)
     for name, f in found.items():
-        print(f"== {name} ({f['kind']}): {f['rows']} rows, {f['adjacent_pairs']} adjacent commit pairs, "
-              f"{f['jittered_pairs']} pairs with a jittered process of {DRAWS} layout draws "
-              f"({f['process_pairs']} with two jittered processes); the draws "
+        print(f"== {name} ({f['kind']}): {f['rows']} rows; fitted on {f['fit_commits']} commits, held out "
+              f"{f['held_commits']} recorded after the fit; the draws "
               + ("salted by commit" if f["salted"] else "alike for every commit")
-              + f", repeating between the pair's commits on {f['repeated_layouts']:.1%} of rows")
-        print("  a first process's A/A move, quantiles 50/90/99/max: "
-              + " / ".join(f"{v:.3%}" for v in f["first_moves"].values())
-              + f"; candidates (>= {args.floor:.0%}): {f['candidates']:.1%}")
-        if len(f["fits"]) > 1:
-            print(f"  COMMIT_SD fitted on this pool {f['fits'][0]:.4f}, on {ALIKE_POOL.name} (its draws alike a "
-                  f"commit) {f['fits'][1]:.4f}: the larger holds on both")
-        print(f"  COMMIT_SD {f['commit_sd']:.4f}, FIRST_MOVE {f['first_move']:.4f}; A/A p <= {LEVEL}: "
-              f"{f['aa_level']:.1%} of rows, p <= {COUNT_ALPHA} (COUNT_ALPHA): {f['aa_alpha']:.2%}")
-        for factor, r in f["replay"].items():
-            what = "A/A rows decided" if factor == "1.00" else f"rows decided at +{float(factor) - 1:.0%}"
-            anchors = (f"; two jittered processes {r['processes']}/{r['rows_processes']} "
-                       f"({r['processes'] / r['rows_processes']:.1%}); 5 x spread {r['old']}/{r['rows_processes']} "
-                       f"({r['old'] / r['rows_processes']:.1%})") if r["rows_processes"] else ""
-            print(f"  {what:22}: ours {r['ours']}/{r['rows']} ({r['ours'] / r['rows']:.1%}; {r['near']} more near "
-                  f"their bar: a second jittered process){anchors}")
-        for h in f["held_out"]:
-            print(f"  held out: COMMIT_SD {h['commit_sd']:.4f} fitted on half the commits, replayed on the other "
-                  f"half's {h['pairs']} pairs: A/A decided {h['1.00'][0]}/{h['1.00'][1]}, +2% "
-                  f"{h['1.02'][0] / h['1.02'][1]:.1%}, +5% {h['1.05'][0] / h['1.05'][1]:.1%}")
-        if "cycles" in f:
-            c = f["cycles"]
-            print(f"  simulated cycles: CYCLES_COMMIT_SD {c['commit_sd']:.4f} ({c['jittered_pairs']} jittered pairs; "
-                  f"fitted on each pool: {' / '.join(f'{x:.4f}' for x in c['fits'])}), "
-                  f"first move 99th percentile {c['first_move']:.2%}; A/A p <= {LEVEL}: {c['aa_level']:.1%}, p <= "
-                  f"{COUNT_ALPHA}: {c['aa_alpha']:.2%}; "
-                  f"A/A rows decided {c['aa_decided'][0]}/{c['aa_decided'][1]}")
+              + f", repeating between a pair's commits on {f['repeated_layouts']:.1%} of rows")
+        cycles = f"{f['cycles_commit_sd']:.4f}" if f["cycles_commit_sd"] is not None else "-"
+        print(f"  fitted: COMMIT_SD {f['commit_sd']:.4f}, CYCLES_COMMIT_SD {cycles}, FIRST_MOVE {f['first_move']:.4f}; "
+              f"candidates (first move >= {args.floor:.0%}): {f['candidates']:.1%}")
+        print("  held-out A/A p-values: " + ", ".join(f"p <= {k}: {v:.2%}" for k, v in f["held_p"].items()))
+        for what in ("in_sample", "held_out"):
+            print("\n".join(_report(what.replace("_", " "), f[what])))
+        h = f["halves"]
+        print(f"  {len(h)} random halves (fit on one, measured on the other): COMMIT_SD "
+              f"{min(x['commit_sd'] for x in h):.4f}-{max(x['commit_sd'] for x in h):.4f}; A/A rows decided "
+              f"{sum(x['1.00']['x'] for x in h)}/{sum(x['1.00']['n'] for x in h)}, suites ending regression "
+              f"{sum(x['suites']['flagged'] for x in h)}/{sum(x['suites']['of'] for x in h)}; +2% "
+              f"{min(x['1.02']['share'] for x in h):.1%}-{max(x['1.02']['share'] for x in h):.1%}, +5% "
+              f"{min(x['1.05']['share'] for x in h):.1%}-{max(x['1.05']['share'] for x in h):.1%}")
     print(json.dumps({name: {"commit_sd": f["commit_sd"], "first_move": f["first_move"],
-                             "cycles_commit_sd": f.get("cycles", {}).get("commit_sd")} for name, f in found.items()}))
+                             "cycles_commit_sd": f["cycles_commit_sd"]} for name, f in found.items()}))
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ import pytest
 from torchbench import tools
 from torchbench.ab.collect import collect_counts, plan_counts
 from torchbench.ab.evidence import Evidence, JobInfo, Side
-from torchbench.ab.options import Rounds
+from torchbench.ab.options import Policy, Rounds
 from torchbench.ab.rounds import _duet, _one_process, duet_cores
 from torchbench.errors import UserError
 
@@ -161,7 +161,7 @@ def test_counting_stops_at_its_share_of_the_budget_and_its_rows_keep_their_wall_
     for name in sides:
         evidence.add_job(job, JobInfo("bench_meet.Made.time_read", by_call=True), name)
     started = time.monotonic()
-    _count_both(tmp_path / "counts", tools.find("valgrind"), suite, sides, [job], evidence, 0.01,
+    _count_both(tmp_path / "counts", tools.find("valgrind"), suite, sides, [job], evidence, Policy(count_floor=0.01),
                 tmp_path / "cache", deadline=time.monotonic() - 1)
     assert time.monotonic() - started < 60  # a valgrind process alone takes longer than its 1 s
     assert not evidence.counts["base"] and not evidence.counts_again["base"]

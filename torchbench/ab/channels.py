@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from .. import stats
 from .contrast import compare_row
-from .count_decision import BY_CALL, DRAWS, MAX_PASSES, STATEMENT, count_decision
+from .count_decision import BY_CALL, COUNT_ALPHA, DRAWS, MAX_PASSES, STATEMENT, count_decision
 from .counts import COMPUTE, NEAR, count_change, kind_of, processes
 from .evidence import Evidence, Job
 from .options import Policy
@@ -28,16 +28,16 @@ from .sequential import Design
 
 __all__ = ["CHANNELS", "COUNTS", "CYCLES", "CYCLES_COMMIT_SD", "Channel", "DETERMINISTIC", "Finding",
            "INSTRUCTION_COUNTS", "InstructionCounts", "MEMORY", "ORDER", "SIMULATED_CYCLES", "SYSCALLS",
-           "SCHEDULED", "SYSCALL_TRACES", "SYSTEM_CALLS", "SimulatedCycles", "SystemCalls", "WALL", "WALL_TIME",
+           "SCHEDULED", "SYSCALL_TRACES", "counted_rows", "deterministic_level", "SYSTEM_CALLS", "SimulatedCycles", "SystemCalls", "WALL", "WALL_TIME",
            "WallTime", "findings", "syscall_moves", "to_confirm", "to_retrace"]
 
 # what decided a row (Verdict.decided_by)
 COUNTS, SYSCALLS, CYCLES, WALL = "instruction counts", "system calls", "simulated cycles", "wall time"
 MEMORY = "memory (simulated cache)"
-# evaluation/counts_calibration.py on the pool's simulated cycles (the plain suite's 66 pairs of commits with
-# layout draws, drawn anew a commit; the timer suite's 6, its first four commits simulated): the commit noise
-# the draws do not show, log sd: the larger of the fits on this pool and on the pool before it
-CYCLES_COMMIT_SD = {STATEMENT: 0.0041, BY_CALL: 0.0011}
+# evaluation/counts_calibration.py on the simulated cycles of the commits the counts' constants are fitted on
+# (count_decision.COMMIT_RATIO's part, as large as the row's spread between layouts, beside it): the commit
+# noise the layouts do not show, log sd
+CYCLES_COMMIT_SD = {STATEMENT: 0.0, BY_CALL: 0.0}
 
 
 @dataclass(frozen=True)
@@ -70,10 +70,12 @@ class Channel(ABC):
     deterministic: bool = True
 
     @abstractmethod
-    def test(self, evidence: Evidence, job: Job, floor: float, seen: Mapping[str, Finding]) -> Finding | None:
+    def test(self, evidence: Evidence, job: Job, floor: float, seen: Mapping[str, Finding],
+             level: float = COUNT_ALPHA) -> Finding | None:
         """What this channel says of `job`; None without measurements on both sides. `floor`: the smallest
         change a deterministic channel decides (Policy.count_floor); `seen`: the findings of the channels
-        before it in ORDER, by name."""
+        before it in ORDER, by name; `level`: the level a test with noise decides at (the alert's:
+        deterministic_level, its share of the suite's budget)."""
 
 
 class InstructionCounts(Channel):
@@ -87,8 +89,9 @@ class InstructionCounts(Channel):
              "noise calibrated on a pool of identical code at many commits (count_decision.COMMIT_SD), tested at "
              "COUNT_ALPHA")
 
-    def test(self, evidence: Evidence, job: Job, floor: float, seen: Mapping[str, Finding]) -> Finding | None:
-        c = count_change(evidence, job, floor)
+    def test(self, evidence: Evidence, job: Job, floor: float, seen: Mapping[str, Finding],
+             level: float = COUNT_ALPHA) -> Finding | None:
+        c = count_change(evidence, job, floor, level)
         if c is None:
             return None
         return Finding(COUNTS, c.delta, c.decides, c.pending, c.label, f"{c.delta:+.2%}", c.margin, c.p_value,
@@ -164,7 +167,8 @@ class SystemCalls(Channel):
              "(the 2N calls made twice the N calls' of it), a whole number apart between the sides; calls "
              "that follow the scheduler or the allocator (SCHEDULED) are shown and decide nothing")
 
-    def test(self, evidence: Evidence, job: Job, floor: float, seen: Mapping[str, Finding]) -> Finding | None:
+    def test(self, evidence: Evidence, job: Job, floor: float, seen: Mapping[str, Finding],
+             level: float = COUNT_ALPHA) -> Finding | None:
         b, h = evidence.syscalls["base"].get(job), evidence.syscalls["head"].get(job)
         if not b or not h:
             return None
@@ -211,10 +215,11 @@ class SimulatedCycles(Channel):
     noise = ("count_decision.py, the counts' test, with its own calibrated commit noise (CYCLES_COMMIT_SD, log sd "
              "by kind of row)")
 
-    def test(self, evidence: Evidence, job: Job, floor: float, seen: Mapping[str, Finding]) -> Finding | None:
+    def test(self, evidence: Evidence, job: Job, floor: float, seen: Mapping[str, Finding],
+             level: float = COUNT_ALPHA) -> Finding | None:
         base, head = _cycles_runs(evidence, "base", job), _cycles_runs(evidence, "head", job)
         kind = kind_of(evidence, job)
-        t = count_decision(base, head, kind, floor, commit_sd=CYCLES_COMMIT_SD[kind])
+        t = count_decision(base, head, kind, floor, commit_sd=CYCLES_COMMIT_SD[kind], alpha=level)
         if t is None:
             return None
         counts = seen.get(COUNTS)
@@ -247,7 +252,8 @@ class WallTime(Channel):
                   suite_noise: stats.SuiteNoise | None = None) -> WallTime:
         return dataclasses.replace(self, policy=policy, design=design, weights=weights, suite_noise=suite_noise)
 
-    def test(self, evidence: Evidence, job: Job, floor: float, seen: Mapping[str, Finding]) -> Finding | None:
+    def test(self, evidence: Evidence, job: Job, floor: float, seen: Mapping[str, Finding],
+             level: float = COUNT_ALPHA) -> Finding | None:
         if self.policy is None or self.design is None:
             raise ValueError("wall time is tested within its family: WALL_TIME.in_family(policy, design, weights)")
         if min(len(values) for values in evidence.wall_values(job)) < 2:
@@ -266,17 +272,34 @@ ORDER = (*DETERMINISTIC, WALL_TIME)  # the order a row is decided in (verdict.py
 CHANNELS = tuple(channel.name for channel in DETERMINISTIC)  # the names of the deterministic channels
 
 
-def findings(evidence: Evidence, job: Job, floor: float) -> dict[str, Finding]:
-    """What each deterministic channel with measurements says of `job`, in DETERMINISTIC order."""
+def counted_rows(evidence: Evidence) -> int:
+    """The rows whose first counts (or simulated cycles) both sides have: the deterministic tests' Bonferroni
+    family (Policy.deterministic_level), whether or not a row's first counts made it a candidate: a
+    candidate's test is no valid p-value alone (it was chosen by its first processes' move), but each row's
+    chance to be a candidate and pass is at most the test's level, so the sum over every counted row bounds
+    the suite's."""
+    return sum(1 for job in evidence.jobs
+               if all(evidence.counts[side].get(job) or evidence.cycles[side].get(job) for side in ("base", "head")))
+
+
+def deterministic_level(evidence: Evidence, policy: Policy) -> float:
+    """The level this comparison's count and cycles tests decide at (Policy.deterministic_level)."""
+    return policy.deterministic_level(counted_rows(evidence))
+
+
+def findings(evidence: Evidence, job: Job, floor: float, level: float = COUNT_ALPHA) -> dict[str, Finding]:
+    """What each deterministic channel with measurements says of `job`, in DETERMINISTIC order, its tests
+    deciding at `level` (the alert's: deterministic_level)."""
     found: dict[str, Finding] = {}
     for channel in DETERMINISTIC:
-        finding = channel.test(evidence, job, floor, found)
+        finding = channel.test(evidence, job, floor, found, level)
         if finding is not None:
             found[channel.name] = finding
     return found
 
 
-def to_confirm(evidence: Evidence, jobs: list[Job], floor: float, jitter: int = 1) -> list[Job]:
+def to_confirm(evidence: Evidence, jobs: list[Job], floor: float, jitter: int = 1,
+               level: float = COUNT_ALPHA) -> list[Job]:
     """The jobs to count in the `jitter`-th jittered valgrind process a side, each in DRAWS layout draws: in the
     first, every one whose first counts (or, counts flat, first simulated cycles) moved beyond the floor; in
     the next, up to count_decision.MAX_PASSES, those whose test has not decided them, whose change clears the
@@ -299,7 +322,7 @@ def to_confirm(evidence: Evidence, jobs: list[Job], floor: float, jitter: int = 
             if moved or flat_memory:
                 todo.append(job)
         else:
-            found = [f for f in findings(evidence, job, floor).values() if f.channel in (COUNTS, CYCLES)]
+            found = [f for f in findings(evidence, job, floor, level).values() if f.channel in (COUNTS, CYCLES)]
             if any(not f.decides and abs(f.delta) >= floor and f.p_value <= NEAR for f in found) \
                     and not any(f.decides for f in found):
                 todo.append(job)

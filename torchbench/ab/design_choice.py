@@ -318,7 +318,7 @@ def go_on(evidence: Evidence, jobs: list[Job], policy: Policy, *, seconds_left: 
     holds any) at a lone row's final bar, then record it: evidence.schedule (the design the rounds go on
     with, and the test it brings: contrast.compare_row), evidence.design_choice and a note with the figures."""
     rows = [job for job in jobs if job in evidence.weights] or jobs
-    bar = evidence.design.final_bar(1.0) if evidence.design else policy.fdr
+    bar = evidence.design.final_bar(1.0) if evidence.design else policy.wall_fdr
     choice = choose(evidence, rows, seconds_left=seconds_left, rounds_left=rounds_left, bar=bar,
                     power=policy.power, paired_alternating=policy.paired)
     evidence.schedule = choice.design

@@ -22,7 +22,11 @@ MIN_ROUNDS = 6  # rounds before any early stop (the alert's and find's default; 
 class Policy:
     """How evidence becomes a verdict (stats.classify across a suite)."""
 
-    fdr: float = 0.01  # false discovery rate across the suite (Benjamini-Hochberg)
+    # the suite's false-alert budget: wall time's Benjamini-Hochberg runs at its (1 - deterministic_share), the
+    # deterministic channels' tests at the rest (deterministic_level), split in advance, so that an A/A suite
+    # ends "regression" from any channel with chance at most fdr (verdict.py's docstring)
+    fdr: float = 0.01
+    deterministic_share: float = 0.25
     floor: float = 0.02  # changes smaller than this are never alerts
     threshold: float = 0.05  # the change that matters: 'unchanged' rules it out
     confidence: float = 0.95  # of the reported interval
@@ -39,12 +43,26 @@ class Policy:
     undecided_exit: int = 0  # the exit status of an alert that found no regression but left rows undecided
     # (0: noise does not fail a CI gate; 3, inconclusive, for a project that gates on a decided verdict)
 
+    @property
+    def wall_fdr(self) -> float:
+        """Wall time's share of the budget: the false discovery rate of its weighted Benjamini-Hochberg."""
+        return self.fdr * (1 - self.deterministic_share)
+
+    def deterministic_level(self, rows: int) -> float:
+        """The level one deterministic test decides at, for a comparison whose `rows` rows have counts on both
+        sides: the deterministic share of the budget, half for the counts' tests and half for the simulated
+        cycles', each Bonferroni over the rows (or the family they are decided with: family_size). Under no
+        change, the chance that any count or cycles test of the suite decides is then at most
+        fdr * deterministic_share, whatever the rows' dependence (system calls decide only where they repeat
+        exactly, with no noise to budget for: channels.SystemCalls)."""
+        return self.fdr * self.deterministic_share / (2 * max(1, self.family_size(rows)))
+
     def family_size(self, rows: int) -> int:
         """Benjamini-Hochberg's m for a comparison of `rows` wall-time rows: its own, or the family it is
         decided with, whichever is larger."""
         return max(rows, self.family or 0)
 
-    RULES = {"fdr": FRACTION, "floor": NON_NEGATIVE, "threshold": NON_NEGATIVE, "confidence": FRACTION,
+    RULES = {"fdr": FRACTION, "deterministic_share": FRACTION, "floor": NON_NEGATIVE, "threshold": NON_NEGATIVE, "confidence": FRACTION,
              "power": FRACTION, "count_floor": NON_NEGATIVE, "undecided_exit": UNDECIDED_EXIT}
 
     def __post_init__(self):

@@ -24,7 +24,7 @@ from ..errors import UserError
 from ..project.commits import Commit
 from . import collect
 from . import rounds as rounds_mod
-from .channels import SYSCALL_TRACES, to_confirm, to_retrace
+from .channels import SYSCALL_TRACES, deterministic_level, to_confirm, to_retrace
 from .count_decision import DRAWS, MAX_PASSES
 from .counts_cache import CountPlans, CountsCache
 from .evidence import SIDES, Evidence, Job, JobInfo, Side
@@ -134,7 +134,7 @@ def measure_pair(ws: Workspace, base: Commit, head: Commit, rounds: Rounds, poli
     cache_dir = work / "setup-cache"
     cache_dir.mkdir(parents=True, exist_ok=True)
     if rounds.counts and valgrind is not None:
-        _count_both(ws.out / "counts", valgrind, ws.bench_dir, sides, both, evidence, policy.count_floor, cache_dir,
+        _count_both(ws.out / "counts", valgrind, ws.bench_dir, sides, both, evidence, policy, cache_dir,
                     start + 60 * rounds.budget_minutes * rounds.count_share)
     evidence.phases["instruction counts"] = time.monotonic() - start
     if rounds.counts:  # the other deterministic channel, off with the counts (--no-counts)
@@ -158,7 +158,7 @@ def measure_pair(ws: Workspace, base: Commit, head: Commit, rounds: Rounds, poli
 
 
 def _count_both(root: Path, valgrind: Path, suite: Path, sides: dict[str, Side], jobs: list[Job],
-                evidence: Evidence, count_floor: float, cache_dir: Path, deadline: float) -> None:
+                evidence: Evidence, policy: Policy, cache_dir: Path, deadline: float) -> None:
     """Both sides' instruction counts at once, one valgrind process each: counts do not depend on what else
     runs, and on two cores this halves the wait. Then the rows whose counts moved beyond the floor are
     counted in jittered processes, a pass of one a side at a time, each counting a row in count_decision.DRAWS
@@ -186,7 +186,7 @@ def _count_both(root: Path, valgrind: Path, suite: Path, sides: dict[str, Side],
     for name in SIDES:
         tally[name]["confirmed"] = 0
     for jitter in range(1, MAX_PASSES + 1):
-        confirm = to_confirm(evidence, jobs, count_floor, jitter)
+        confirm = to_confirm(evidence, jobs, policy.count_floor, jitter, deterministic_level(evidence, policy))
         if not confirm:
             break
         if time.monotonic() >= deadline:

@@ -41,7 +41,7 @@ from ..errors import last_line
 from . import design_choice, sequential
 from .allocation import allocate
 from .contrast import compare_row, slow_processes_moved
-from .channels import findings
+from .channels import deterministic_level, findings
 from .counts import NO_COUNTS, VETO_PROCESSES, count_change, opposite_p, processes, weights
 from .evidence import Evidence, Job, Side
 from .options import Policy, Rounds
@@ -174,10 +174,11 @@ def plan_design(evidence: Evidence, jobs: list[Job], policy: Policy, rounds: Rou
                 expected_rounds: int | None = None) -> None:
     """Before the looks: the wall-time family (the jobs the counts do not decide), its weights, its looks
     (up to expected_rounds, where the round rate says the budget ends the rounds sooner than max_rounds)."""
-    labelled = [(job, count_change(evidence, job, policy.count_floor)) for job in jobs]
+    level = deterministic_level(evidence, policy)
+    labelled = [(job, count_change(evidence, job, policy.count_floor, level)) for job in jobs]
     family = [(job, NO_COUNTS if c is None else c.label) for job, c in labelled if not (c and c.decides)]
     evidence.weights = dict(zip([job for job, _ in family], weights([label for _, label in family])))
-    evidence.design = sequential.plan(policy.family_size(len(family)), policy.fdr, policy.confidence,
+    evidence.design = sequential.plan(policy.family_size(len(family)), policy.wall_fdr, policy.confidence,
                                       rounds.min_rounds, rounds.max_rounds, expected_rounds)
 
 
@@ -198,7 +199,8 @@ def wall_check_rounds(confidence: float) -> int:
 
 def _counts_stop(evidence: Evidence, job: Job, policy: Policy) -> str | None:
     """Why the row leaves the rounds now, where a deterministic channel decides it."""
-    found = next((f for f in findings(evidence, job, policy.count_floor).values() if f.decides), None)
+    found = next((f for f in findings(evidence, job, policy.count_floor, deterministic_level(evidence, policy)).values()
+                  if f.decides), None)
     base, head = evidence.wall_values(job)
     # a row stays until it has VETO_PROCESSES a side, and while its wall time leans against the channel, so
     # that the veto (verdict._by_channel) has the processes to see a move the other way past a slow process

@@ -56,7 +56,7 @@ from torchbench_core.skips import lacks_hardware
 from ..asv_bridge.results import param_value
 from . import sequential
 from .contrast import slow_halves
-from .channels import CHANNELS, COUNTS, CYCLES, SYSCALLS, WALL, WALL_TIME, Finding, findings
+from .channels import CHANNELS, COUNTS, CYCLES, SYSCALLS, WALL, WALL_TIME, Finding, deterministic_level, findings
 from .design_choice import duet_only
 from .counts import COMPUTE, NO_COUNTS, VETO_LEVEL, WALL_ONLY, no_counts, opposite_p, weights
 from .evidence import Evidence
@@ -148,10 +148,11 @@ def _rows(evidence: Evidence) -> tuple[list[Verdict], list[tuple[Verdict, list, 
     return rows, compared
 
 
-def _deterministic(row: Verdict, evidence: Evidence, job, policy: Policy) -> dict[str, Finding]:
-    """Step 2: the row's label from its counts, the deterministic channels' findings, in order, and the first
-    that decides as the row's decider (decided_by, decided_delta), the others beside it (channels_text)."""
-    found = findings(evidence, job, policy.count_floor)
+def _deterministic(row: Verdict, evidence: Evidence, job, policy: Policy, level: float) -> dict[str, Finding]:
+    """Step 2: the row's label from its counts, the deterministic channels' findings, in order, their tests
+    at `level` (deterministic_level), and the first that decides as the row's decider (decided_by,
+    decided_delta), the others beside it (channels_text)."""
+    found = findings(evidence, job, policy.count_floor, level)
     counts = found.get(COUNTS)  # the label and the counts' cells, whichever channel decides
     row.label = no_counts(_why_no_counts(evidence, job)) if counts is None else counts.label
     if counts is not None:
@@ -228,20 +229,21 @@ def prepare(evidence: Evidence, policy: Policy) -> Prepared:
     across the family. Every row, and the wall-time family with each member's weighted p-value."""
     rows, compared = _rows(evidence)  # 1. what the evidence alone settles
     seen = {}  # each row's deterministic findings, by job
+    level = deterministic_level(evidence, policy)  # their share of the suite's budget, a test
     for row in rows:  # 2. the deterministic channels, in order
         if row.status != SKIPPED:  # nothing measured to compare, count or label
-            seen[row.benchmark, row.index] = _deterministic(row, evidence, (row.benchmark, row.index), policy)
+            seen[row.benchmark, row.index] = _deterministic(row, evidence, (row.benchmark, row.index), policy, level)
     for row, base, head in compared:  # 3. the agreement veto, for the rows a deterministic channel decides
         if row.decided_by in CHANNELS:
-            row.comparison = stats.compare(base, head, confidence=policy.confidence, alpha=policy.fdr,
+            row.comparison = stats.compare(base, head, confidence=policy.confidence, alpha=policy.wall_fdr,
                                            power=policy.power)
             row.status = _by_channel(row, base, head)
     # 4. wall time, every other compared row: its finding at its final bar in weighted BH (settle decides)
     wall = [(row, base, head) for row, base, head in compared if row.decided_by not in CHANNELS]
     # the looks that came spent their shares; those that did not go to the final analysis. m: this
     # comparison's wall-time rows, or the family it is decided with (Policy.family: find's candidates)
-    design = dataclasses.replace(evidence.design or sequential.fixed(0, policy.fdr, policy.confidence),
-                                 m=policy.family_size(len(wall)), fdr=policy.fdr,
+    design = dataclasses.replace(evidence.design or sequential.fixed(0, policy.wall_fdr, policy.confidence),
+                                 m=policy.family_size(len(wall)), fdr=policy.wall_fdr,
                                  confidence=policy.confidence).after(evidence.rounds)
     jobs = [(row.benchmark, row.index) for row, _, _ in wall]
     w = weights([row.label for row, _, _ in wall])
@@ -262,7 +264,7 @@ def settle(prepared: list[Prepared], policy: Policy) -> None:
     """Weighted Benjamini-Hochberg (BH on p / w: Genovese, Roeder and Wasserman 2006) at Policy.fdr over the
     wall-time rows of all these comparisons together, then each row's status."""
     members = [(one.evidence, row, adjusted) for one in prepared for row, adjusted in one.family]
-    for (evidence, row, _), significant in zip(members, stats.fdr([a for _, _, a in members], policy.fdr)):
+    for (evidence, row, _), significant in zip(members, stats.fdr([a for _, _, a in members], policy.wall_fdr)):
         if row.label == COMPUTE and (row.counts_delta > 0) != (row.comparison.ratio > 1):
             row.label = WALL_ONLY  # counts that moved the other way do not explain the time
         row.status = stats.classify(row.comparison, significant, floor=policy.floor, threshold=policy.threshold)
