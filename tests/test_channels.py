@@ -111,6 +111,54 @@ def test_no_channel_decides_a_row_whose_wall_time_moved_the_other_way():
     assert r.decided_by == CYCLES and r.status == stats.INCONCLUSIVE and "the other way" in r.error
 
 
+def aa_suite(rng, rows: int, sd: float = 0.008) -> Evidence:
+    """An A/A suite of `rows` rows whose counts move between layouts by `sd` (log) and by nothing else: the
+    first process and JITTERS draws a side, each around the row's own count."""
+    ev = Evidence()
+    for i in range(rows):
+        job = (f"bench.Suite.time_{i}", 0)
+        ev.jobs[job] = JobInfo(job[0], unit="seconds", on_base=True, on_head=True)
+        count = 1e5 * (1 + i)
+        for side in ("base", "head"):
+            made = [list(count * np.exp(rng.normal(0, sd)) * (1 + rng.normal(0, 1e-5, 3))) for _ in range(1 + JITTERS)]
+            ev.counts[side][job], ev.counts_again[side][job] = made[0], made[1:]
+            ev.values[side][job] = list(rng.lognormal(0, 0.05, 8))
+    return ev
+
+
+def test_the_deterministic_channels_decide_within_the_suites_budget(monkeypatch):
+    """One error budget (issue 61): where no row changed, the count tests of a suite decide at
+    Policy.deterministic_level (Bonferroni over its counted rows), so that at most about fdr x
+    deterministic_share of A/A suites end with a count decision; at the per-row COUNT_ALPHA that the verdict
+    used before, one suite in several did. The commit noise is here exactly the layouts' (COMMIT_RATIO and
+    COMMIT_SD 0, the model's own), so the test's p-values are valid and the budget is what holds them."""
+    from torchbench.ab import count_decision as ct
+    from torchbench.ab.channels import counted_rows, deterministic_level
+    from torchbench.ab.count_decision import BY_CALL, COUNT_ALPHA
+
+    for kind in (ct.STATEMENT, BY_CALL):
+        monkeypatch.setitem(ct.COMMIT_RATIO, kind, 0.0)
+        monkeypatch.setitem(ct.COMMIT_SD, kind, 0.0)
+    policy = Policy()
+    assert policy.wall_fdr + 2 * 40 * policy.deterministic_level(40) == pytest.approx(policy.fdr)
+    rng = np.random.default_rng(0)
+    suites, budget, per_row = 150, 0, 0
+    for _ in range(suites):
+        ev = aa_suite(rng, 40)
+        assert counted_rows(ev) == 40
+        level = deterministic_level(ev, policy)
+        jobs = list(ev.jobs)
+        budget += any(findings(ev, job, policy.count_floor, level)[COUNTS].decides for job in jobs)
+        per_row += any(findings(ev, job, policy.count_floor, COUNT_ALPHA)[COUNTS].decides for job in jobs)
+    bound = policy.fdr * policy.deterministic_share
+    assert budget <= suites * bound + 2 * np.sqrt(suites * bound), budget
+    assert per_row >= 0.1 * suites, per_row  # outside the budget, as before
+    # the verdict decides at the same level: a suite's rows flagged by counts are those findings decide
+    ev = aa_suite(np.random.default_rng(1), 40)
+    rows = decide(ev, policy)
+    assert not [r for r in rows if r.decided_by == COUNTS and r.status in (stats.REGRESSED, stats.IMPROVED)]
+
+
 def test_the_veto_sees_past_a_slow_process():
     """A deterministic channel says slower, the wall time fell 10% at sd 1% with a tenth of processes slow
     (x1.2-2, as this machine's slow tail): from VETO_PROCESSES a side the veto (the faster halves' permutation

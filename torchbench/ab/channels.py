@@ -86,8 +86,8 @@ class InstructionCounts(Channel):
     measure = ("collect.collect_counts: callgrind, count_decision.COUNT_REPEATS runs a process, the first valgrind "
                "process a side, then jittered ones in count_decision.DRAWS layout draws (pair.py)")
     noise = ("count_decision.py: the row's own spread between layouts (the jittered processes) plus the commit "
-             "noise calibrated on a pool of identical code at many commits (count_decision.COMMIT_SD), tested at "
-             "COUNT_ALPHA")
+             "noise calibrated on a pool of identical code at many commits (count_decision.COMMIT_RATIO and "
+             "COMMIT_SD), tested at the suite's deterministic level (deterministic_level)")
 
     def test(self, evidence: Evidence, job: Job, floor: float, seen: Mapping[str, Finding],
              level: float = COUNT_ALPHA) -> Finding | None:
@@ -212,7 +212,8 @@ class SimulatedCycles(Channel):
 
     name, label = CYCLES, MEMORY
     measure = "collect.collect_counts: the same valgrind processes as the counts (asv_worker.counts, simulated)"
-    noise = ("count_decision.py, the counts' test, with its own calibrated commit noise (CYCLES_COMMIT_SD, log sd "
+    noise = ("count_decision.py, the counts' test at the suite's deterministic level, with its own calibrated "
+             "commit noise (CYCLES_COMMIT_SD, log sd "
              "by kind of row)")
 
     def test(self, evidence: Evidence, job: Job, floor: float, seen: Mapping[str, Finding],

@@ -16,8 +16,8 @@ processes:
   row near its bar), and is decided when
   the change clears the floor and its own noise between layouts plus the
   commit noise calibrated on a pool of identical code at many commits
-  (COUNT_ALPHA; the margin stated is the smallest change that row's noise
-  lets the test decide). A row whose jittered processes fail is decided by
+  (at Policy.deterministic_level; the margin stated is the smallest change
+  that row's noise lets the test decide). A row whose jittered processes fail is decided by
   its wall time. How the verdict combines the counts with the other channels,
   the wall time's veto (opposite_p at VETO_LEVEL) included: verdict.py.
 * **weights for the wall-time test.** The rows the counts do not decide are
@@ -49,12 +49,13 @@ plan made by each side, 8 of 42 identical rows of a plain suite differed by
 0.6-3.0% between an A/A pair's sides; with one plan, all 42 agreed to the
 instruction (evaluation/plain_suite_counts.py).
 
-The suite's false alerts, in one account: among the wall-time rows,
-Benjamini-Hochberg bounds the false discovery rate at q; the count-decided
-rows add at most the chance that any of them is false in the suite (a false
-count-decided row makes at most one false alert among at least one, so the
-false discovery rate of all flagged rows is at most q plus that chance). That
-chance is the candidates' share of rows times COUNT_ALPHA, measured on the pool.
+The suite's false alerts, in one account: Policy.fdr is split in advance
+between the wall time (its weighted Benjamini-Hochberg at Policy.wall_fdr) and
+the deterministic channels (each count or cycles test at
+Policy.deterministic_level, Bonferroni over the suite's counted rows: every
+counted row, candidate or not, since a row's chance to become a candidate
+and pass is at most the test's level). Where no row changed, the chance that
+any of them ends the suite in "regression" is at most their sum, Policy.fdr.
 
 Where the two sides are different builds (an upgrade verdict between torch
 releases), counts move with the build as well as the code: between torch

@@ -16,18 +16,31 @@ its test, its label), and a row is decided by them in channels.ORDER, as `prepar
                            their noise (count_decision.py: the first and the
                            jittered valgrind processes, the calibrated commit
                            noise): "compute";
-       system calls        the system calls a call changed, exactly on both
-                           sides: labelled with the calls;
+       system calls        calls that repeat, changed: each side traced in
+                           channels.SYSCALL_TRACES processes, every trace
+                           exact for the call, each side's traces agreeing,
+                           a whole number a call apart; calls that follow the
+                           scheduler or the allocator (channels.SCHEDULED)
+                           are shown and never decide: labelled with the calls;
        simulated cycles    counts flat, simulated cycles moved beyond their
                            noise: "memory (simulated cache)".
+     The suite's false-alert budget, Policy.fdr, is split in advance: the
+     count and cycles tests decide at Policy.deterministic_level (their
+     deterministic_share of it, half each, Bonferroni over the rows counted on
+     both sides: channels.deterministic_level), wall time's weighted BH at
+     Policy.wall_fdr, the rest. Where no row changed, the chance that any
+     channel ends the suite in "regression" is then at most Policy.fdr
+     (system calls decide only where they repeat exactly: no noise to
+     budget for; evaluation/syscalls_noise.py measures that on identical code).
   3. the agreement veto: a row a deterministic channel decides is
      inconclusive where its wall time moved the other way (`_by_channel`:
-     counts.opposite_p at counts.VETO_LEVEL, one-sided, from 2 processes a
-     side).
+     counts.opposite_p at counts.VETO_LEVEL, one-sided; the rounds keep such a
+     row until counts.VETO_PROCESSES a side, where the test is the faster
+     halves' permutation test, which a slow process cannot defeat).
   4. wall time, every other compared row, across the family: its finding
      (channels.WallTime: contrast.compare_row at its final bar, its p-value
      combined over the looks it had, sequential.py), then weighted
-     Benjamini-Hochberg at Policy.fdr across the family's rows (`settle`; one
+     Benjamini-Hochberg at Policy.wall_fdr across the family's rows (`settle`; one
      comparison's, or several settled as one: find), weighted by what the
      counts say (counts.weights: flat counts, a stricter bar), then
      stats.classify, the slower halves (contrast.slow_halves) before a row is
@@ -201,8 +214,8 @@ def _why_no_counts(evidence: Evidence, job) -> str:
 
 def _by_channel(row: Verdict, base: list[float], head: list[float]) -> str:
     """A row a deterministic channel decides: its direction, unless the wall time moved the other way at
-    VETO_LEVEL (counts.opposite_p, one-sided, from 2 processes a side; its measured errors in
-    evaluation/agreement_validation.py). One test, so that the stated false veto is its level: the interval
+    VETO_LEVEL (counts.opposite_p, one-sided: from counts.VETO_PROCESSES a side the faster halves'
+    permutation test, below that Yuen's; its measured errors in evaluation/agreement_validation.py). One test, so that the stated false veto is its level: the interval
     beside it as a second test added its own 2.5% (7-9% vetoed of rows whose wall time did not move)."""
     slower = row.decided_delta > 0
     p = opposite_p(base, head, row.decided_delta)
@@ -261,8 +274,9 @@ def prepare(evidence: Evidence, policy: Policy) -> Prepared:
 
 
 def settle(prepared: list[Prepared], policy: Policy) -> None:
-    """Weighted Benjamini-Hochberg (BH on p / w: Genovese, Roeder and Wasserman 2006) at Policy.fdr over the
-    wall-time rows of all these comparisons together, then each row's status."""
+    """Weighted Benjamini-Hochberg (BH on p / w: Genovese, Roeder and Wasserman 2006) at Policy.wall_fdr (wall
+    time's share of the suite's budget) over the wall-time rows of all these comparisons together, then each
+    row's status."""
     members = [(one.evidence, row, adjusted) for one in prepared for row, adjusted in one.family]
     for (evidence, row, _), significant in zip(members, stats.fdr([a for _, _, a in members], policy.wall_fdr)):
         if row.label == COMPUTE and (row.counts_delta > 0) != (row.comparison.ratio > 1):
