@@ -81,7 +81,9 @@ def add_measurement_arguments(parser: argparse.ArgumentParser, budget: float) ->
     parser.add_argument("--max-rounds", type=checked(Rounds, "max_rounds", int), default=Rounds().max_rounds,
                         help=f"at most this many rounds (default {Rounds().max_rounds}: the budget binds first)")
     parser.add_argument("--fdr", type=checked(Policy, "fdr"), default=defaults.fdr,
-                        help=f"false discovery rate across the suite, in (0, 1) (default {defaults.fdr:g})")
+                        help=f"the suite's false-alert budget, in (0, 1) (default {defaults.fdr:g}): "
+                             f"{defaults.deterministic_share:g} of it for the instruction-count and simulated-cycle "
+                             "tests, the rest for the wall time's false discovery rate")
     parser.add_argument("--floor", type=checked(Policy, "floor"), default=defaults.floor,
                         help=f"never alert on a change below this (default {defaults.floor:g})")
     parser.add_argument("--threshold", type=checked(Policy, "threshold"), default=defaults.threshold,
