@@ -88,36 +88,35 @@ def test_the_pool_holds_commits_recorded_after_the_fit(pool):
     assert calibration.layouts(next(iter(suites.values())))[1:] == [f"j1d{d}" for d in range(DRAWS)]
 
 
-def test_the_constants_are_fitted_on_the_fit_commits_alone(pool):
-    """COMMIT_SD, CYCLES_COMMIT_SD and FIRST_MOVE are what counts_calibration.py fits on the commits recorded
-    before the fit (COMMIT_RATIO's part beside them), not hand-set: the A/A p-values of those commits' pairs
-    hold at 5% and 1%, and not with a smaller constant."""
+def test_the_constants_are_fitted_on_every_commit_recorded(pool):
+    """COMMIT_SD, CYCLES_COMMIT_SD and FIRST_MOVE are what counts_calibration.py fits on every commit of the
+    pool (COMMIT_RATIO's part beside them), not hand-set: not with a smaller constant. (Their figures out of
+    sample are those of the procedure fitted on the first commits: test_the_rule_out_of_sample.)"""
     from torchbench.ab.channels import CYCLES_COMMIT_SD
 
     for name, suite in pool["suites"].items():
         kind = calibration.KINDS[name]
-        fit, _ = calibration.fit_and_held_out(suite, name)
-        assert COMMIT_SD[kind] == calibration.fit_commit_sd(fit, kind), name
-        assert CYCLES_COMMIT_SD[kind] == calibration.fit_commit_sd(fit, kind, "cycles"), name
-        assert FIRST_MOVE[kind] == calibration.first_move(fit), name
-        assert calibration.holds(fit, kind, COMMIT_SD[kind])
+        whole = calibration.subset(suite, calibration.jittered_commits(suite))
+        assert COMMIT_SD[kind] == calibration.fit_commit_sd(whole, kind), name
+        assert CYCLES_COMMIT_SD[kind] == calibration.fit_commit_sd(whole, kind, "cycles"), name
+        assert FIRST_MOVE[kind] == calibration.first_move(suite), name
         if COMMIT_SD[kind] > 0:
-            assert not calibration.holds(fit, kind, COMMIT_SD[kind] - 0.0001)
+            assert not calibration.holds(whole, kind, COMMIT_SD[kind] - 0.0001)
 
 
 def test_the_rule_out_of_sample(pool):
-    """At the alert's level, on the plain suite's commits recorded after the constants were fitted: no A/A
-    suite ends "regression" (by counts, or by simulated cycles where the counts are flat) and no A/A row is
-    decided; +2% and +5% decided on at least the measured shares
-    (82.0%, 99.2%: the issue's goals, 95% and 99%, are not met at +2%: rows a commit moves by as much are left
-    to the wall time). Without COMMIT_RATIO (the constants fitted the same way on the same commits) the same
-    held-out commits end A/A suites in regression: the part this test rests on."""
+    """The constants fitted on the plain suite's commits recorded first, measured at the alert's level on those
+    recorded after: no A/A suite ends "regression" (by counts, or by simulated cycles where the counts are
+    flat) and no A/A row is decided; +2% and +5% decided on at least the measured shares (80.3%, 98.7%: the
+    issue's goals, 95% and 99%, are not met: rows a commit moves by as much are left to the wall time). The
+    TimerSuite's held-out commits are too few to assert on and ended 1 of 15 suites in regression
+    (docs/results.md). Without COMMIT_RATIO the plain held-out commits end A/A suites in regression: the next
+    test."""
     suite = pool["suites"]["plain"]
     fit, held = calibration.fit_and_held_out(suite, "plain")
     level = calibration.alert_level(suite)
-    from torchbench.ab.channels import CYCLES_COMMIT_SD
-
-    m = calibration.measure(held, BY_CALL, 0.01, COMMIT_SD[BY_CALL], CYCLES_COMMIT_SD[BY_CALL], level)
+    sd, cycles_sd = calibration.fit_commit_sd(fit, BY_CALL), calibration.fit_commit_sd(fit, BY_CALL, "cycles")
+    m = calibration.measure(held, BY_CALL, 0.01, sd, cycles_sd, level)
     assert m["suites"]["of"] >= 66 and m["suites"]["flagged"] <= 0.01 * m["suites"]["of"], m["suites"]
     assert m["1.00"]["x"] <= 0.001 * m["1.00"]["n"], m["1.00"]
     assert m["1.02"]["share"] >= 0.78 and m["1.05"]["share"] >= 0.98, (m["1.02"], m["1.05"])
