@@ -14,6 +14,7 @@ import pytest
 
 from e2e import cli, explain
 from torchbench.ab.count_decision import DRAWS
+from torchbench.ab.counts import VETO_PROCESSES
 from torchbench.ab.counts_cache import DRAWN, JITTERED
 from torchbench.project import example
 
@@ -93,18 +94,20 @@ def test_the_regressing_commit_exits_1_with_the_right_rows_labelled_compute(exam
         assert verdicts[title]["decided_by"] == "instruction counts"
         assert verdicts[title]["stopped"].startswith("decided by instruction counts")
         assert f"{1 + DRAWS} layouts a side" in verdicts[title]["stopped"]  # the first process's and the draws'
-        # they left the rounds as soon as their wall time could disagree (4 a side), not at the first look
-        assert verdicts[title]["comparison"]["n_base"] == 4
+        # they left the rounds once their veto could see past a slow process (VETO_PROCESSES a side)
+        assert verdicts[title]["comparison"]["n_base"] == VETO_PROCESSES
         # and their wall time agrees (the change is ~3x): its estimate and its interval's upper end lie well
-        # above 1. With 4 processes a side the interval need not exclude 1: the verdict's interval is its test
-        # inverted, whose bar 4 a side cannot reach (issue 51: the MDE there is infinite)
+        # above 1. With few processes a side the interval need not exclude 1: the verdict's interval is its test
+        # inverted, whose bar so few cannot reach (issue 51)
         assert verdicts[title]["comparison"]["ratio"] > 1.5 and verdicts[title]["comparison"]["ci_high"] > 1.5
     assert not [t for t, r in verdicts.items() if r["status"] in ("improved", "failed")]
     comment = (tmp_path / "comment.md").read_text()
     assert comment.startswith("<!-- torchbench-alert -->") and "❌ 2 regression(s)" in comment
     assert "2 decided by instruction counts" in comment
-    # their wall-time MDE is no measure of them (they left at 4 a side): the MDE table says what decided them
-    assert comment.count("| 4/4 | — (decided by instruction counts) | regressed |") == 2, comment
+    # their wall-time MDE is no measure of them (they left at VETO_PROCESSES a side): the MDE table says what
+    # decided them
+    n = VETO_PROCESSES
+    assert comment.count(f"| {n}/{n} | — (decided by instruction counts) | regressed |") == 2, comment
     assert comment in proc.stdout  # the report is printed too
     # where the time went: every phase, rounds a minute, and the costliest benchmarks
     spent = doc["time_spent"]

@@ -186,7 +186,7 @@ def test_count_change_counts_a_candidate_again_in_jittered_processes_before_it_d
 
 def test_counts_that_differ_between_jittered_processes_do_not_decide_a_change_of_that_size():
     """The processes' difference is noise the change must clear: base processes 2% apart (a row the
-    layout moves) leave a 3% change undecided."""
+    layout moves, and so a commit moves as far: count_decision.COMMIT_RATIO) leave a 3% change undecided."""
     evidence = Evidence()
     job = ("b", 0)
     evidence.counts["base"][job], evidence.counts["head"][job] = [100.0] * 3, [103.0] * 3
@@ -194,7 +194,8 @@ def test_counts_that_differ_between_jittered_processes_do_not_decide_a_change_of
     evidence.counts_again["head"][job] = [[105.0] * 3, [103.5] * 3]
     change = count_change(evidence, job, 0.01)
     assert change.margin > change.delta > 0.025 and not change.decides and not change.pending
-    assert 0.01 < change.p_value <= 0.05 and change.label == COMPUTE  # moved, at the label's level only
+    # the commit noise as large as the layouts' spread (COMMIT_RATIO) is beside it: not moved at the label's level
+    assert change.p_value > 0.05 and change.label == WALL_ONLY
 
 
 def test_a_time_methods_counts_are_held_to_its_kinds_commit_noise():

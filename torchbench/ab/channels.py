@@ -28,7 +28,7 @@ from .sequential import Design
 
 __all__ = ["CHANNELS", "COUNTS", "CYCLES", "CYCLES_COMMIT_SD", "Channel", "DETERMINISTIC", "Finding",
            "INSTRUCTION_COUNTS", "InstructionCounts", "MEMORY", "ORDER", "SIMULATED_CYCLES", "SYSCALLS",
-           "SCHEDULED", "SYSCALL_TRACES", "counted_rows", "deterministic_level", "SYSTEM_CALLS", "SimulatedCycles", "SystemCalls", "WALL", "WALL_TIME",
+           "SCHEDULED", "SYSCALL_TRACES", "counted_rows", "deterministic_level", "wall_fdr", "SYSTEM_CALLS", "SimulatedCycles", "SystemCalls", "WALL", "WALL_TIME",
            "WallTime", "findings", "syscall_moves", "to_confirm", "to_retrace"]
 
 # what decided a row (Verdict.decided_by)
@@ -281,6 +281,13 @@ def counted_rows(evidence: Evidence) -> int:
     the suite's."""
     return sum(1 for job in evidence.jobs
                if all(evidence.counts[side].get(job) or evidence.cycles[side].get(job) for side in ("base", "head")))
+
+
+def wall_fdr(evidence: Evidence, policy: Policy) -> float:
+    """Wall time's share of the suite's budget in this comparison: Policy.wall_fdr where a deterministic test
+    may decide (some row counted on both sides), the whole Policy.fdr where none can (counts off or none
+    taken: no share to set aside)."""
+    return policy.wall_fdr if counted_rows(evidence) else policy.fdr
 
 
 def deterministic_level(evidence: Evidence, policy: Policy) -> float:

@@ -41,7 +41,7 @@ from ..errors import last_line
 from . import design_choice, sequential
 from .allocation import allocate
 from .contrast import compare_row, slow_processes_moved
-from .channels import deterministic_level, findings
+from .channels import deterministic_level, findings, wall_fdr
 from .counts import NO_COUNTS, VETO_PROCESSES, count_change, opposite_p, processes, weights
 from .evidence import Evidence, Job, Side
 from .options import Policy, Rounds
@@ -178,7 +178,7 @@ def plan_design(evidence: Evidence, jobs: list[Job], policy: Policy, rounds: Rou
     labelled = [(job, count_change(evidence, job, policy.count_floor, level)) for job in jobs]
     family = [(job, NO_COUNTS if c is None else c.label) for job, c in labelled if not (c and c.decides)]
     evidence.weights = dict(zip([job for job, _ in family], weights([label for _, label in family])))
-    evidence.design = sequential.plan(policy.family_size(len(family)), policy.wall_fdr, policy.confidence,
+    evidence.design = sequential.plan(policy.family_size(len(family)), wall_fdr(evidence, policy), policy.confidence,
                                       rounds.min_rounds, rounds.max_rounds, expected_rounds)
 
 

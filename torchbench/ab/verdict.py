@@ -69,7 +69,8 @@ from torchbench_core.skips import lacks_hardware
 from ..asv_bridge.results import param_value
 from . import sequential
 from .contrast import slow_halves
-from .channels import CHANNELS, COUNTS, CYCLES, SYSCALLS, WALL, WALL_TIME, Finding, deterministic_level, findings
+from .channels import (CHANNELS, COUNTS, CYCLES, SYSCALLS, WALL, WALL_TIME, Finding, deterministic_level, findings,
+                       wall_fdr)
 from .design_choice import duet_only
 from .counts import COMPUTE, NO_COUNTS, VETO_LEVEL, WALL_ONLY, no_counts, opposite_p, weights
 from .evidence import Evidence
@@ -248,15 +249,16 @@ def prepare(evidence: Evidence, policy: Policy) -> Prepared:
             seen[row.benchmark, row.index] = _deterministic(row, evidence, (row.benchmark, row.index), policy, level)
     for row, base, head in compared:  # 3. the agreement veto, for the rows a deterministic channel decides
         if row.decided_by in CHANNELS:
-            row.comparison = stats.compare(base, head, confidence=policy.confidence, alpha=policy.wall_fdr,
+            row.comparison = stats.compare(base, head, confidence=policy.confidence, alpha=wall_fdr(evidence, policy),
                                            power=policy.power)
             row.status = _by_channel(row, base, head)
     # 4. wall time, every other compared row: its finding at its final bar in weighted BH (settle decides)
     wall = [(row, base, head) for row, base, head in compared if row.decided_by not in CHANNELS]
     # the looks that came spent their shares; those that did not go to the final analysis. m: this
     # comparison's wall-time rows, or the family it is decided with (Policy.family: find's candidates)
-    design = dataclasses.replace(evidence.design or sequential.fixed(0, policy.wall_fdr, policy.confidence),
-                                 m=policy.family_size(len(wall)), fdr=policy.wall_fdr,
+    fdr = wall_fdr(evidence, policy)  # wall time's share of the budget (all of it where nothing was counted)
+    design = dataclasses.replace(evidence.design or sequential.fixed(0, fdr, policy.confidence),
+                                 m=policy.family_size(len(wall)), fdr=fdr,
                                  confidence=policy.confidence).after(evidence.rounds)
     jobs = [(row.benchmark, row.index) for row, _, _ in wall]
     w = weights([row.label for row, _, _ in wall])
@@ -274,11 +276,12 @@ def prepare(evidence: Evidence, policy: Policy) -> Prepared:
 
 
 def settle(prepared: list[Prepared], policy: Policy) -> None:
-    """Weighted Benjamini-Hochberg (BH on p / w: Genovese, Roeder and Wasserman 2006) at Policy.wall_fdr (wall
-    time's share of the suite's budget) over the wall-time rows of all these comparisons together, then each
-    row's status."""
+    """Weighted Benjamini-Hochberg (BH on p / w: Genovese, Roeder and Wasserman 2006) at wall time's share of the
+    suite's budget (channels.wall_fdr: Policy.wall_fdr, or all of Policy.fdr where nothing was counted) over
+    the wall-time rows of all these comparisons together, then each row's status."""
     members = [(one.evidence, row, adjusted) for one in prepared for row, adjusted in one.family]
-    for (evidence, row, _), significant in zip(members, stats.fdr([a for _, _, a in members], policy.wall_fdr)):
+    fdr = min((wall_fdr(one.evidence, policy) for one in prepared), default=policy.wall_fdr)
+    for (evidence, row, _), significant in zip(members, stats.fdr([a for _, _, a in members], fdr)):
         if row.label == COMPUTE and (row.counts_delta > 0) != (row.comparison.ratio > 1):
             row.label = WALL_ONLY  # counts that moved the other way do not explain the time
         row.status = stats.classify(row.comparison, significant, floor=policy.floor, threshold=policy.threshold)

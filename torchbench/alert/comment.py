@@ -233,6 +233,7 @@ class AlertReport:
         undecided = [self._cells(r) for r in suspects + rest]
         text = env.get_template("alert_comment.md.j2").render(
             marker=MARKER, headline=self.headline(), counts=self.counts(), policy=self.policy,
+            counted=any(r.counts_delta is not None for r in self.rows),
             base=self.base, head=self.head, rounds_text=self.rounds_text(),
             compared=self.compared(),
             changed=by[stats.REGRESSED] + by[stats.IMPROVED], failed=by[FAILED], skipped=by[SKIPPED],
