@@ -28,7 +28,8 @@ its test, its label), and a row is decided by them in channels.ORDER, as `prepar
      count and cycles tests decide at Policy.deterministic_level (their
      deterministic_share of it, half each, Bonferroni over the rows counted on
      both sides: channels.deterministic_level), wall time's weighted BH at
-     Policy.wall_fdr, the rest. Where no row changed, the chance that any
+     Policy.wall_fdr, the rest (all of it where no row was counted:
+     channels.wall_fdr). Where no row changed, the chance that any
      channel ends the suite in "regression" is then at most Policy.fdr
      (system calls decide only where they repeat exactly: no noise to
      budget for; evaluation/syscalls_noise.py measures that on identical code).
