@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT / "evaluation"))
 from counts_noise_pool import SUITES, chain  # noqa: E402
 
 from torchbench.ab import collect  # noqa: E402
-from torchbench.ab.channels import SCHEDULED, SYSCALLS, SystemCalls, syscall_moves  # noqa: E402
+from torchbench.ab.channels import SCHEDULED, SYSCALLS, SystemCalls, syscall_moves, syscall_traces  # noqa: E402
 from torchbench.ab.evidence import Evidence, JobInfo, Side  # noqa: E402
 from torchbench.ab.pair import select_jobs  # noqa: E402
 from torchbench.ab.sides import side_env  # noqa: E402
@@ -83,18 +83,13 @@ def trace_commits(name: str, n: int, traces: int, tmp: Path) -> tuple[dict, dict
     return traced, names
 
 
-def _all_traces(evidence: Evidence, job) -> list[dict]:
-    first = evidence.syscalls["base"].get(job)
-    return ([first] if first else []) + evidence.syscalls_again["base"].get(job, [])
-
-
 def moved_calls(traced: dict) -> dict[str, dict]:
     """Each call whose number a call differed between any two traces of identical code, of one row: the rows
     it moved on and its largest difference a call."""
     found: dict[str, dict] = {}
     jobs = set().union(*(e.syscalls["base"] for e in traced.values()))
     for job in jobs:
-        runs = [t.get("per_call", {}) for e in traced.values() for t in _all_traces(e, job)]
+        runs = [t.get("per_call", {}) for e in traced.values() for t in syscall_traces(e, "base", job)]
         for name in set().union(*runs) if runs else ():
             values = [r.get(name, 0.0) for r in runs]
             spread = max(values) - min(values)
@@ -112,7 +107,7 @@ def _pair(base: Evidence, head: Evidence, job, getpid: bool) -> Evidence:
     ev.jobs[job] = JobInfo(str(job[0]), on_base=True, on_head=True)
     ev.syscalls["base"][job] = base.syscalls["base"][job]
     ev.syscalls_again["base"][job] = base.syscalls_again["base"].get(job, [])
-    head_traces = copy.deepcopy(_all_traces(head, job))
+    head_traces = copy.deepcopy(syscall_traces(head, "base", job))
     if getpid:
         for t in head_traces:
             t["per_call"]["getpid"] = t["per_call"].get("getpid", 0.0) + 1.0

@@ -28,7 +28,7 @@ from .sequential import Design
 
 __all__ = ["CHANNELS", "COUNTS", "CYCLES", "CYCLES_COMMIT_SD", "Channel", "DETERMINISTIC", "Finding",
            "INSTRUCTION_COUNTS", "InstructionCounts", "MEMORY", "ORDER", "SIMULATED_CYCLES", "SYSCALLS",
-           "SCHEDULED", "SYSCALL_TRACES", "counted_rows", "deterministic_level", "wall_fdr", "SYSTEM_CALLS", "SimulatedCycles", "SystemCalls", "WALL", "WALL_TIME",
+           "SCHEDULED", "SYSCALL_TRACES", "counted_rows", "deterministic_level", "wall_fdr", "SYSTEM_CALLS", "SimulatedCycles", "SystemCalls", "WALL", "WALL_TIME", "syscall_traces",
            "WallTime", "findings", "syscall_moves", "to_confirm", "to_retrace"]
 
 # what decided a row (Verdict.decided_by)
@@ -110,7 +110,7 @@ SCHEDULED = frozenset({"futex", "sched_yield", "nanosleep", "clock_nanosleep", "
 SYSCALL_TRACES = 2  # traced processes a side a system-call decision rests on: the first and a repeat trace
 
 
-def _traces(evidence: Evidence, side: str, job: Job) -> list[dict]:
+def syscall_traces(evidence: Evidence, side: str, job: Job) -> list[dict]:
     """A side's traces of `job`: the first, then the repeat traces (collect.collect_syscalls(repeat))."""
     first = evidence.syscalls[side].get(job)
     return ([first] if first else []) + list(evidence.syscalls_again[side].get(job, []))
@@ -131,7 +131,7 @@ def syscall_moves(evidence: Evidence, job: Job) -> dict[str, dict]:
     the allocator (SCHEDULED) never does; another does where each side has SYSCALL_TRACES traces, every trace
     is exact for it, each side's traces agree on its calls a call (so the change is the same in every pairing
     of processes), and the change is a whole number of calls."""
-    runs = {side: _traces(evidence, side, job) for side in ("base", "head")}
+    runs = {side: syscall_traces(evidence, side, job) for side in ("base", "head")}
     per = {side: [t.get("per_call", {}) for t in runs[side]] for side in runs}
     names = sorted(set(per["base"][0]) | set(per["head"][0]))
     moves = {}
