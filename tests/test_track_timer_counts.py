@@ -50,7 +50,35 @@ SUITE = """
 
         def track_cpp_timer(self, n):  # a C++ statement: compiled and counted as Timer(language="cpp") is
             return Timer("auto y = torch::add(x, x);", "auto x = torch::ones({8});", language="cpp").timeit(10).mean
+
+
+    def softmax(x):  # a library's function, its module attribute later rebound (as a package's submodule
+        return torch.softmax(x, -1)  # named like its function rebinds it): pickle finds "not the same object"
+
+
+    _softmax, softmax = softmax, "rebound"
+
+
+    def _by_closure(dim):
+        def f(x):
+            return x.log_softmax(dim)
+        return f
+
+
+    class Softmax:
+        # a real library's shape: the function under test is an asv parameter, timed by a Timer whose
+        # globals hold it (a function whose module attribute is another object, a closure, a lambda: none
+        # pickles)
+        params = [[_softmax, _by_closure(-1), lambda x: x.exp()], [64]]
+        param_names = ["f", "n"]
+
+        def setup(self, f, n):
+            self.x = torch.randn(n, 16)
+
+        def track_fwd(self, f, n):
+            return Timer("f(x)", globals={"f": f, "x": self.x}).blocked_autorange(min_run_time=0.1).median
     """
+SOFTMAX = "bench_ops.Softmax.track_fwd"
 NAME = "bench_ops.Add.{}"
 
 
@@ -106,7 +134,7 @@ def test_the_capture_finds_the_timer_a_method_times_without_running_it(tmp_path)
     assert listed.returncode == 0, listed.stderr
     assert {b["name"]: b["uncountable"] for b in json.loads(listed.stdout)} == {
         NAME.format(m): "" for m in ("track_torch_timer", "track_core_timer", "track_number", "time_plain",
-                                     "time_timer_threads", "track_cpp_timer")}
+                                     "time_timer_threads", "track_cpp_timer")} | {SOFTMAX: ""}
     # plans are for the time_ methods counted call by call: not for one that times a Timer
     plans = worker("plan", suite, [[NAME.format(m), 0] for m in ("time_plain", "time_timer_threads",
                                                                   "track_torch_timer")], tmp_path, 300)
@@ -126,8 +154,12 @@ def test_a_track_method_timing_a_timer_is_counted_as_its_statement(tmp_path):
     suite = write_suite(tmp_path)
     methods = ("track_torch_timer", "track_core_timer", "track_number", "time_plain", "time_timer_threads",
                "track_cpp_timer")
-    result = worker("counts", suite, [[NAME.format(m), 0] for m in methods], tmp_path, 1200)
-    assert set(result) == {NAME.format(f"{m}|0") for m in methods}
+    result = worker("counts", suite, [[NAME.format(m), 0] for m in methods] + [[SOFTMAX, k] for k in range(3)],
+                    tmp_path, 1200)
+    assert set(result) == {NAME.format(f"{m}|0") for m in methods} | {f"{SOFTMAX}|{k}" for k in range(3)}
+    # a Timer whose globals hold an asv parameter that does not pickle is counted where it lives (issue 63, 5)
+    softmax = {k: result[f"{SOFTMAX}|{k}"].get("counts") for k in range(3)}
+    assert all(softmax.values()), result
     assert result[NAME.format("track_number|0")] == {
         "uncountable": "track_ returns its own measurement and times no Timer"}
     counts = {m: result[NAME.format(f"{m}|0")]["counts"] for m in methods if m != "track_number"}
@@ -141,8 +173,15 @@ def test_a_track_method_timing_a_timer_is_counted_as_its_statement(tmp_path):
               "mul": torchbench_core.Timer("torch.mul(a, b)", setup="b = a * 3", globals={"a": x}, num_threads=2),
               "cpp": torchbench_core.Timer("auto y = torch::add(x, x);", "auto x = torch::ones({8});",
                                            language="cpp")}
+    y = torch.randn(64, 16)
+    timers |= {"softmax": torchbench_core.Timer("torch.softmax(y, -1)", globals={"y": y}),
+               "log_softmax": torchbench_core.Timer("y.log_softmax(-1)", globals={"y": y}),
+               "exp": torchbench_core.Timer("y.exp()", globals={"y": y})}
     reference = {stmt: min(s.counts(subtract_baseline=True) / 100 for s in stats)
                  for stmt, stats in zip(timers, collect_callgrind_many(list(timers.values()), 100, 3))}
+    print(softmax)
+    for k, stmt in enumerate(("softmax", "log_softmax", "exp")):  # the parameter's own op, plus its Python call
+        assert 0.95 < min(softmax[k]) / reference[stmt] < 1.25, (k, softmax, reference)
     print({m: min(v) for m, v in counts.items()}, reference)
     for method, stmt in (("track_torch_timer", "add"), ("track_core_timer", "add"), ("time_timer_threads", "mul"),
                          ("track_cpp_timer", "cpp")):

@@ -274,11 +274,19 @@ def main():
                 if kind == "call":
                     count_calls(index, case, first)
                 else:
-                    gen, loops = _build(case, torch)
-                    _warm_up(gen, loops)
-                    for repeat in range(case["repeats"]):
-                        report(event="dump", case=index, repeat=first + repeat, dump=counted(gen, loops))
-                    gen.close()
+                    if case.get("resolve"):  # a statement made here (an asv method's Timer): set up in place
+                        prepare(case)
+                        case = dict(case, **case["resolve"]())
+                        torch.set_num_threads(case["num_threads"])
+                    try:
+                        gen, loops = _build(case, torch)
+                        _warm_up(gen, loops)
+                        for repeat in range(case["repeats"]):
+                            report(event="dump", case=index, repeat=first + repeat, dump=counted(gen, loops))
+                        gen.close()
+                    finally:
+                        if case.get("teardown"):
+                            case["teardown"]()
         except BaseException:
             report(event="error", case=index, error=traceback.format_exc())
             continue

@@ -54,9 +54,12 @@ or `time_` method that times a Timer (torch.utils.benchmark's or
 torchbench_core's) is counted as that Timer's statement instead: the worker
 first runs the case natively (asv's setup, the method, the teardown) with the
 Timer classes' measuring methods patched to stop the method at their first
-call, and counts the Timer so caught as its collect_callgrind would (its setup
-once, uncounted; its statement per run, with its globals and num_threads); it
-needs no plan. The listing says of each benchmark why it cannot be counted
+call, to learn whether it times one; then the valgrind process does the same
+itself (AsvTimed) and counts the Timer so caught in place, as its
+collect_callgrind would (its setup once, uncounted; its statement per run,
+with its globals and num_threads), so that globals which do not pickle (a
+function passed as an asv parameter, a closure) count too; it needs no plan.
+A C++ Timer is compiled and counted from the native capture. The listing says of each benchmark why it cannot be counted
 ("uncountable"), where it cannot: a CountsSuite's or a `mem_` returns its own
 value, a `timeraw_` times a fresh interpreter; whether a `track_` times a Timer
 only running it tells, so the listing leaves it countable and `counts` answers
@@ -220,6 +223,15 @@ def _capture(benchmark, index: int, cache):
     that Timer as torchbench_core's (what its collect_callgrind counts: the statement, with its globals and
     setup), or None where the method returns without timing one. The teardown runs either way. Raises
     NotImplementedError where asv would skip the case, and what the setup or method raises."""
+    try:
+        return _timer_of(benchmark, index, cache)
+    finally:
+        benchmark.do_teardown()
+
+
+def _timer_of(benchmark, index: int, cache):
+    """_capture without the teardown: the case stays set up, its Timer's globals alive, until the caller
+    tears it down (AsvTimed counts the Timer in the same process first). Raises as _capture does."""
     benchmark.set_param_idx(index)
     benchmark.set_cache(cache)
     if benchmark.do_setup():
@@ -230,8 +242,68 @@ def _capture(benchmark, index: int, cache):
         return None
     except _Captured as captured:
         return _counted_timer(captured.timer)
-    finally:
-        benchmark.do_teardown()
+
+
+class AsvTimed:
+    """One parameter combination of an asv `track_` or `time_` method that times a Python Timer, counted where
+    it lives: the valgrind process discovers the suite itself, runs asv's setup with the row's parameters and
+    the method until its Timer's first measuring call (_timer_of), and counts that Timer's statement with
+    the very globals the method gave it, then tears the case down. Nothing of the case is pickled but the
+    suite's folder, the benchmark's name, its parameter index and setup_cache's file, so functions and
+    classes passed as asv parameters, closures and module globals all count (a Timer captured natively and
+    copied into valgrind could not: a function whose module attribute is not itself does not pickle).
+    Travels to the valgrind process as the `resolve` of its worker case (_callgrind_worker.main)."""
+
+    def __init__(self, root: str, name: str, index: int, cache_file: str | None, num_threads: int = 1):
+        self.root, self.name, self.index, self.cache_file = root, name, index, cache_file
+        self.num_threads = num_threads
+        self._benchmark = None
+
+    def __getstate__(self) -> dict:
+        return {"root": self.root, "name": self.name, "index": self.index, "cache_file": self.cache_file,
+                "num_threads": self.num_threads}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state, _benchmark=None)
+
+    @property
+    def label(self) -> str:
+        return f"{self.name}|{self.index}"
+
+    @property
+    def task_spec(self):
+        from .task_spec import TaskSpec
+
+        return TaskSpec(stmt=self.label, setup="", label=self.label)
+
+    def prepare(self) -> None:
+        """Import the suite (once per process), before any case, as AsvCall.prepare."""
+        _discovered(self.root)
+
+    def resolve(self) -> dict:
+        """In the valgrind process: the case set up, and its Timer's statement, setup and globals (in place)."""
+        b = _discovered(self.root)[self.name]
+        cache = None
+        if self.cache_file:
+            with open(self.cache_file, "rb") as f:  # written by the parent, outside valgrind
+                cache = pickle.load(f)
+        self._benchmark = b
+        try:
+            timer = _timer_of(b, self.index, cache)
+        except NotImplementedError:
+            raise LookupError(f"{self.label}: skipped by its setup (NotImplementedError)") from None
+        if timer is None:
+            raise LookupError(f"{self.label}: times no Timer in the counting process")
+        return timer._worker_case(in_place=True)
+
+    def teardown(self) -> None:
+        if self._benchmark is not None:
+            self._benchmark.do_teardown()
+            self._benchmark = None
+
+    def _worker_case(self) -> dict:
+        return {"resolve": self.resolve, "teardown": self.teardown, "prepare": self.prepare, "stmt": "",
+                "setup": "", "globals": {}, "scripted": {}, "num_threads": self.num_threads}
 
 
 def _counted_timer(timer):
@@ -631,7 +703,8 @@ def counts(suite: Path, jobs: list[list], out: Path, cache_dir: Path | None = No
     files."""
     import tempfile
 
-    from .asv_worker import AsvCall  # under `python -m` this module is __main__: pickle must name the real one
+    # under `python -m` this module is __main__: pickle must name the real ones
+    from .asv_worker import AsvCall, AsvTimed
     from .callgrind import CallCase, CallgrindError, collect_callgrind_many, simulated_per_run
 
     benchmarks = _discover(suite)
@@ -654,8 +727,14 @@ def counts(suite: Path, jobs: list[list], out: Path, cache_dir: Path | None = No
                     cases.append(spec.timer())
                     keys.append(key)
         timed = _timed_statements(benchmarks, jobs, cache_dir or Path(tmp), result)
-        cases.extend(timed.values())
-        keys.extend(timed)
+        for key, timer in timed.items():  # a Python statement is counted in place (AsvTimed); C++ is compiled
+            name, index = key.rsplit("|", 1)
+            benchmark = benchmarks[name]
+            cache_file = None if benchmark.setup_cache_key is None else str(_cache_path(benchmark,
+                                                                                         cache_dir or Path(tmp)))
+            cases.append(timer if timer.language.name == "CPP" else AsvTimed(
+                str(suite.resolve()), name, int(index), cache_file, timer.task_spec.num_threads))
+            keys.append(key)
         for key, benchmark, index, cache_file, (number, warmup) in _by_call(
                 benchmarks, jobs, cache_dir or Path(tmp), lambda key, error: result.__setitem__(key, _not_measured(error)),
                 set(timed) | set(result)):

@@ -196,8 +196,10 @@ class Timer:
         return self._task_spec
 
     # -- instruction counts -------------------------------------------------
-    def _worker_case(self) -> dict[str, Any]:
-        """What the callgrind worker needs to rebuild this statement in its process."""
+    def _worker_case(self, in_place: bool = False) -> dict[str, Any]:
+        """What the callgrind worker needs to rebuild this statement in its process. `in_place`: for a Timer
+        made in the valgrind process itself (an asv method's, asv_worker.AsvTimed), whose globals travel
+        nowhere: TorchScript values are kept as they are, not saved for a copy."""
         setup_lines, values, scripted = [], {}, {}
         for name, value in self._globals.items():
             if name == "torch" and value is self._torch:
@@ -206,7 +208,7 @@ class Timer:
                 if value.setup:
                     setup_lines.append(_clean(value.setup))
                 value = value.value
-            if isinstance(value, (self._torch.jit.ScriptFunction, self._torch.jit.ScriptModule)):
+            if not in_place and isinstance(value, (self._torch.jit.ScriptFunction, self._torch.jit.ScriptModule)):
                 # TorchScript does not pickle; torch copies it with torch.jit.save/load too.
                 buffer = io.BytesIO()
                 self._torch.jit.save(value, buffer)
