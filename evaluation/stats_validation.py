@@ -82,6 +82,7 @@ from torchbench.ab.counts import COMPUTE, count_change  # noqa: E402
 from torchbench.ab.evidence import Evidence  # noqa: E402
 from torchbench.ab.options import Policy  # noqa: E402
 from torchbench_core.storage import atomic_write_text  # noqa: E402
+from torchbench.ab.count_decision import COUNT_ALPHA
 
 POOL = ROOT / "tests" / "data" / "alert_pool_48_rounds.json"
 COUNTS_POOL = ROOT / "tests" / "data" / "counts_pool_69_rows.json"
@@ -448,10 +449,10 @@ def counts_replay(path: Path, policy: Policy) -> dict:
                     one = _counts_evidence([processes[x][bx[0]]], [processes[y][hy[0]]], keys)
                     draws += 1
                     for job in jobs:
-                        change = count_change(evidence, job, policy.count_floor)
+                        change = count_change(evidence, job, policy.count_floor, COUNT_ALPHA)
                         decided += change.decides
                         labelled += change.label == COMPUTE
-                        pending += count_change(one, job, policy.count_floor).pending
+                        pending += count_change(one, job, policy.count_floor, COUNT_ALPHA).pending
     result = {"pool": path.name, "rows": len(keys), "processes": {a: len(p) for a, p in processes.items()},
               "rows_differing_between_processes": int((within_commit > 0).sum()),
               "between_processes_max": float(within_commit.max()),
@@ -468,11 +469,11 @@ def counts_replay(path: Path, policy: Policy) -> dict:
         jobs_b = [job_of(k) for k in common]
         advisory = _counts_evidence([base], [head], common, builds_differ=f"torch {a} vs {b}")
         plain = _counts_evidence([base], [head], common)
-        deltas = [count_change(plain, job, policy.count_floor).delta for job in jobs_b]
+        deltas = [count_change(plain, job, policy.count_floor, COUNT_ALPHA).delta for job in jobs_b]
         result["builds"] = {
             "releases": [a, b], "rows": len(common),
-            "moved_beyond_floor": sum(count_change(plain, job, policy.count_floor).pending for job in jobs_b),
-            "decided": sum(count_change(advisory, job, policy.count_floor).decides for job in jobs_b),
+            "moved_beyond_floor": sum(count_change(plain, job, policy.count_floor, COUNT_ALPHA).pending for job in jobs_b),
+            "decided": sum(count_change(advisory, job, policy.count_floor, COUNT_ALPHA).decides for job in jobs_b),
             "median_abs_delta": float(np.median(np.abs(deltas))), "max_abs_delta": float(np.max(np.abs(deltas)))}
     return result
 

@@ -48,6 +48,7 @@ from torchbench.asv_bridge.worker import list_benchmarks  # noqa: E402
 from torchbench.project.commits import Commit  # noqa: E402
 from torchbench.project.folders import locked_folders  # noqa: E402
 from torchbench_core.storage import atomic_write_text  # noqa: E402
+from torchbench.ab.count_decision import COUNT_ALPHA
 
 
 def _busy(until: float) -> None:
@@ -126,7 +127,7 @@ def decided(traced: dict, getpid: bool) -> dict:
             if job not in traced[b].syscalls["base"]:
                 continue
             ev = _pair(traced[a], traced[b], job, getpid)
-            found = rule.test(ev, job, 0.01, {})
+            found = rule.test(ev, job, 0.01, {}, COUNT_ALPHA)
             out["rows"] += 1
             if found is not None and found.decides and found.channel == SYSCALLS:
                 out["decided"] += 1

@@ -11,7 +11,7 @@ from torchbench import stats
 from torchbench.ab import channels
 from torchbench.ab.channels import (CHANNELS, COUNTS, CYCLES, DETERMINISTIC, MEMORY, ORDER, SYSCALLS, WALL,
                                      SYSCALL_TRACES, WALL_TIME, Channel, findings, to_confirm, to_retrace)
-from torchbench.ab.count_decision import JITTERS
+from torchbench.ab.count_decision import COUNT_ALPHA, JITTERS
 from torchbench.ab.counts import VETO_LEVEL, VETO_PROCESSES, opposite_p
 from torchbench.ab.evidence import Evidence, JobInfo
 from torchbench.ab.options import Policy
@@ -134,7 +134,7 @@ def test_the_deterministic_channels_decide_within_the_suites_budget(monkeypatch)
     COMMIT_SD 0, the model's own), so the test's p-values are valid and the budget is what holds them."""
     from torchbench.ab import count_decision as ct
     from torchbench.ab.channels import counted_rows, deterministic_level
-    from torchbench.ab.count_decision import BY_CALL, COUNT_ALPHA
+    from torchbench.ab.count_decision import BY_CALL
 
     for kind in (ct.STATEMENT, BY_CALL):
         monkeypatch.setitem(ct.COMMIT_RATIO, kind, 0.0)
@@ -183,9 +183,9 @@ def test_the_veto_sees_past_a_slow_process():
 
 def test_a_flat_count_row_whose_cycles_moved_is_counted_in_jittered_processes():
     ev = evidence(cycles=1.5, jittered=False)
-    assert not findings(ev, JOB, 0.01)[CYCLES].decides
-    assert to_confirm(ev, [JOB], 0.01, 1) == [JOB]
-    assert to_confirm(evidence(jittered=False, cycles=1.0), [JOB], 0.01, 1) == []
+    assert not findings(ev, JOB, 0.01, COUNT_ALPHA)[CYCLES].decides
+    assert to_confirm(ev, [JOB], 0.01, 1, COUNT_ALPHA) == [JOB]
+    assert to_confirm(evidence(jittered=False, cycles=1.0), [JOB], 0.01, 1, COUNT_ALPHA) == []
 
 
 def test_every_channel_has_the_one_shape_and_wall_time_is_one_of_them():
@@ -197,7 +197,7 @@ def test_every_channel_has_the_one_shape_and_wall_time_is_one_of_them():
     assert ORDER == (*DETERMINISTIC, WALL_TIME) and CHANNELS == tuple(c.name for c in DETERMINISTIC)
     assert all(c.deterministic for c in DETERMINISTIC) and not WALL_TIME.deterministic
     with pytest.raises(ValueError, match="within its family"):  # its bar is the family's (verdict.prepare)
-        WALL_TIME.test(evidence(), JOB, 0.01, {})
+        WALL_TIME.test(evidence(), JOB, 0.01, {}, COUNT_ALPHA)
 
 
 def test_the_verdict_decides_in_the_channels_order(monkeypatch):
@@ -206,7 +206,7 @@ def test_the_verdict_decides_in_the_channels_order(monkeypatch):
     channel deciding, wall time does."""
     calls = ({"read": 2.0}, {"read": 2.0, "getpid": 1.0})
     ev = evidence(cycles=2.2, syscalls=((calls[0], True), (calls[1], True)))
-    assert list(findings(ev, JOB, 0.01)) == [COUNTS, SYSCALLS, CYCLES]
+    assert list(findings(ev, JOB, 0.01, COUNT_ALPHA)) == [COUNTS, SYSCALLS, CYCLES]
     r = row(ev)
     assert r.decided_by == SYSCALLS and "cycles +" in r.channels_text
     monkeypatch.setattr(channels, "DETERMINISTIC", tuple(reversed(DETERMINISTIC)))

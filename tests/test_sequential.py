@@ -11,7 +11,7 @@ from scipy.stats import t as t_dist
 from torchbench import stats
 from torchbench.ab import rounds
 from torchbench.ab.allocation import MAX_RUN_TIME, MIN_RUN_TIME, run_time_for
-from torchbench.ab.count_decision import COMMIT_SD, JITTERS
+from torchbench.ab.count_decision import COMMIT_SD, COUNT_ALPHA, JITTERS
 from torchbench.ab.channels import to_confirm
 from torchbench.ab.counts import (ADVISORY, COMPUTE, NO_COUNTS, PRIOR_WEIGHT, VETO_PROCESSES, WALL_ONLY, count_change,
                                    opposite_p, weights)
@@ -169,19 +169,19 @@ def test_count_change_counts_a_candidate_again_in_jittered_processes_before_it_d
     evidence = Evidence()
     job = ("b", 0)
     evidence.counts["base"][job], evidence.counts["head"][job] = [100.0, 100.01, 100.0], [103.0, 103.0, 103.0]
-    change = count_change(evidence, job, 0.01)
+    change = count_change(evidence, job, 0.01, COUNT_ALPHA)
     # beyond the floor on one valgrind process a side: a candidate, counted again, deciding nothing yet
     assert change.label == COMPUTE and change.pending and not change.decides
-    assert to_confirm(evidence, [job], 0.01) == [job]
+    assert to_confirm(evidence, [job], 0.01, 1, COUNT_ALPHA) == [job]
     evidence.counts_again["base"][job] = [[100.0] * 3, [100.02] * 3]
     evidence.counts_again["head"][job] = [[103.01, 103.0, 103.0], [103.02] * 3]
-    change = count_change(evidence, job, 0.01)
+    change = count_change(evidence, job, 0.01, COUNT_ALPHA)
     assert change.decides and not change.pending and change.delta == pytest.approx(0.03, rel=2e-3)
     assert change.margin < 0.03 and change.p_value < 0.01
-    assert to_confirm(evidence, [job], 0.01) == []
+    assert to_confirm(evidence, [job], 0.01, 1, COUNT_ALPHA) == []
     # an older record's one second process (a flat list) still reads as one process
     evidence.counts_again["base"][job], evidence.counts_again["head"][job] = [100.0] * 3, [103.0] * 3
-    assert count_change(evidence, job, 0.01).p_value < 1.0
+    assert count_change(evidence, job, 0.01, COUNT_ALPHA).p_value < 1.0
 
 
 def test_counts_that_differ_between_jittered_processes_do_not_decide_a_change_of_that_size():
@@ -192,7 +192,7 @@ def test_counts_that_differ_between_jittered_processes_do_not_decide_a_change_of
     evidence.counts["base"][job], evidence.counts["head"][job] = [100.0] * 3, [103.0] * 3
     evidence.counts_again["base"][job] = [[102.0] * 3, [100.5] * 3]
     evidence.counts_again["head"][job] = [[105.0] * 3, [103.5] * 3]
-    change = count_change(evidence, job, 0.01)
+    change = count_change(evidence, job, 0.01, COUNT_ALPHA)
     assert change.margin > change.delta > 0.025 and not change.decides and not change.pending
     # the commit noise as large as the layouts' spread (COMMIT_RATIO) is beside it: not moved at the label's level
     assert change.p_value > 0.05 and change.label == WALL_ONLY
@@ -207,7 +207,7 @@ def test_a_time_methods_counts_are_held_to_its_kinds_commit_noise():
         evidence.jobs[job] = info
         evidence.counts["base"][job], evidence.counts["head"][job] = [100.0] * 3, [102.0] * 3
         evidence.counts_again["base"][job], evidence.counts_again["head"][job] = [[100.0] * 3] * 2, [[102.0] * 3] * 2
-        change = count_change(evidence, job, 0.01)
+        change = count_change(evidence, job, 0.01, COUNT_ALPHA)
         kind = "by call" if info.by_call else "statement"
         expected = max(0.01, np.expm1(t_dist.isf(0.005, 4) * COMMIT_SD[kind]))
         assert change.margin == pytest.approx(expected)
@@ -217,9 +217,9 @@ def test_counts_advisory_between_builds_are_never_counted_again():
     evidence = Evidence(builds_differ="torch 2.13.0 vs 2.14.1")
     job = ("b", 0)
     evidence.counts["base"][job], evidence.counts["head"][job] = [100.0] * 3, [110.0] * 3
-    change = count_change(evidence, job, 0.01)
+    change = count_change(evidence, job, 0.01, COUNT_ALPHA)
     assert ADVISORY in change.label and not change.decides and not change.pending
-    assert to_confirm(evidence, [job], 0.01) == []
+    assert to_confirm(evidence, [job], 0.01, 1, COUNT_ALPHA) == []
 
 
 def test_counts_cache_keeps_counts_per_commit_and_case_and_survives_a_bad_file(tmp_path):

@@ -13,6 +13,7 @@ from pathlib import Path
 from torchbench.ab.counts_cache import CountsCache
 from torchbench.ab.evidence import Evidence, JobInfo
 from torchbench.ab.collect import collect_syscalls
+from torchbench.ab.count_decision import COUNT_ALPHA
 from torchbench_core.syscalls import CALLS, per_call, split_trace
 
 from one_side import side_of, suite_of
@@ -160,11 +161,11 @@ def test_a_getpid_added_to_every_call_is_decided_from_real_repeat_traces(tmp_pat
         pair.syscalls[side_name][(stmt, 0)] = evidence.syscalls["head"][job]
         pair.syscalls_again[side_name][(stmt, 0)] = evidence.syscalls_again["head"][job]
     assert syscall_moves(pair, (stmt, 0)) == {"getpid": {"change": 1.0, "decides": True, "why": ""}}
-    found = SystemCalls().test(pair, (stmt, 0), 0.01, {})
+    found = SystemCalls().test(pair, (stmt, 0), 0.01, {}, COUNT_ALPHA)
     assert found.channel == SYSCALLS and found.decides and found.label == "system calls: getpid +1 a call"
     # the first trace alone does not decide: the repeat is what makes the call a call of the code
     pair.syscalls_again = {"base": {}, "head": {}}
-    assert not SystemCalls().test(pair, (stmt, 0), 0.01, {}).decides
+    assert not SystemCalls().test(pair, (stmt, 0), 0.01, {}, COUNT_ALPHA).decides
     # read back from the cache, the repeat trace is not traced again
     again = Evidence()
     for job in jobs:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from .. import stats
 from .contrast import compare_row
-from .count_decision import BY_CALL, COUNT_ALPHA, DRAWS, MAX_PASSES, STATEMENT, count_decision
+from .count_decision import BY_CALL, DRAWS, MAX_PASSES, STATEMENT, count_decision
 from .counts import COMPUTE, NEAR, count_change, kind_of, processes
 from .evidence import Evidence, Job
 from .options import Policy
@@ -71,7 +71,7 @@ class Channel(ABC):
 
     @abstractmethod
     def test(self, evidence: Evidence, job: Job, floor: float, seen: Mapping[str, Finding],
-             level: float = COUNT_ALPHA) -> Finding | None:
+             level: float) -> Finding | None:
         """What this channel says of `job`; None without measurements on both sides. `floor`: the smallest
         change a deterministic channel decides (Policy.count_floor); `seen`: the findings of the channels
         before it in ORDER, by name; `level`: the level a test with noise decides at (the alert's:
@@ -90,7 +90,7 @@ class InstructionCounts(Channel):
              "COMMIT_SD), tested at the suite's deterministic level (deterministic_level)")
 
     def test(self, evidence: Evidence, job: Job, floor: float, seen: Mapping[str, Finding],
-             level: float = COUNT_ALPHA) -> Finding | None:
+             level: float) -> Finding | None:
         c = count_change(evidence, job, floor, level)
         if c is None:
             return None
@@ -168,7 +168,7 @@ class SystemCalls(Channel):
              "that follow the scheduler or the allocator (SCHEDULED) are shown and decide nothing")
 
     def test(self, evidence: Evidence, job: Job, floor: float, seen: Mapping[str, Finding],
-             level: float = COUNT_ALPHA) -> Finding | None:
+             level: float) -> Finding | None:
         b, h = evidence.syscalls["base"].get(job), evidence.syscalls["head"].get(job)
         if not b or not h:
             return None
@@ -217,7 +217,7 @@ class SimulatedCycles(Channel):
              "by kind of row)")
 
     def test(self, evidence: Evidence, job: Job, floor: float, seen: Mapping[str, Finding],
-             level: float = COUNT_ALPHA) -> Finding | None:
+             level: float) -> Finding | None:
         base, head = _cycles_runs(evidence, "base", job), _cycles_runs(evidence, "head", job)
         kind = kind_of(evidence, job)
         t = count_decision(base, head, kind, floor, commit_sd=CYCLES_COMMIT_SD[kind], alpha=level)
@@ -254,7 +254,7 @@ class WallTime(Channel):
         return dataclasses.replace(self, policy=policy, design=design, weights=weights, suite_noise=suite_noise)
 
     def test(self, evidence: Evidence, job: Job, floor: float, seen: Mapping[str, Finding],
-             level: float = COUNT_ALPHA) -> Finding | None:
+             level: float) -> Finding | None:
         if self.policy is None or self.design is None:
             raise ValueError("wall time is tested within its family: WALL_TIME.in_family(policy, design, weights)")
         if min(len(values) for values in evidence.wall_values(job)) < 2:
@@ -295,7 +295,7 @@ def deterministic_level(evidence: Evidence, policy: Policy) -> float:
     return policy.deterministic_level(counted_rows(evidence))
 
 
-def findings(evidence: Evidence, job: Job, floor: float, level: float = COUNT_ALPHA) -> dict[str, Finding]:
+def findings(evidence: Evidence, job: Job, floor: float, level: float) -> dict[str, Finding]:
     """What each deterministic channel with measurements says of `job`, in DETERMINISTIC order, its tests
     deciding at `level` (the alert's: deterministic_level)."""
     found: dict[str, Finding] = {}
@@ -306,8 +306,7 @@ def findings(evidence: Evidence, job: Job, floor: float, level: float = COUNT_AL
     return found
 
 
-def to_confirm(evidence: Evidence, jobs: list[Job], floor: float, jitter: int = 1,
-               level: float = COUNT_ALPHA) -> list[Job]:
+def to_confirm(evidence: Evidence, jobs: list[Job], floor: float, jitter: int, level: float) -> list[Job]:
     """The jobs to count in the `jitter`-th jittered valgrind process a side, each in DRAWS layout draws: in the
     first, every one whose first counts (or, counts flat, first simulated cycles) moved beyond the floor; in
     the next, up to count_decision.MAX_PASSES, those whose test has not decided them, whose change clears the

@@ -73,7 +73,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import stats
-from .count_decision import BY_CALL, COUNT_ALPHA, STATEMENT, count_decision
+from .count_decision import BY_CALL, STATEMENT, count_decision
 from .evidence import Evidence, Job
 
 __all__ = ["ADVISORY", "COMPUTE", "CountChange", "NO_COUNTS", "PRIOR_WEIGHT", "VETO_LEVEL", "WALL_ONLY",
@@ -128,7 +128,7 @@ def kind_of(evidence: Evidence, job: Job) -> str:
     return BY_CALL if info is not None and info.by_call else STATEMENT
 
 
-def count_change(evidence: Evidence, job: Job, count_floor: float, level: float = COUNT_ALPHA) -> CountChange | None:
+def count_change(evidence: Evidence, job: Job, count_floor: float, level: float) -> CountChange | None:
     """The counts of `job` on both sides, held against their noise (count_decision.py), decided at `level`
     (the alert's: channels.deterministic_level); None without counts on a side."""
     runs = {side: _processes(evidence, side, job) for side in ("base", "head")}

@@ -197,10 +197,10 @@ def wall_check_rounds(confidence: float) -> int:
     return sequential.fewest_processes(1 - confidence)
 
 
-def _counts_stop(evidence: Evidence, job: Job, policy: Policy) -> str | None:
-    """Why the row leaves the rounds now, where a deterministic channel decides it."""
-    found = next((f for f in findings(evidence, job, policy.count_floor, deterministic_level(evidence, policy)).values()
-                  if f.decides), None)
+def _counts_stop(evidence: Evidence, job: Job, policy: Policy, level: float) -> str | None:
+    """Why the row leaves the rounds now, where a deterministic channel decides it at `level`
+    (deterministic_level)."""
+    found = next((f for f in findings(evidence, job, policy.count_floor, level).values() if f.decides), None)
     base, head = evidence.wall_values(job)
     # a row stays until it has VETO_PROCESSES a side, and while its wall time leans against the channel, so
     # that the veto (verdict._by_channel) has the processes to see a move the other way past a slow process
@@ -234,8 +234,9 @@ def interim_decisions(evidence: Evidence, jobs: list[Job], policy: Policy) -> No
     no part of; at a planned look, the jobs the wall time clearly decides."""
     undecided = [job for job in jobs if job not in evidence.decided]
     if evidence.rounds >= wall_check_rounds(policy.confidence):
+        level = deterministic_level(evidence, policy)
         for job in undecided:
-            why = _counts_stop(evidence, job, policy)
+            why = _counts_stop(evidence, job, policy, level)
             if why:
                 evidence.decided[job] = why
     if evidence.design is not None and evidence.rounds in evidence.design.looks:

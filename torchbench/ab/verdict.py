@@ -270,7 +270,7 @@ def prepare(evidence: Evidence, policy: Policy) -> Prepared:
     channel = WALL_TIME.in_family(policy, design, dict(zip(jobs, w)), noise)
     family = []
     for (row, _, _), job, weight in zip(wall, jobs, w):
-        found = channel.test(evidence, job, policy.count_floor, seen[job])
+        found = channel.test(evidence, job, policy.count_floor, seen[job], level)  # wall time: unused
         row.comparison, row.decided_by = found.comparison, WALL
         family.append((row, min(1.0, found.p_value / weight)))
     return Prepared(evidence, rows, family)
