@@ -135,10 +135,14 @@ def test_the_capture_finds_the_timer_a_method_times_without_running_it(tmp_path)
     assert {b["name"]: b["uncountable"] for b in json.loads(listed.stdout)} == {
         NAME.format(m): "" for m in ("track_torch_timer", "track_core_timer", "track_number", "time_plain",
                                      "time_timer_threads", "track_cpp_timer")} | {SOFTMAX: ""}
-    # plans are for the time_ methods counted call by call: not for one that times a Timer
+    # plans: a time_ method's calls, and a timed statement's runs (a cheap one's as a TimerSuite case's: 100 a
+    # counted run after 128); none for a C++ statement, compiled with its own
     plans = worker("plan", suite, [[NAME.format(m), 0] for m in ("time_plain", "time_timer_threads",
-                                                                  "track_torch_timer")], tmp_path, 300)
-    assert set(plans) == {NAME.format("time_plain|0")} and "plan" in plans[NAME.format("time_plain|0")], plans
+                                                                  "track_torch_timer", "track_cpp_timer")],
+                   tmp_path, 300)
+    assert set(plans) == {NAME.format(f"{m}|0") for m in ("time_plain", "time_timer_threads", "track_torch_timer")}
+    assert "plan" in plans[NAME.format("time_plain|0")], plans
+    assert plans[NAME.format("track_torch_timer|0")] == {"plan": [100, 128]}, plans
 
 
 @pytest.mark.slow
@@ -166,7 +170,7 @@ def test_a_track_method_timing_a_timer_is_counted_as_its_statement(tmp_path):
     for method, values in counts.items():  # three repeats (a valgrind process's first statement's drift by a few %)
         assert len(values) == 3 and min(values) > 0, (method, values)
     assert "plan" in result[NAME.format("time_plain|0")]
-    assert "plan" not in result[NAME.format("time_timer_threads|0")]  # a statement's plan is fixed
+    assert result[NAME.format("time_timer_threads|0")]["plan"] == [100, 128]  # a cheap statement's runs
 
     x = torch.ones(64)
     timers = {"add": torchbench_core.Timer("torch.add(x, y)", globals={"x": x, "y": torch.full((64,), 2.0)}),
@@ -191,3 +195,14 @@ def test_a_track_method_timing_a_timer_is_counted_as_its_statement(tmp_path):
         assert min(counts[method]) == pytest.approx(reference[stmt], rel=0.06), (method, counts, reference)
     # the plain time_ method's call of torch.add, counted call by call, costs about the statement
     assert 0.9 < min(counts["time_plain"]) / reference["add"] < 1.5, (counts, reference)
+
+
+def test_a_costly_statement_is_counted_in_few_runs():
+    """A statement's runs per counted run and warm-up runs follow its native cost (asv_worker._plan_statement):
+    a cheap one keeps the counting worker's 100 after 128; one of ~5 ms runs once a counted run after 8 (under
+    valgrind a 10 ms softmax's 100 + 192 runs exceeded the 600 s a case: issue 63)."""
+    import torchbench_core
+    from torchbench_core import asv_worker
+
+    assert asv_worker._plan_statement(torchbench_core.Timer("x + 1", globals={"x": 1})) == (100, 128)
+    assert asv_worker._plan_statement(torchbench_core.Timer("time.sleep(0.005)", "import time")) == (1, 8)

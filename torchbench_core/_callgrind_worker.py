@@ -74,9 +74,11 @@ def _build(case, torch):
     return gen, range(case["number"])
 
 
-def _warm_up(gen, loops):
-    gen.send(range(max(WARMUP_RUNS, len(loops))))
-    for _ in range(WARMUP_SENDS):
+def _warm_up(gen, loops, runs=WARMUP_RUNS):
+    """`runs` runs (at least a block's), then half as many resumptions (at most WARMUP_SENDS) of one run: a
+    costly statement's plan asks fewer than WARMUP_RUNS (asv_worker._plan_statement)."""
+    gen.send(range(max(runs, len(loops))))
+    for _ in range(min(WARMUP_SENDS, max(1, runs // 2))):
         gen.send(range(1))
     # End on the object the counted blocks use: resuming the generator drops
     # its previous iterable, and freeing a warm-up range would be counted.
@@ -280,7 +282,7 @@ def main():
                         torch.set_num_threads(case["num_threads"])
                     try:
                         gen, loops = _build(case, torch)
-                        _warm_up(gen, loops)
+                        _warm_up(gen, loops, case.get("warmup", WARMUP_RUNS))
                         for repeat in range(case["repeats"]):
                             report(event="dump", case=index, repeat=first + repeat, dump=counted(gen, loops))
                         gen.close()

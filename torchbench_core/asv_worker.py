@@ -102,6 +102,7 @@ from pathlib import Path
 from .skips import SKIPPED_BY_SETUP, skipped_here
 
 COUNT_NUMBER, COUNT_REPEATS = 100, 3
+STATEMENT_WARMUP = 128  # a statement's warm-up runs at most (the counting worker's WARMUP_RUNS)
 CALLS_SECONDS, WARMUP_SECONDS = 2e-3, 0.05  # a time_ case's calls per counted run, and its warm-up (native time)
 PLAN_CALLS, PLAN_SECONDS = 5, 0.2  # a plan times up to this many calls, and stops once they took this long
 DEFAULT_RUN_TIME = 0.2  # a time_ method's seconds of samples a process until `torchbench alert` allots its own
@@ -254,14 +255,15 @@ class AsvTimed:
     copied into valgrind could not: a function whose module attribute is not itself does not pickle).
     Travels to the valgrind process as the `resolve` of its worker case (_callgrind_worker.main)."""
 
-    def __init__(self, root: str, name: str, index: int, cache_file: str | None, num_threads: int = 1):
+    def __init__(self, root: str, name: str, index: int, cache_file: str | None, num_threads: int = 1,
+                 plan: tuple[int, int] = (COUNT_NUMBER, STATEMENT_WARMUP)):
         self.root, self.name, self.index, self.cache_file = root, name, index, cache_file
-        self.num_threads = num_threads
+        self.num_threads, self.plan = num_threads, plan
         self._benchmark = None
 
     def __getstate__(self) -> dict:
         return {"root": self.root, "name": self.name, "index": self.index, "cache_file": self.cache_file,
-                "num_threads": self.num_threads}
+                "num_threads": self.num_threads, "plan": self.plan}
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state, _benchmark=None)
@@ -302,8 +304,35 @@ class AsvTimed:
             self._benchmark = None
 
     def _worker_case(self) -> dict:
+        # the plan: the statement's runs per counted run, and its warm-up runs (_plan_statement)
         return {"resolve": self.resolve, "teardown": self.teardown, "prepare": self.prepare, "stmt": "",
-                "setup": "", "globals": {}, "scripted": {}, "num_threads": self.num_threads}
+                "setup": "", "globals": {}, "scripted": {}, "num_threads": self.num_threads,
+                "number": self.plan[0], "warmup": self.plan[1]}
+
+
+def _plan_statement(timer) -> tuple[int, int]:
+    """(runs per counted run, warm-up runs) of a Timer's statement, from its runs timed here (natively), as
+    _plan_calls plans a `time_` method's calls: about CALLS_SECONDS of runs per counted run, at most
+    COUNT_NUMBER (a TimerSuite case's fixed number, which a statement of up to ~15 us keeps), and
+    WARMUP_SECONDS of warm-up, from 2 to 128 runs (a cheap statement keeps the counting worker's 128), powers of
+    two: a 10 ms statement, 100 + 192 runs at ~1 s each under valgrind, exceeded the counting worker's 600 s a
+    case (a graph library's softmax over 200,000 edges); planned, it runs 1 a repeat after 4 warm-up runs.
+    One plan serves every commit (it is kept, CountPlans), so that both sides count the same runs."""
+    with timer._threads:
+        session = timer._session()  # its setup once, as a block's
+        try:
+            timer._block(session, 1)  # a first run pays lazy initialisation
+            seconds, spent = math.inf, 0.0
+            for _ in range(PLAN_CALLS):
+                took = timer._block(session, 1)
+                seconds, spent = min(seconds, took), spent + took
+                if spent > PLAN_SECONDS:
+                    break
+        finally:
+            session.close()
+    each = max(seconds, 1e-7)
+    return (_power_of_two(CALLS_SECONDS / each, 1, COUNT_NUMBER),
+            _power_of_two(WARMUP_SECONDS / each, 2, STATEMENT_WARMUP))
 
 
 def _counted_timer(timer):
@@ -677,15 +706,22 @@ def _by_call(benchmarks: dict, jobs: list[list], tmp: Path, fail, done=()) -> li
 
 def plan(suite: Path, jobs: list[list], out: Path, cache_dir: Path | None = None) -> None:
     """{job key: {"plan": [calls per counted run, warm-up calls]} or {"error": why}} for the countable `time_`
-    jobs among `jobs` (others are left out: a TimerSuite case's plan is fixed, COUNT_NUMBER, and so is a
-    `time_` method's that times a Timer, counted as that Timer's statement). setup_cache's values are read
-    from, or made into, `cache_dir` (a temporary folder where None)."""
+    jobs among `jobs`, and for the `track_` and `time_` jobs that time a Python Timer ([runs per counted run,
+    warm-up runs] of its statement: _plan_statement); others are left out (a TimerSuite case's plan is fixed,
+    COUNT_NUMBER; a C++ statement's too). setup_cache's values are read from, or made into, `cache_dir` (a
+    temporary folder where None)."""
     import tempfile
 
     result: dict = {}
     benchmarks = _discover(suite)
     with tempfile.TemporaryDirectory(prefix="torchbench_plan_") as tmp:
-        timed = _timed_statements(benchmarks, jobs, cache_dir or Path(tmp), result, types=("time",))
+        timed = _timed_statements(benchmarks, jobs, cache_dir or Path(tmp), result)
+        for key, timer in timed.items():  # a Python statement's runs (a C++ one's are fixed)
+            if timer.language.name != "CPP":
+                try:
+                    result[key] = {"plan": list(_plan_statement(timer))}
+                except Exception as e:
+                    result[key] = _not_measured(f"{type(e).__name__}: {e}")
         for key, *_, made in _by_call(benchmarks, jobs, cache_dir or Path(tmp),
                                       lambda key, error: result.__setitem__(key, _not_measured(error)),
                                       set(timed) | set(result)):
@@ -727,13 +763,22 @@ def counts(suite: Path, jobs: list[list], out: Path, cache_dir: Path | None = No
                     cases.append(spec.timer())
                     keys.append(key)
         timed = _timed_statements(benchmarks, jobs, cache_dir or Path(tmp), result)
+        given = {f"{name}|{index}": (int(rest[0]), int(rest[1])) for name, index, *rest in jobs if len(rest) >= 2}
         for key, timer in timed.items():  # a Python statement is counted in place (AsvTimed); C++ is compiled
             name, index = key.rsplit("|", 1)
             benchmark = benchmarks[name]
             cache_file = None if benchmark.setup_cache_key is None else str(_cache_path(benchmark,
                                                                                          cache_dir or Path(tmp)))
-            cases.append(timer if timer.language.name == "CPP" else AsvTimed(
-                str(suite.resolve()), name, int(index), cache_file, timer.task_spec.num_threads))
+            if timer.language.name == "CPP":
+                cases.append(timer)
+            else:
+                try:
+                    plans[key] = list(given.get(key) or _plan_statement(timer))
+                except Exception as e:
+                    result[key] = _not_measured(f"{type(e).__name__}: {e}")
+                    continue
+                cases.append(AsvTimed(str(suite.resolve()), name, int(index), cache_file,
+                                      timer.task_spec.num_threads, tuple(plans[key])))
             keys.append(key)
         for key, benchmark, index, cache_file, (number, warmup) in _by_call(
                 benchmarks, jobs, cache_dir or Path(tmp), lambda key, error: result.__setitem__(key, _not_measured(error)),
