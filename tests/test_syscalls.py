@@ -3,6 +3,7 @@
 import json
 import os
 import shutil
+import time
 import subprocess
 import sys
 
@@ -114,7 +115,7 @@ def test_collect_syscalls_stores_each_sides_calls_in_the_evidence(tmp_path):
         evidence.add_job(job, JobInfo(job[0]), "head")
     cache = CountsCache(tmp_path / "counts", Path(sys.executable), suite, None)
     tally = collect_syscalls(suite, side, jobs, evidence, cache=cache)
-    assert tally == {"traced": 1, "cached": 0, "exact": 1, "untraceable": 1, "failed": 0}, evidence.notes
+    assert tally == {"traced": 1, "cached": 0, "exact": 1, "untraceable": 1, "failed": 0, "late": 0}, evidence.notes
     assert evidence.syscalls["head"][jobs[0]]["per_call"] == {"getpid": 1.0}
     assert evidence.no_syscalls["head"][jobs[1]].startswith("not traceable: track_")
     assert evidence.to_dict()["syscalls"]["head"]["bench_calls.Stmt.track_time|1"]["exact"] is True
@@ -130,9 +131,52 @@ def test_collect_syscalls_stores_each_sides_calls_in_the_evidence(tmp_path):
         again.add_job(job, JobInfo(job[0]), "head")
     tally = collect_syscalls(suite, side, jobs, again, cache=CountsCache(tmp_path / "counts", Path(sys.executable),
                                                                           suite, None))
-    assert tally == {"traced": 0, "cached": 2, "exact": 1, "untraceable": 1, "failed": 0}, again.notes
+    assert tally == {"traced": 0, "cached": 2, "exact": 1, "untraceable": 1, "failed": 0, "late": 0}, again.notes
     assert again.syscalls["head"][jobs[0]]["per_call"] == {"getpid": 7.0}
     assert again.no_syscalls["head"] == evidence.no_syscalls["head"]
+
+
+SLOW_SETUP = '''
+import os
+import time
+
+
+class Rows:
+    def time_first(self):
+        os.getpid()
+
+    def time_last(self):
+        os.getpid()
+
+
+class Slow:
+    def setup(self):
+        time.sleep(120)  # a set-up that outlasts the phase (a suite's 15 s forward pass, many times over)
+
+    def time_slow(self):
+        os.getpid()
+'''
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace")
+def test_a_row_whose_setup_outlasts_its_share_costs_itself_alone(tmp_path):
+    """Issue 63: the system-call phase has its share of the budget, and each row its share of what is left.
+    A row whose set-up alone outlasts it is stopped and left to wall time, with that reason; the rows before
+    and after it are traced, and the phase ends within its share (not after the set-up's 120 s)."""
+    suite, side = suite_of(tmp_path, "bench_slow", SLOW_SETUP), side_of(tmp_path, "head")
+    evidence = Evidence()
+    jobs = [("bench_slow.Rows.time_first", 0), ("bench_slow.Slow.time_slow", 0), ("bench_slow.Rows.time_last", 0)]
+    for job in jobs:
+        evidence.add_job(job, JobInfo(job[0]), "head")
+    began = time.monotonic()
+    tally = collect_syscalls(suite, side, jobs, evidence, timeout=40)
+    took = time.monotonic() - began
+    assert took < 45, took
+    assert tally["traced"] == 2 and tally["late"] == 1, (tally, evidence.notes, evidence.no_syscalls)
+    assert set(evidence.syscalls["head"]) == {jobs[0], jobs[2]}
+    assert evidence.syscalls["head"][jobs[2]]["per_call"].get("getpid") == 1.0
+    assert evidence.no_syscalls["head"][jobs[1]].startswith("not traced: its set-up and calls outlasted its share")
+    assert any("1 row(s) not traced within the phase's share" in note for note in evidence.notes), evidence.notes
 
 
 @pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace")

@@ -25,14 +25,17 @@ code's does, not where the allocator's thresholds drift to.
 from __future__ import annotations
 
 import collections
+import contextlib
 import gc
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 CALLS, WARMUP_CALLS = 10, 16  # the N region's calls (the second region has 2N), and the calls before
@@ -42,6 +45,10 @@ REGIONS = ("N", "2N")
 # another process state (syscalls_trace.trace: a jittered layout, the jobs in reverse order)
 REPEAT_ENV = "TORCHBENCH_SYSCALLS_REPEAT"
 TRACE_TIMEOUT = 1500.0  # the traced process, set-ups and imports included (collect.collect_syscalls waits 1800 s)
+# a time.time() when tracing ends (the system calls' share of the alert's budget): each row may take its share of
+# what is left (syscalls_trace.trace), the process is stopped there, and the rows it finished keep their calls
+DEADLINE_ENV = "TORCHBENCH_SYSCALLS_DEADLINE"
+OUT_OF_TIME = "out_of_time"  # a row's answer key where its share of the phase ran out first (its reason)
 
 _START = re.compile(r"^(?:\d+\s+)?(?:\[pid\s+\d+\]\s+)?([A-Za-z_][A-Za-z0-9_]*)\(")
 _MARK = re.compile(MARKER.decode() + r" (\d+) (N|2N) (start|end)")
@@ -57,26 +64,42 @@ def collect(suite: Path, jobs: list[list], out: Path, cache_dir: Path | None = N
     if strace is None:
         out.write_text(json.dumps({key: {"error": "strace is not installed"} for key in keys}))
         return
+    deadline = float(os.environ[DEADLINE_ENV]) if os.environ.get(DEADLINE_ENV) else None
+    if deadline is not None:
+        timeout = min(timeout, max(1.0, deadline - time.time()))
     with tempfile.TemporaryDirectory(prefix="torchbench_syscalls_") as tmp:
-        trace, manifest, jobs_file = Path(tmp) / "trace", Path(tmp) / "manifest.json", Path(tmp) / "jobs.json"
+        trace, manifest, jobs_file = Path(tmp) / "trace", Path(tmp) / "manifest.jsonl", Path(tmp) / "jobs.json"
         jobs_file.write_text(json.dumps(jobs))
         cmd = [strace, "-f", "-qq", "-s", "128", "-o", str(trace), sys.executable, "-m", "torchbench_core.syscalls_trace",
                "trace", str(suite), str(jobs_file), str(manifest), *([str(cache_dir)] if cache_dir else [])]
+        # its own session: a stop kills strace and the traced process with its children, none left orphaned
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                env=dict(os.environ, **WORKER_ENV), start_new_session=True)
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, **WORKER_ENV),
-                                  timeout=timeout)
+            _, stderr = proc.communicate(timeout=timeout)
             why = "" if proc.returncode == 0 and manifest.exists() else (
-                f"the traced process failed (exit {proc.returncode}): {(proc.stderr.strip().splitlines() or [''])[-1]}")
+                f"the traced process failed (exit {proc.returncode}): {(stderr.strip().splitlines() or [''])[-1]}")
         except subprocess.TimeoutExpired:
-            why = f"the traced process took over {timeout:.0f} s"
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            why = ""  # the rows it finished are kept; the others ran out of time
+            stopped = (f"not traced: the system calls' share of the budget ({timeout:.0f} s) ran out first "
+                       "(its wall time decides it)")
+        else:
+            stopped = "the traced process reported nothing for it"
         if why:
             out.write_text(json.dumps({key: {"error": why} for key in keys}))
             return
-        ran = json.loads(manifest.read_text())
-        counted = split_trace(trace.read_text(errors="replace"))
+        ran = {}
+        if manifest.exists():  # one line a row, as each ends: a stopped process's last may be cut
+            for line in manifest.read_text().splitlines():
+                with contextlib.suppress(ValueError):
+                    ran.update(json.loads(line))
+        counted = split_trace(trace.read_text(errors="replace")) if trace.exists() else {}
     result = {}
     for position, key in enumerate(keys):
-        outcome = ran.get(str(position)) or {"error": "the traced process reported nothing for it"}
+        outcome = ran.get(str(position)) or ({OUT_OF_TIME: stopped} if stopped.startswith("not traced") else
+                                             {"error": stopped})
         if "calls" in outcome:
             outcome = {"syscalls": per_call(counted.get(position, {}), outcome["calls"])}
         result[key] = outcome

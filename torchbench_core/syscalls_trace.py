@@ -13,13 +13,15 @@ import contextlib
 import functools
 import json
 import os
+import signal
 import sys
 import tempfile
+import time
 import traceback
 from pathlib import Path
 
 from .asv_worker import AsvCall, _by_call, _discover, _not_measured, _timed_statements, _timer_suite, uncountable
-from .syscalls import CALLS, REPEAT_ENV, regions
+from .syscalls import CALLS, DEADLINE_ENV, OUT_OF_TIME, REPEAT_ENV, regions
 
 
 def _call_n(call, n: int) -> None:
@@ -71,33 +73,72 @@ def _trace_one(suite: Path, benchmark, index: int, position: int, fd: int, cache
     return {"calls": CALLS}
 
 
+class _OutOfTime(BaseException):
+    """A row's share of the phase ran out (a BaseException: a suite's `except Exception` does not swallow it)."""
+
+
+@contextlib.contextmanager
+def _row_time(seconds: float | None):
+    """Raise _OutOfTime in this row after `seconds` (None: no limit); the timer is cleared after it."""
+    if seconds is None:
+        yield
+        return
+
+    def expired(signum, frame):
+        raise _OutOfTime()
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, max(seconds, 0.01))
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def trace(suite: Path, jobs: list[list], manifest: Path, cache_dir: Path | None) -> None:
-    """The process strace follows: each job's regions, in order; {position: {"calls": N} or why not} to
-    `manifest` at the end. A repeat trace (syscalls.REPEAT_ENV k > 0: a row whose first traces differed
-    between the sides) runs in another process state: its layout jittered after the imports as the counting
-    worker's k-th jittered process is (_callgrind_worker._jitter_layout), and the jobs in reverse order, so
-    that each row follows other rows' allocations and threads than it did in the first trace."""
+    """The process strace follows: each job's regions, in order; one line {position: {"calls": N} or why not}
+    appended to `manifest` as each job ends, so that a process stopped at the phase's end keeps the rows it
+    finished. Where the environment sets syscalls.DEADLINE_ENV, each row may take its share of the time left
+    (what is left over its rows still to trace: a slow row's set-up costs that row alone, and what a quick
+    row leaves goes to the next); a row past it is stopped and answers {OUT_OF_TIME: why}. A repeat trace
+    (syscalls.REPEAT_ENV k > 0: a row whose first traces differed between the sides) runs in another
+    process state: its layout jittered after the imports as the counting worker's k-th jittered process is
+    (_callgrind_worker._jitter_layout), and the jobs in reverse order, so that each row follows other rows'
+    allocations and threads than it did in the first trace."""
     from ._callgrind_worker import _jitter_layout
 
     benchmarks = _discover(suite)
     repeat = int(os.environ.get(REPEAT_ENV) or 0)
+    deadline = float(os.environ[DEADLINE_ENV]) if os.environ.get(DEADLINE_ENV) else None
     jittered = _jitter_layout(repeat, "system calls")  # noqa: F841 - alive until the end
     order = list(enumerate(jobs))
     fd = os.open(os.devnull, os.O_WRONLY)
-    ran = {}
-    with tempfile.TemporaryDirectory(prefix="torchbench_syscalls_cache_") as tmp:
-        for position, (name, index, *_) in (reversed(order) if repeat else order):
+    with tempfile.TemporaryDirectory(prefix="torchbench_syscalls_cache_") as tmp, open(manifest, "a") as out:
+        todo = list(reversed(order) if repeat else order)
+        for left, (position, (name, index, *_)) in zip(range(len(todo), 0, -1), todo):
             benchmark = benchmarks.get(name)
+            share = None if deadline is None else (deadline - time.time()) / left
             if benchmark is None:
-                ran[position] = {"error": f"LookupError: {name}: no such benchmark"}
-                continue
-            try:
-                ran[position] = _trace_one(suite, benchmark, index, position, fd, cache_dir or Path(tmp))
-            except Exception as e:  # a row this machine cannot run is skipped, with its reason (skips.py)
-                ran[position] = _not_measured(f"{type(e).__name__}: {e}")
-                if "error" in ran[position]:
-                    ran[position]["traceback"] = traceback.format_exc(limit=-3)
-    manifest.write_text(json.dumps(ran))
+                answer = {"error": f"LookupError: {name}: no such benchmark"}
+            elif share is not None and share <= 0:
+                answer = {OUT_OF_TIME: "not traced: the system calls' share of the budget ran out before it "
+                                       "(its wall time decides it)"}
+            else:
+                try:
+                    with _row_time(share):
+                        answer = _trace_one(suite, benchmark, index, position, fd, cache_dir or Path(tmp))
+                except _OutOfTime:
+                    answer = {OUT_OF_TIME: f"not traced: its set-up and calls outlasted its share of the system "
+                                           f"calls' budget ({share:.0f} s; its wall time decides it)"}
+                    with contextlib.suppress(Exception):
+                        benchmark.do_teardown()
+                except Exception as e:  # a row this machine cannot run is skipped, with its reason (skips.py)
+                    answer = _not_measured(f"{type(e).__name__}: {e}")
+                    if "error" in answer:
+                        answer["traceback"] = traceback.format_exc(limit=-3)
+            out.write(json.dumps({str(position): answer}) + "\n")
+            out.flush()
 
 
 if __name__ == "__main__":

@@ -16,7 +16,8 @@ from pathlib import Path
 from torchbench_core._callgrind_worker import JITTER_ENV, LAYOUT_ENV
 from torchbench_core.asv_worker import DEADLINE_ENV, DRAWS_ENV
 from torchbench_core.callgrind import DEADLINE_PASSED
-from torchbench_core.syscalls import REPEAT_ENV
+from torchbench_core.syscalls import DEADLINE_ENV as SYSCALLS_DEADLINE_ENV
+from torchbench_core.syscalls import OUT_OF_TIME, REPEAT_ENV
 
 from ..asv_bridge.worker import WORKER, read_json
 from ..errors import UserError, last_line
@@ -129,20 +130,29 @@ def collect_syscalls(suite: Path, side: Side, jobs: list[Job], evidence: Evidenc
     `repeat` k > 0: the k-th repeat trace, in another process state (torchbench_core.syscalls.REPEAT_ENV: a
     jittered layout, the jobs in reverse order), appended to evidence.syscalls_again[side][job]; a job it
     fails for keeps the traces it has, which then decide nothing (channels.SystemCalls). From `cache` where
-    it has them (then traced only for the rest, and kept there). Stored, not weighed here. Returns how many
-    were traced, came from the cache, exact, not traceable, and failed."""
+    it has them (then traced only for the rest, and kept there). `timeout`: the seconds the traced process
+    may take (the phase's share of the budget: each row takes its share of what is left, and a row past it,
+    or not reached, keeps its wall time, with that reason). Stored, not weighed here. Returns how many
+    were traced, came from the cache, exact, not traceable, failed, and ran out of time ("late")."""
     cases = {job: CountsCache.case(job, evidence.jobs[job].params) + (REPEATED.format(repeat) if repeat else "")
              for job in jobs}
     cached = cache.load_syscalls(side.commit) if cache else {}
     todo = [job for job in jobs if cases[job] not in cached]
-    env = {REPEAT_ENV: str(repeat)} if repeat else None
+    # the traced process ends COUNTS_WRAP_UP (or a tenth) before `timeout`, each row within its share of it
+    env = ({REPEAT_ENV: str(repeat)} if repeat else {}) | {
+        SYSCALLS_DEADLINE_ENV: repr(time.time() + timeout - min(COUNTS_WRAP_UP, timeout / 10))}
     found = _worker(suite, side, "syscalls", todo, timeout=timeout, env=env, cache_dir=cache_dir) if todo else {}
     traced, missing, failures = evidence.syscalls[side.name], evidence.no_syscalls[side.name], {}
-    new, exact = {}, 0
+    new, exact, late = {}, 0, []
     for job in jobs:
         result = cached.get(cases[job]) or found.get(f"{job[0]}|{job[1]}") or {
             "error": found.get("error") or "the worker returned nothing"}
         if result.get("skipped"):
+            continue
+        if OUT_OF_TIME in result:  # its share of the phase ran out: its wall time decides it; not kept
+            late.append(evidence.jobs[job].name)
+            if not repeat:
+                missing[job] = result[OUT_OF_TIME]
             continue
         if cases[job] not in cached and ("syscalls" in result or "uncountable" in result):
             new[cases[job]] = result  # what a commit's code decides: kept
@@ -162,10 +172,14 @@ def collect_syscalls(suite: Path, side: Side, jobs: list[Job], evidence: Evidenc
     for error, names in failures.items():
         evidence.notes.append(f"system calls ({side.name}{f', repeat trace {repeat}' if repeat else ''}) failed "
                               f"for {_first_names(names)}: {error}")
+    if late:
+        evidence.notes.append(f"system calls ({side.name}{f', repeat trace {repeat}' if repeat else ''}): "
+                              f"{len(late)} row(s) not traced within the phase's share of the budget "
+                              f"({timeout:.0f} s), {_first_names(late)}: their wall time decides them")
     if cache:
         cache.store_syscalls(side.commit, new)
     return {"traced": sum(1 for job in jobs if "syscalls" in new.get(cases[job], {})),
-            "cached": sum(1 for job in jobs if cases[job] in cached), "exact": exact,
+            "cached": sum(1 for job in jobs if cases[job] in cached), "exact": exact, "late": len(late),
             "untraceable": sum(1 for job in jobs if missing.get(job, "").startswith("not traceable")),
             "failed": sum(len(names) for names in failures.values())}
 

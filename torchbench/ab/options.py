@@ -80,6 +80,10 @@ class Rounds:
     # the counting's share of the budget, from when counting starts (after the build): its valgrind processes
     # (first and jittered) stop there, and the rows left without counts keep their wall time
     count_share: float = 0.4
+    # the system calls' share of the budget, from when tracing starts (after the counting): the traced processes
+    # (first and repeat) stop there, each row within its share of what is left, and the rows left untraced keep
+    # their wall time (a suite whose set-ups take 15 s a row traced for over 10 minutes without it)
+    syscall_share: float = 0.15
     # the budget ends rounds only once every row can reach its bar at all (sequential.Design.reachable):
     # before that a changed row could only come out inconclusive. Off where a quick trial chose its own
     # min_rounds (the CLI's --min-rounds): its MDEs then say "too few processes for the bar".
@@ -94,7 +98,7 @@ class Rounds:
     schedule: str = "auto"
 
     RULES = {"budget_minutes": POSITIVE, "min_rounds": POSITIVE_WHOLE, "max_rounds": AT_LEAST_TWO,
-             "schedule": SCHEDULE, "count_share": FRACTION}
+             "schedule": SCHEDULE, "count_share": FRACTION, "syscall_share": FRACTION}
 
     def __post_init__(self):
         check_all(self)

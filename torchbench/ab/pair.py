@@ -139,7 +139,8 @@ def measure_pair(ws: Workspace, base: Commit, head: Commit, rounds: Rounds, poli
     evidence.phases["instruction counts"] = time.monotonic() - start
     if rounds.counts:  # the other deterministic channel, off with the counts (--no-counts)
         start = time.monotonic()
-        _syscalls_both(ws.out / "counts", valgrind, ws.bench_dir, sides, both, evidence, cache_dir)
+        _syscalls_both(ws.out / "counts", valgrind, ws.bench_dir, sides, both, evidence, cache_dir,
+                       start + 60 * rounds.budget_minutes * rounds.syscall_share)
         evidence.phases["system calls"] = time.monotonic() - start
     start = time.monotonic()
 
@@ -214,29 +215,36 @@ def _caches(root: Path, valgrind: Path | None, suite: Path, sides: dict[str, Sid
 
 
 def _syscalls_both(root: Path, valgrind: Path | None, suite: Path, sides: dict[str, Side], jobs: list[Job],
-                   evidence: Evidence, cache_dir: Path) -> None:
+                   evidence: Evidence, cache_dir: Path, deadline: float) -> None:
     """Both sides' system calls per call at once, one traced process each (collect.collect_syscalls): counts
     of calls, not times, so the process beside does not move them. Then the rows whose first traces differed
     in a call that may decide are traced again, SYSCALL_TRACES - 1 repeat traces a side in another process
     state each (channels.to_retrace), so that a decision rests on calls that repeat. Kept beside the counts,
-    by commit."""
+    by commit. Every traced process may take what is left until `deadline` (the phase's share of the budget:
+    collect.collect_syscalls gives each row its share of it); a repeat that would start after it does not."""
     caches = _caches(root, valgrind, suite, sides)
 
     def both_sides(todo: list[Job], repeat: int) -> dict[str, dict[str, int]]:
+        left = max(1.0, deadline - time.monotonic())
         with ThreadPoolExecutor(max_workers=len(SIDES)) as pool:
             return dict(zip(SIDES, pool.map(lambda name: collect.collect_syscalls(
-                suite, sides[name], todo, evidence, cache_dir, caches[name], repeat=repeat), SIDES)))
+                suite, sides[name], todo, evidence, cache_dir, caches[name], repeat=repeat, timeout=left), SIDES)))
 
     tally = both_sides(jobs, 0)
     for name in SIDES:
         t = tally[name]
         print(f"== system calls, {name}: {t['traced']} traced (one process under strace), {t['cached']} from the "
-              f"cache, {t['exact']} exact, {t['untraceable']} not traceable, {t['failed']} failed", flush=True)
+              f"cache, {t['exact']} exact, {t['untraceable']} not traceable, {t['failed']} failed, {t['late']} past "
+              f"the phase's share", flush=True)
     for name in SIDES:
         tally[name]["repeated"] = 0
     for repeat in range(1, SYSCALL_TRACES):
         again = to_retrace(evidence, jobs, repeat)
         if not again:
+            break
+        if time.monotonic() >= deadline:
+            evidence.notes.append(f"system calls: the phase's share of the budget ran out before repeat trace "
+                                  f"{repeat} of {len(again)} row(s); their calls decide nothing")
             break
         found = both_sides(again, repeat)
         print(f"== system calls, repeat trace {repeat} a side (another layout, the rows in reverse order) for the "
