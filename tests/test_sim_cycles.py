@@ -163,18 +163,22 @@ def test_layout_draws_vary_an_identity_keyed_row_and_a_deadline_keeps_what_was_c
     """collect_callgrind_many(draws=3): a set of objects hashed by address is counted in 3 layouts of one
     process, the first the process's own and the others after a draw's objects (other collisions: other
     counts). `deadline`: the process is killed then, the statement counted before keeps its counts and the one
-    still running is reported, not lost."""
+    still running is reported, not lost. Before it, a statement past its share of the time left (at least
+    MIN_CASE_SECONDS) is stopped alone, and the next ones are counted in a fresh process (issue 63)."""
     import time
 
     from torchbench_core import Timer
-    from torchbench_core.callgrind import DEADLINE_PASSED, CallgrindError, collect_callgrind_many
+    from torchbench_core.callgrind import DEADLINE_PASSED, SHARE_PASSED, CallgrindError, collect_callgrind_many
 
     identity = Timer("set(objs)", setup="objs = [object() for _ in range(400)]")
     start = time.time()
-    drawn, stuck = collect_callgrind_many(
-        [identity, Timer("pass", setup="import time; time.sleep(3600)")], 10, 1, functions=False, draws=3,
-        on_error="return", deadline=start + 60)
-    assert time.time() - start < 60 + 30
+    drawn, slow, quick, stuck = collect_callgrind_many(
+        [identity, Timer("pass", setup="import time; time.sleep(3600)"), Timer("x = 1"),
+         Timer("pass", setup="import time; time.sleep(3600)")], 10, 1, functions=False, draws=3,
+        on_error="return", deadline=start + 100)
+    assert time.time() - start < 100 + 30
+    assert isinstance(slow, CallgrindError) and SHARE_PASSED in str(slow), slow
+    assert not isinstance(quick, CallgrindError), quick  # after the slow one, in a fresh process
     counts = [s.counts() for s in drawn]
     assert len(counts) == 3 and len(set(counts)) > 1, counts  # the draws' layouts collide differently
     assert str(counts[0]) in repr(drawn[0])  # its summary, without the function tables it has not

@@ -325,6 +325,10 @@ class CallgrindStats:
 SIMULATE_OPTIONS = ("--cache-sim=yes", "--branch-sim=yes", "--I1=32768,8,64", "--D1=32768,8,64",
                     "--LL=8388608,16,64")
 DEADLINE_PASSED = "not counted: the deadline passed before this statement was counted"
+SHARE_PASSED = "not counted: its set-up and runs outlasted its share of the time before the deadline"
+# a case's share of the time before the deadline is at least this: a valgrind process's first case also
+# imports the suite (10-20 s under valgrind for torch's libraries)
+MIN_CASE_SECONDS = 30.0
 # the events estimated_cycles weighs; every one is there when both simulations ran
 SIM_EVENTS = ("Ir", "I1mr", "D1mr", "D1mw", "ILmr", "DLmr", "DLmw", "Bcm", "Bim")
 L1_MISS_CYCLES, LL_MISS_CYCLES, MISPREDICT_CYCLES = 10, 100, 10
@@ -517,6 +521,8 @@ def collect_callgrind_many(
     CallgrindStats, draw by draw (one layout draw for the cost of the case, not of a process).
     `deadline` (a time.time(); Python statements and CallCases): the valgrind processes still running then are
     killed; the statements counted by then keep their counts, the others get DEADLINE_PASSED as their error.
+    Before it, each statement may take its share of the time left (_case_limit: at least MIN_CASE_SECONDS);
+    one past it gets SHARE_PASSED, and the rest go on in a fresh process.
     """
     if number < 1 or repeats < 1:
         raise ValueError(f"number and repeats must be >= 1, got {number}, {repeats}")
@@ -650,7 +656,7 @@ def _launch(
             pass
         events: list[dict[str, Any]] = []
         current: int | None = None
-        started = time.monotonic()
+        started, limit = time.monotonic(), case_timeout
         with open(manifest) as feed:
             while True:
                 exited = proc.poll() is not None
@@ -659,6 +665,8 @@ def _launch(
                     events.append(event)
                     if event["event"] == "case":
                         current, started = event["case"], time.monotonic()
+                        limit = _case_limit(case_timeout, deadline, len(cases) - len(
+                            {e["case"] for e in events if e["event"] in ("case_done", "error")}))
                         if progress:
                             progress(current, "start")
                     elif event["event"] in ("case_done", "error") and event.get("case") == current:
@@ -677,11 +685,12 @@ def _launch(
                     if progress and current is not None:
                         progress(current, "done")
                     return events, set()
-                if current is not None and case_timeout is not None and time.monotonic() - started > case_timeout:
+                if current is not None and limit is not None and time.monotonic() - started > limit:
                     os.killpg(proc.pid, signal.SIGKILL)
                     proc.wait()
-                    events.append({"event": "error", "case": current,
-                                   "error": f"timed out after {case_timeout:g} s under valgrind (process killed)"})
+                    events.append({"event": "error", "case": current, "error": (
+                        f"timed out after {limit:g} s under valgrind (process killed)" if limit == case_timeout else
+                        f"{limit:.0f} s under valgrind: {SHARE_PASSED}")})
                     if progress:
                         progress(current, "done")
                     break
@@ -704,6 +713,17 @@ def _launch(
         if progress:
             progress(current, "done")
     return events, {index for index, _ in cases} - done
+
+
+def _case_limit(case_timeout: float | None, deadline: float | None, left: int) -> float | None:
+    """The seconds a case may take once it starts: `case_timeout`, and, before a `deadline`, no more than its
+    share of the time left (the time left over the `left` cases still to count, at least MIN_CASE_SECONDS), so
+    that a case whose set-up or runs are slow under valgrind costs itself alone, and what a quick case leaves
+    goes to the next ones."""
+    if deadline is None or left <= 1:  # the last case's share is what is left: the deadline stops it
+        return case_timeout
+    share = max(MIN_CASE_SECONDS, (deadline - time.time()) / left)
+    return share if case_timeout is None else min(case_timeout, share)
 
 
 class _CasePickler(pickle.Pickler):

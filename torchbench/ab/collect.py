@@ -15,7 +15,7 @@ from pathlib import Path
 
 from torchbench_core._callgrind_worker import JITTER_ENV, LAYOUT_ENV
 from torchbench_core.asv_worker import DEADLINE_ENV, DRAWS_ENV
-from torchbench_core.callgrind import DEADLINE_PASSED
+from torchbench_core.callgrind import DEADLINE_PASSED, SHARE_PASSED
 from torchbench_core.syscalls import DEADLINE_ENV as SYSCALLS_DEADLINE_ENV
 from torchbench_core.syscalls import OUT_OF_TIME, REPEAT_ENV
 
@@ -79,6 +79,9 @@ def collect_counts(suite: Path, side: Side, jobs: list[Job], evidence: Evidence,
         error = f"not countable: {result['uncountable']}" if "uncountable" in result else str(result.get("error"))
         if error.endswith(DEADLINE_PASSED):
             error = "not counted: the counting's share of the budget ran out first (its wall time decides it)"
+        elif error.endswith(SHARE_PASSED):  # "N s under valgrind: ..." (callgrind._case_limit)
+            error = (f"not counted: its set-up and runs outlasted its share of the counting's budget "
+                     f"({last_line(error).split(':')[0]}; its wall time decides it)")
         if not again:  # a second process that fails leaves the first's counts, which then decide nothing
             uncounted[job] = (error if "uncountable" in result or error.startswith("not counted")
                               else f"counting failed: {last_line(error)}")
