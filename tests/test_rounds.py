@@ -138,7 +138,7 @@ def test_a_sides_setup_cache_is_made_once_for_its_plan_its_counts_and_its_rounds
     job, cache_dir = ("bench_meet.Made.time_read", 0), tmp_path / "cache"
     evidence = Evidence()
     evidence.add_job(job, JobInfo("bench_meet.Made.time_read", by_call=True), "base")
-    plans, problems = plan_counts(suite, [sides["base"]], [job], cache_dir)
+    plans, statements, problems = plan_counts(suite, [sides["base"]], [job], cache_dir)
     assert not problems and job in plans
     tally = collect_counts(suite, sides["base"], [job], evidence, plans=plans, cache_dir=cache_dir)
     assert tally["counted"] == 1 and evidence.counts["base"][job], evidence.notes

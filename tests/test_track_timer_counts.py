@@ -140,9 +140,12 @@ def test_the_capture_finds_the_timer_a_method_times_without_running_it(tmp_path)
     plans = worker("plan", suite, [[NAME.format(m), 0] for m in ("time_plain", "time_timer_threads",
                                                                   "track_torch_timer", "track_cpp_timer")],
                    tmp_path, 300)
-    assert set(plans) == {NAME.format(f"{m}|0") for m in ("time_plain", "time_timer_threads", "track_torch_timer")}
-    assert "plan" in plans[NAME.format("time_plain|0")], plans
-    assert plans[NAME.format("track_torch_timer|0")] == {"plan": [100, 128]}, plans
+    assert set(plans) == {NAME.format(f"{m}|0") for m in ("time_plain", "time_timer_threads", "track_torch_timer",
+                                                          "track_cpp_timer")}
+    assert "plan" in plans[NAME.format("time_plain|0")] and "statement" not in plans[NAME.format("time_plain|0")]
+    # counted as a statement, not call by call: its counts' noise is a statement's (count_decision.STATEMENT)
+    assert plans[NAME.format("track_torch_timer|0")] == {"plan": [100, 128], "statement": True}, plans
+    assert plans[NAME.format("track_cpp_timer|0")] == {"statement": True}, plans
 
 
 @pytest.mark.slow
@@ -206,3 +209,27 @@ def test_a_costly_statement_is_counted_in_few_runs():
 
     assert asv_worker._plan_statement(torchbench_core.Timer("x + 1", globals={"x": 1})) == (100, 128)
     assert asv_worker._plan_statement(torchbench_core.Timer("time.sleep(0.005)", "import time")) == (1, 8)
+
+
+def test_a_row_counted_as_its_timers_statement_has_a_statements_noise(tmp_path):
+    """pair.count_plans marks the rows the plan worker found timing a Timer as counted by statement (by_call
+    False), made now and read back from the kept plans alike, so that the count test holds them against a
+    statement's calibrated noise (count_decision.STATEMENT), not a time_ method's call by call."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from one_side import side_of
+
+    from torchbench.ab.count_decision import BY_CALL, STATEMENT
+    from torchbench.ab.counts import kind_of
+    from torchbench.ab.evidence import Evidence, JobInfo
+    from torchbench.ab.pair import count_plans
+
+    suite = write_suite(tmp_path)
+    side = side_of(tmp_path, "base")
+    jobs = [(NAME.format(m), 0) for m in ("track_torch_timer", "time_plain", "time_timer_threads")]
+    for attempt in ("made", "kept"):
+        evidence = Evidence()
+        for job in jobs:
+            evidence.add_job(job, JobInfo(job[0], by_call=True), "base")
+        plans = count_plans(tmp_path / "counts", suite, [side], jobs, evidence, tmp_path / "cache")
+        assert set(plans) == set(jobs), (attempt, plans, evidence.notes)
+        assert [kind_of(evidence, job) for job in jobs] == [STATEMENT, BY_CALL, STATEMENT], attempt

@@ -716,10 +716,11 @@ def plan(suite: Path, jobs: list[list], out: Path, cache_dir: Path | None = None
     benchmarks = _discover(suite)
     with tempfile.TemporaryDirectory(prefix="torchbench_plan_") as tmp:
         timed = _timed_statements(benchmarks, jobs, cache_dir or Path(tmp), result)
-        for key, timer in timed.items():  # a Python statement's runs (a C++ one's are fixed)
+        for key, timer in timed.items():  # a Python statement's runs (a C++ one's are fixed); either is counted
+            result[key] = {"statement": True}  # as a statement, not call by call
             if timer.language.name != "CPP":
                 try:
-                    result[key] = {"plan": list(_plan_statement(timer))}
+                    result[key]["plan"] = list(_plan_statement(timer))
                 except Exception as e:
                     result[key] = _not_measured(f"{type(e).__name__}: {e}")
         for key, *_, made in _by_call(benchmarks, jobs, cache_dir or Path(tmp),

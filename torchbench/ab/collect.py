@@ -187,13 +187,16 @@ def collect_syscalls(suite: Path, side: Side, jobs: list[Job], evidence: Evidenc
             "failed": sum(len(names) for names in failures.values())}
 
 
-def plan_counts(suite: Path, sides: list[Side], jobs: list[Job],
-                cache_dir: Path | None = None) -> tuple[dict[Job, tuple[int, int]], list[str]]:
-    """Plans (calls per counted run, warm-up calls) for the `time_` cases among `jobs`, made natively by the
-    first side's code, and by the next side's for the cases the first could not plan (a benchmark that fails
-    there). Returns the plans and one problem per side whose planning process failed; a job without a plan is
-    planned by each valgrind process itself (and may then differ between sides by a few percent)."""
+def plan_counts(suite: Path, sides: list[Side], jobs: list[Job], cache_dir: Path | None = None
+                ) -> tuple[dict[Job, tuple[int, int]], set[Job], list[str]]:
+    """Plans (calls per counted run, warm-up calls) for the `time_` cases among `jobs`, and (runs per counted
+    run, warm-up runs) for the `track_` and `time_` cases that time a Timer (counted as its statement), made
+    natively by the first side's code, and by the next side's for the cases the first could not plan (a
+    benchmark that fails there). Returns the plans, the jobs counted as a statement, and one problem per side
+    whose planning process failed; a job without a plan is planned by each valgrind process itself (and may
+    then differ between sides by a few percent)."""
     plans: dict[Job, tuple[int, int]] = {}
+    statements: set[Job] = set()
     problems = []
     for side in sides:
         todo = [job for job in jobs if job not in plans]
@@ -204,10 +207,13 @@ def plan_counts(suite: Path, sides: list[Side], jobs: list[Job],
             problems.append(f"planning instruction counts with the {side.name} commit failed: {found['error']}")
             continue
         for job in todo:
-            made = found.get(f"{job[0]}|{job[1]}", {}).get("plan")
+            answer = found.get(f"{job[0]}|{job[1]}", {})
+            made = answer.get("plan")
             if made:
                 plans[job] = (int(made[0]), int(made[1]))
-    return plans, problems
+            if answer.get("statement"):
+                statements.add(job)
+    return plans, statements, problems
 
 
 def _count(suite: Path, side: Side, jobs: list[tuple], layout: int = 0, cache_dir: Path | None = None,

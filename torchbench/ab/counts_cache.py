@@ -211,11 +211,28 @@ class CountPlans:
             return {}
         return {case: (v[0], v[1]) for case, v in plans.items()}
 
-    def store(self, made: dict[str, tuple[int, int]]) -> None:
-        """Add `made` to the kept plans (atomically); a case keeps its first plan."""
-        if not made:
+    def statements(self) -> set[str]:
+        """The kept cases counted as a statement (a `track_` or `time_` method's Timer: its plan is runs of
+        that statement), not call by call: their counts' noise is a statement's (count_decision.STATEMENT).
+        Empty for a file written before they were kept."""
+        if not self.path.exists():
+            return set()
+        try:
+            found = json.loads(self.path.read_text()).get("statements", [])
+            if not isinstance(found, list) or not all(isinstance(c, str) for c in found):
+                raise ValueError("'statements' is not a list of cases")
+        except (OSError, ValueError, TypeError, AttributeError) as e:
+            self.problems.append(f"{self.path}: unreadable list of statement cases ({e}); planning again")
+            return set()
+        return set(found)
+
+    def store(self, made: dict[str, tuple[int, int]], statements: set[str] = frozenset()) -> None:
+        """Add `made` (and which of them are `statements`) to the kept plans (atomically); a case keeps its
+        first plan."""
+        if not made and not statements:
             return
         plans = {**made, **self.load()}
+        kept = sorted(self.statements() | set(statements))
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(self.path, json.dumps({"plans": {c: list(v) for c, v in sorted(plans.items())}},
-                                                indent=1))
+        atomic_write_text(self.path, json.dumps({"plans": {c: list(v) for c, v in sorted(plans.items())},
+                                                 **({"statements": kept} if kept else {})}, indent=1))

@@ -259,20 +259,26 @@ def _syscalls_both(root: Path, valgrind: Path | None, suite: Path, sides: dict[s
 
 def count_plans(root: Path, suite: Path, sides: list[Side], jobs: list[Job], evidence: Evidence,
                 cache_dir: Path | None = None) -> dict[Job, tuple[int, int]]:
-    """The plan of every countable `time_` case among `jobs`: kept ones (CountPlans), the rest made now by the
-    base's code (natively, a few seconds) and kept, so that both sides, and every later commit, count a case
-    under one plan."""
+    """The plan of every countable `time_` case, and of every `track_` or `time_` case that times a Timer (its
+    statement's runs), among `jobs`: kept ones (CountPlans), the rest made now by the base's code (natively, a
+    few seconds) and kept, so that both sides, and every later commit, count a case under one plan. A case
+    counted as its Timer's statement is marked so in evidence.jobs (by_call False): its counts' noise is a
+    statement's."""
     store = CountPlans(root, suite)
-    kept = store.load()
+    kept, kept_statements = store.load(), store.statements()
     wanted = {job: CountsCache.case(job, evidence.jobs[job].params) for job in jobs
               if evidence.jobs[job].by_call and not evidence.jobs[job].uncountable}
     plans = {job: kept[case] for job, case in wanted.items() if case in kept}
-    todo = [job for job in wanted if job not in plans]
+    statements = {job for job, case in wanted.items() if case in kept_statements}
+    todo = [job for job in wanted if job not in plans and job not in statements]
     if todo:
-        made, problems = collect.plan_counts(suite, sides, todo, cache_dir)
+        made, made_statements, problems = collect.plan_counts(suite, sides, todo, cache_dir)
         evidence.notes.extend(problems)
-        store.store({wanted[job]: plan for job, plan in made.items()})
+        store.store({wanted[job]: plan for job, plan in made.items()}, {wanted[job] for job in made_statements})
         plans.update(made)
+        statements |= made_statements
+    for job in statements:
+        evidence.jobs[job].by_call = False
     evidence.notes.extend(store.problems)
     return plans
 
