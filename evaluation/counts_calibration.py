@@ -49,7 +49,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from torchbench.ab.count_decision import BY_CALL, COUNT_ALPHA, DRAWS, STATEMENT, count_decision  # noqa: E402
+from torchbench.ab.channels import CYCLES_COMMIT_SD  # noqa: E402
+from torchbench.ab.count_decision import BY_CALL, COMMIT_SD, COUNT_ALPHA, DRAWS, STATEMENT, count_decision  # noqa: E402
 from torchbench.ab.counts import NEAR  # noqa: E402
 from torchbench.ab.options import Policy  # noqa: E402
 
@@ -61,7 +62,8 @@ FIT_COMMITS = {"plain": 12, "timer": 8}
 # the pool before it, whose commits drew their layouts alike (the same seeds): it alone has the two jittered
 # processes of one layout each ("j1", "j2") that the rules before the layout draws are replayed on
 ALIKE_POOL = ROOT / "evaluation" / "results" / "counts_noise_pool-2026-11-27.json.gz"
-KINDS = {"timer": STATEMENT, "plain": BY_CALL}
+# the track suite's rows time a Timer in track_ methods: counted as its statement (asv_worker.AsvTimed)
+KINDS = {"timer": STATEMENT, "plain": BY_CALL, "track": STATEMENT}
 GRID = np.arange(0, 0.02, 0.0001)  # commit noise candidates, log sd
 LEVEL = 0.05  # the A/A p-values must hold here
 LEVELS = (LEVEL, COUNT_ALPHA)  # ... and at 1%
@@ -288,6 +290,15 @@ def calibrate(pool: dict, floor: float, splits: int = 12) -> dict:
     out = {}
     for name, suite in pool["suites"].items():
         kind = KINDS[name]
+        if name not in FIT_COMMITS:  # a suite no constant was fitted on: the shipped constants, on all of it
+            out[name] = {"kind": kind, "rows": len(suite["jobs"]), "unfitted": True,
+                         "held_commits": len(jittered_commits(suite)), "salted": bool(suite.get("salted")),
+                         "repeated_layouts": repeated_layouts(suite), "level": alert_level(suite),
+                         "held_p": {str(level): float(np.mean(aa_p_values(suite, kind, COMMIT_SD[kind]) <= level))
+                                    for level in LEVELS},
+                         "held_out": measure(suite, kind, floor, COMMIT_SD[kind], CYCLES_COMMIT_SD[kind],
+                                             alert_level(suite))}
+            continue
         fit, held = fit_and_held_out(suite, name)
         sd = fit_commit_sd(fit, kind)
         cycles_sd = fit_commit_sd(fit, kind, "cycles") if pairs(fit, "cycles") else None
@@ -333,6 +344,15 @@ def main() -> None:
     args = parser.parse_args()
     found = calibrate(load(args.pool), args.floor, args.splits)
     for name, f in found.items():
+        if f.get("unfitted"):
+            print(f"== {name} ({f['kind']}): {f['rows']} rows, {f['held_commits']} commits, none fitted on: the "
+                  f"shipped constants (COMMIT_SD {COMMIT_SD[f['kind']]:.4f}, CYCLES_COMMIT_SD "
+                  f"{CYCLES_COMMIT_SD[f['kind']]:.4f}); the draws "
+                  + ("salted by commit" if f["salted"] else "alike for every commit")
+                  + f", repeating between a pair's commits on {f['repeated_layouts']:.1%} of rows")
+            print("  A/A p-values: " + ", ".join(f"p <= {k}: {v:.2%}" for k, v in f["held_p"].items()))
+            print("\n".join(_report("out of sample (a suite recorded after the fit)", f["held_out"])))
+            continue
         print(f"== {name} ({f['kind']}): {f['rows']} rows; fitted on {f['fit_commits']} commits, held out "
               f"{f['held_commits']} recorded after the fit; the draws "
               + ("salted by commit" if f["salted"] else "alike for every commit")
@@ -354,7 +374,8 @@ def main() -> None:
         print(f"  kept (fitted on every commit recorded): COMMIT_SD {f['commit_sd']:.4f}, CYCLES_COMMIT_SD {cycles}, "
               f"FIRST_MOVE {f['first_move']:.4f}")
     print(json.dumps({name: {"commit_sd": f["commit_sd"], "first_move": f["first_move"],
-                             "cycles_commit_sd": f["cycles_commit_sd"]} for name, f in found.items()}))
+                             "cycles_commit_sd": f["cycles_commit_sd"]} for name, f in found.items()
+                      if not f.get("unfitted")}))
 
 
 if __name__ == "__main__":

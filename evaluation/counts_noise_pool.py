@@ -7,6 +7,8 @@ counts (the code's layout in memory). This script records that noise on two suit
     timer   the example's 69-row TimerSuite (evaluation/suite_validation.py's commit B: bench_dispatch's 6
             rows and bench_suite's 63)
     plain   a plain asv suite, 42 `time_` rows (evaluation/plain_suite_counts.py's plainlib)
+    track   a Timer-in-`track_` asv suite, 42 rows, functions passed as asv parameters (evaluation/track_suite.py's
+            graphlib), counted as their Timers' statements in place
 
 For each suite it makes a chain of C commits after the suite's own, each adding one unused helper of its
 own size to the module the suite imports (a pull request that changes other code), installs every commit
@@ -64,6 +66,8 @@ sys.path.insert(0, str(ROOT / "evaluation"))
 
 from plain_suite_counts import make_repo as make_plain_repo  # noqa: E402
 from suite_validation import SUITE, SUITE_FILE, add_commit  # noqa: E402
+from track_suite import MODULE as TRACK_MODULE  # noqa: E402
+from track_suite import make_repo as make_track_repo  # noqa: E402
 
 from torchbench.ab import collect  # noqa: E402
 from torchbench.ab.evidence import Evidence, Side  # noqa: E402
@@ -107,8 +111,15 @@ def plain_repo(path: Path) -> tuple[git.Repo, str, str]:
     return git.Repo(path), base, "plainlib/__init__.py"
 
 
+def track_repo(path: Path) -> tuple[git.Repo, str, str]:
+    base, _, _ = make_track_repo(path)
+    return git.Repo(path), base, TRACK_MODULE
+
+
 SUITES = {"timer": ("the example's 69-row TimerSuite (bench_dispatch 6, bench_suite 63)", timer_repo),
-          "plain": ("a plain asv suite: plainlib's 42 time_ rows", plain_repo)}
+          "plain": ("a plain asv suite: plainlib's 42 time_ rows", plain_repo),
+          "track": ("a Timer-in-track_ asv suite: graphlib's 42 rows, functions passed as asv parameters",
+                    track_repo)}
 
 
 def chain(repo: git.Repo, base: str, module: str, n: int) -> list[str]:
