@@ -29,7 +29,8 @@ tests/test_counts_test.py checks the fitted constants against:
 
     {"suites": {NAME: {"description", "commits": [sha...], "jobs": {"name|index": row name},
                        "by_call": ["name|index", ...], "counts": {"<commit>": {"<layout>": {"name|index":
-                       [per call, one per repeat]}}}, "cycles": the same for the simulated cycles,
+                       [per call, one per repeat]}}}, "cycles": the same for the simulated cycles, "ll": the
+                       same for the simulated last-level misses (a suite recorded since they were kept),
                        "seconds": [per valgrind process]}}}
 
     python evaluation/counts_noise_pool.py [--commits 12] [--jittered 4] [--jitter-commits I ...] [--jitters 2]
@@ -83,6 +84,7 @@ from torchbench_core.asv_worker import DRAWS_ENV  # noqa: E402
 from torchbench_core.storage import atomic_write_bytes  # noqa: E402
 
 OUT = ROOT / "evaluation" / "results" / "counts_noise_pool.json.gz"
+LL_EVENTS = ("ILmr", "DLmr", "DLmw")  # callgrind's simulated last-level misses
 HELPER = """
 
 def _unused_{i}(values):  # counts_noise_pool.py: code no benchmark runs ({i})
@@ -191,6 +193,9 @@ def record(name: str, n: int, jittered: list[int], jitters: int, tmp: Path, pool
                 got = {k: r["counts"] for k, r in found.items() if "counts" in r}
                 failed = {k: r.get("error", "") for k, r in found.items() if "counts" not in r and not r.get("skipped")}
                 cycles = {k: r["cycles"] for k, r in found.items() if "cycles" in r}  # simulated (asv_worker.counts)
+                # the simulated last-level misses a run (instruction and data reads, data writes), one per repeat
+                ll = {k: [sum(e.get(x, 0) for x in LL_EVENTS) for e in r["events"]] for k, r in found.items()
+                      if r.get("events")}
                 # a process's layout draws, each stored as a layout of its own: "j1d0", "j1d1", ...
                 parts = ([(f"{layout}d{d}", d) for d in range(draws)] if draws > 1 and layout.startswith("j")
                          else [(layout, None)])
@@ -199,6 +204,7 @@ def record(name: str, n: int, jittered: list[int], jitters: int, tmp: Path, pool
                         return v if d is None else collect._per_draw(v, draws)[d]
                     entry["counts"].setdefault(str(i), {})[name_] = {k: pick(v) for k, v in got.items()}
                     entry.setdefault("cycles", {}).setdefault(str(i), {})[name_] = {k: pick(v) for k, v in cycles.items()}
+                    entry.setdefault("ll", {}).setdefault(str(i), {})[name_] = {k: pick(v) for k, v in ll.items()}
                 entry["seconds"].append(seconds)
                 atomic_write_bytes(out, gzip.compress(json.dumps(pool).encode()))
                 print(f"{name}: commit {i}, layout {layout}: {len(got)} rows, {len(failed)} failed, {seconds:.0f} s"
