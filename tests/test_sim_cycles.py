@@ -1,6 +1,8 @@
 """Simulated cycles (issue 50): valgrind's cache and branch simulation beside the instruction counts."""
 
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -43,6 +45,29 @@ def test_estimated_cycles_formula():
               "Bc": 50, "Dr": 300}
     assert estimated_cycles(events) == 1000 + 10 * (1 + 2 + 3 + 7 + 8) + 100 * (4 + 5 + 6)
     assert estimated_cycles({"Ir": 5}) == 5  # an event not simulated counts nothing
+    # at this machine's price of a last-level miss (memory_price.py) instead of KCachegrind's 100
+    assert estimated_cycles(events, 362) == 1000 + 10 * (1 + 2 + 3 + 7 + 8) + 362 * (4 + 5 + 6)
+
+
+def test_a_misss_price_is_measured_once_a_machine_and_kept(tmp_path):
+    """memory_price: a RAM load's latency over an L1 hit's, times an L1 hit's cycles, on the grid of half powers
+    of two; kept in the folder by machine and read back without measuring again."""
+    import dataclasses
+    import json
+
+    from torchbench_core import memory_price
+
+    found = memory_price.price(tmp_path)
+    assert not found.why, found
+    assert found.ram_ns > 10 * found.l1_ns > 0, found  # a load that leaves the caches costs tens of hits
+    assert found.miss_cycles > memory_price.L1_LATENCY_CYCLES * 10
+    assert found.miss_cycles == memory_price._grid(found.miss_cycles)  # on the grid
+    kept = json.loads((tmp_path / "memory-price.json").read_text())
+    (tmp_path / "memory-price.json").write_text(json.dumps(dict(kept, miss_cycles=999)))
+    assert memory_price.price(tmp_path).miss_cycles == 999  # read back, not measured again
+    (tmp_path / "memory-price.json").write_text(json.dumps(dict(kept, machine="another machine")))
+    assert memory_price.price(tmp_path) == dataclasses.replace(memory_price.price(tmp_path))  # measured again
+    assert json.loads((tmp_path / "memory-price.json").read_text())["machine"] != "another machine"
 
 
 def test_events_subtract_the_baseline_event_by_event():
@@ -183,3 +208,72 @@ def test_layout_draws_vary_an_identity_keyed_row_and_a_deadline_keeps_what_was_c
     assert len(counts) == 3 and len(set(counts)) > 1, counts  # the draws' layouts collide differently
     assert str(counts[0]) in repr(drawn[0])  # its summary, without the function tables it has not
     assert isinstance(stuck, CallgrindError) and DEADLINE_PASSED in str(stuck)
+
+
+# one helper reads one entry of a 4M-entry table on every call, of its first 64 entries (mask 63) or of all of
+# them: the same instructions, and compute that stays in the caches (a sum over small, cached ints) beside
+WALK_SUITE = """
+TABLE = [i + 1000 for i in range(1 << 22)]
+_STATE = [12345]
+
+
+def lookup(mask, work):
+    _STATE[0] = (_STATE[0] * 1103515245 + 12345) & 0x7FFFFFFF
+    return TABLE[(_STATE[0] & mask) | 1024] + sum(work)
+
+
+class Walk:
+    params = [["small", "big"]]
+    param_names = ["table"]
+
+    def setup(self, table):
+        self.mask = 63 if table == "small" else (1 << 22) - 1
+        self.work = [i % 200 for i in range(800)]
+
+    def time_lookup(self, table):
+        lookup(self.mask, self.work)
+"""
+
+
+@pytest.mark.slow
+def test_a_table_walk_is_decided_from_its_simulated_events_at_this_machines_price(tmp_path):
+    """Issue 63: a change that only moves memory (one lookup a call in a 4M-entry table instead of a 64-entry
+    one: wall +16% on this machine, counts flat) is decided by the simulated cycles at the price a miss costs
+    here (362 cycles: memory_price.py, measured on this machine), with counts flat; at KCachegrind's 100 a
+    miss it was +0.6%, under the 1% floor (the issue's +0.59%). One jittered valgrind process counts both rows
+    in 8 layout draws each (as the alert's confirming process does), the small table's as the base, the
+    big's as the head, decided at the level of a 64-row suite."""
+    from torchbench.ab.channels import COUNTS, CYCLES, SimulatedCycles, findings
+    from torchbench.ab.options import Policy
+    from torchbench_core.asv_worker import DRAWS_ENV
+    from torchbench_core._callgrind_worker import JITTER_ENV
+
+    suite = suite_of(tmp_path, "bench_walk", WALK_SUITE)
+    jobs_file, out = tmp_path / "jobs.json", tmp_path / "out.json"
+    jobs_file.write_text(json.dumps([["bench_walk.Walk.time_lookup", k, 64, 128] for k in (0, 1)]))
+    env = dict(os.environ, **{DRAWS_ENV: "8", JITTER_ENV: "1", "PYTHONPATH": str(tmp_path)})
+    proc = subprocess.run([sys.executable, "-m", "torchbench_core.asv_worker", "counts", str(suite), "--jobs",
+                           str(jobs_file), "--out", str(out)], capture_output=True, text=True, env=env,
+                          cwd=Path(__file__).resolve().parents[1], timeout=900)
+    assert proc.returncode == 0, proc.stderr
+    found = json.loads(out.read_text())
+    rows = [found[f"bench_walk.Walk.time_lookup|{k}"] for k in (0, 1)]
+    ll = [[e["DLmr"] + e["DLmw"] + e["ILmr"] for e in row["events"]] for row in rows]
+    assert max(ll[0]) < 0.1 < 2 < min(ll[1]), ll  # none a call from the small table, ~2.5 from the big
+    level = Policy().deterministic_level(64)
+    job = ("walk", 0)
+    decided = {}
+    for price in (100, 362):
+        evidence = Evidence()
+        evidence.add_job(job, JobInfo("walk", by_call=True), "base")
+        for side, row in zip(("base", "head"), rows):
+            counts = [[c] for c in row["counts"]]
+            cycles = [[estimated_cycles(e, price)] for e in row["events"]]
+            evidence.counts[side][job], evidence.counts_again[side][job] = counts[0], counts[1:]
+            evidence.cycles[side][job], evidence.cycles_again[side][job] = cycles[0], cycles[1:]
+        found = findings(evidence, job, 0.01, level)
+        assert not found[COUNTS].decides and abs(found[COUNTS].delta) < 0.005, found  # the same code
+        decided[price] = found[CYCLES]
+    print({price: (f.delta, f.margin, f.p_value) for price, f in decided.items()})
+    assert not decided[100].decides and decided[100].delta < 0.01, decided  # under the floor at 100 a miss
+    assert decided[362].decides and decided[362].label == SimulatedCycles.label, decided

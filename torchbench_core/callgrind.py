@@ -40,6 +40,7 @@ from typing import Any, Callable, Iterable, Iterator, NamedTuple, Sequence
 from ._callgrind_worker import SWITCH_ENV
 from .cpp import compile_cpp, instrumentation_switch
 from .processes import describe_exit
+from .memory_price import PRICE_ENV
 from .task_spec import Language, TaskSpec
 
 WORKER = Path(__file__).with_name("_callgrind_worker.py")
@@ -334,7 +335,7 @@ SIM_EVENTS = ("Ir", "I1mr", "D1mr", "D1mw", "ILmr", "DLmr", "DLmw", "Bcm", "Bim"
 L1_MISS_CYCLES, LL_MISS_CYCLES, MISPREDICT_CYCLES = 10, 100, 10
 
 
-def estimated_cycles(events: dict[str, int]) -> int:
+def estimated_cycles(events: dict[str, int], ll_miss_cycles: int | None = None) -> int:
     """Cycles estimated from simulated events, as CodSpeed's and KCachegrind's "Cycle Estimation" do
     (KCachegrind: CEst = Ir + 10 Bm + 10 L1m + 100 LLm):
 
@@ -343,12 +344,17 @@ def estimated_cycles(events: dict[str, int]) -> int:
     an instruction a cycle, a first-level miss (instruction read, data read or write) 10 more, a mispredicted
     branch (conditional or indirect) 10 more, a last-level miss 100 more. A model, not a measurement: it sees
     what instruction counts do not (a walk that leaves the caches, a branch that stops being predictable),
-    deterministically, but not memory-level parallelism, prefetching or the kernel."""
+    deterministically, but not memory-level parallelism, prefetching or the kernel.
+
+    `ll_miss_cycles`: a last-level miss's price instead of 100 (default: the environment's
+    memory_price.PRICE_ENV, which the tracker sets to what a miss costs on this machine: memory_price.py)."""
     def total(*names: str) -> int:
         return sum(events.get(name, 0) for name in names)
 
+    if ll_miss_cycles is None:
+        ll_miss_cycles = int(os.environ.get(PRICE_ENV) or LL_MISS_CYCLES)
     return (total("Ir") + L1_MISS_CYCLES * total("I1mr", "D1mr", "D1mw") + MISPREDICT_CYCLES * total("Bcm", "Bim")
-            + LL_MISS_CYCLES * total("ILmr", "DLmr", "DLmw"))
+            + ll_miss_cycles * total("ILmr", "DLmr", "DLmw"))
 
 
 def simulated_per_run(stats: Sequence[CallgrindStats]) -> dict[str, list[Any]]:

@@ -207,7 +207,8 @@ def _cycles_runs(evidence: Evidence, side: str, job: Job) -> list[list[float]]:
 
 class SimulatedCycles(Channel):
     """valgrind's cache and branch simulation, from the same valgrind processes as the counts, combined into
-    estimated cycles (callgrind.estimated_cycles: Ir + 10 x (L1 misses + mispredicts) + 100 x LL misses).
+    estimated cycles (callgrind.estimated_cycles: Ir + 10 x (L1 misses + mispredicts) + P x LL misses, P what
+    a miss costs on this machine, measured: torchbench_core.memory_price, 362 cycles here, not 100).
     Decides only a row whose counts did not move (what the counts explain is theirs: `seen`'s counts)."""
 
     name, label = CYCLES, MEMORY

@@ -16,6 +16,7 @@ from pathlib import Path
 from torchbench_core._callgrind_worker import JITTER_ENV, LAYOUT_ENV
 from torchbench_core.asv_worker import DEADLINE_ENV, DRAWS_ENV
 from torchbench_core.callgrind import DEADLINE_PASSED, SHARE_PASSED
+from torchbench_core.memory_price import PRICE_ENV
 from torchbench_core.syscalls import DEADLINE_ENV as SYSCALLS_DEADLINE_ENV
 from torchbench_core.syscalls import OUT_OF_TIME, REPEAT_ENV
 
@@ -65,7 +66,8 @@ def collect_counts(suite: Path, side: Side, jobs: list[Job], evidence: Evidence,
     cached_simulated = cache.load_simulated(side.commit) if cache else {}
     missing = [job for job in countable if cases[job] not in cached]
     found = _count(suite, side, [(*job, *plans.get(job, ())) for job in missing], cache_dir=cache_dir,
-                   jitter=jitter, timeout=timeout, draws=draws if again else 1) if missing else {}
+                   jitter=jitter, timeout=timeout, draws=draws if again else 1,
+                   miss_cycles=cache.miss_cycles if cache else None) if missing else {}
     counted, simulated, failures = {}, {}, {}
     for job in missing:
         result = found.get(f"{job[0]}|{job[1]}") or {"error": "the counting worker returned nothing for it"}
@@ -217,14 +219,16 @@ def plan_counts(suite: Path, sides: list[Side], jobs: list[Job], cache_dir: Path
 
 
 def _count(suite: Path, side: Side, jobs: list[tuple], layout: int = 0, cache_dir: Path | None = None,
-           jitter: int = 0, timeout: float = 3600, draws: int = 1) -> dict:
+           jitter: int = 0, timeout: float = 3600, draws: int = 1, miss_cycles: int | None = None) -> dict:
     """One valgrind process for this side counts every case among `jobs` ((name, index) or (name, index,
     calls per run, warm-up calls)), its memory layout shifted by `layout` before the imports and jittered by
     `jitter` after them, each case in `draws` layout draws (torchbench_core._callgrind_worker): {"name|index":
-    result}. Counting stops COUNTS_WRAP_UP seconds (or a tenth) before `timeout`, keeping what it counted."""
+    result}. Counting stops COUNTS_WRAP_UP seconds (or a tenth) before `timeout`, keeping what it counted.
+    `miss_cycles`: the price of a simulated last-level miss in its estimated cycles (memory_price.py)."""
     wrap_up = min(COUNTS_WRAP_UP, timeout / 10)
     env = (({LAYOUT_ENV: str(layout)} if layout else {}) | ({JITTER_ENV: str(jitter)} if jitter else {})
-           | ({DRAWS_ENV: str(draws)} if draws > 1 else {}) | {DEADLINE_ENV: repr(time.time() + timeout - wrap_up)})
+           | ({DRAWS_ENV: str(draws)} if draws > 1 else {}) | {DEADLINE_ENV: repr(time.time() + timeout - wrap_up)}
+           | ({PRICE_ENV: str(miss_cycles)} if miss_cycles else {}))
     found = _worker(suite, side, "counts", jobs, timeout=timeout, env=env, cache_dir=cache_dir)
     if "error" in found:
         return {f"{job[0]}|{job[1]}": {"error": found["error"]} for job in jobs}  # each job keeps the reason

@@ -48,6 +48,7 @@ import os
 import subprocess
 from pathlib import Path
 
+from torchbench_core import memory_price
 from torchbench_core.asv_worker import SIMULATE_ENV
 from torchbench_core.storage import atomic_write_text
 
@@ -95,6 +96,9 @@ class CountsCache:
 
     def __init__(self, root: Path, python: Path, suite: Path, valgrind: Path | None):
         self.root = root
+        # what a simulated last-level miss costs on this machine (memory_price.py: measured once a machine):
+        # the counting worker weighs the estimated cycles with it, and a cached row's cycles were weighed at it
+        self.miss_cycles = memory_price.price().miss_cycles
         self.identity = {"python": str(python.absolute()),
                          "interpreter": _version([str(python), "-c", "import sys; print(sys.version)"]),
                          "suite": _suite_digest(suite),
@@ -102,7 +106,8 @@ class CountsCache:
                          "harness": _harness_digest(),
                          # the counting worker simulates caches and branches unless told not to (its counts
                          # of a few rows move by up to 0.3% with it: evaluation/sim_channels.py)
-                         "simulate": os.environ.get(SIMULATE_ENV, "1") != "0"}
+                         "simulate": os.environ.get(SIMULATE_ENV, "1") != "0",
+                         "ll_miss_cycles": self.miss_cycles}
         self.key = hashlib.sha256(json.dumps(self.identity, sort_keys=True).encode()).hexdigest()[:16]
         self.problems: list[str] = []
 

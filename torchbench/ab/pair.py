@@ -171,6 +171,8 @@ def _count_both(root: Path, valgrind: Path, suite: Path, sides: dict[str, Side],
     list of problems."""
     caches = _caches(root, valgrind, suite, sides)
     plans = count_plans(root, suite, [sides[name] for name in SIDES], jobs, evidence, cache_dir)
+    print(f"== simulated cycles weigh a last-level miss at {caches['base'].miss_cycles} cycles (what one costs on "
+          f"this machine: torchbench_core.memory_price)", flush=True)
 
     def both_sides(todo: list[Job], jitter: int) -> dict[str, dict[str, int]]:
         left = max(1.0, deadline - time.monotonic())
