@@ -73,6 +73,24 @@ def load(path: Path = POOL) -> dict:
     return json.loads(gzip.decompress(path.read_bytes()))
 
 
+def repriced(pool: dict, miss_cycles: int) -> dict:
+    """The pool's simulated cycles with a last-level miss priced at `miss_cycles` instead of the 100 they were
+    recorded at, for the suites whose last-level misses were kept ("ll": counts_noise_pool.py); the others as
+    they are (their "priced" says 100)."""
+    for suite in pool["suites"].values():
+        ll = suite.get("ll")
+        suite["priced"] = miss_cycles if ll else 100
+        if not ll:
+            continue
+        for commit, layouts in suite.get("cycles", {}).items():
+            for layout, rows in layouts.items():
+                for job, values in rows.items():
+                    misses = ll.get(commit, {}).get(layout, {}).get(job)
+                    if misses and len(misses) == len(values):
+                        rows[job] = [c + (miss_cycles - 100) * m for c, m in zip(values, misses)]
+    return pool
+
+
 # the alert's layouts a side: the first process's, then one jittered process's DRAWS layout draws
 # (counts_noise_pool.py --draws: "j1d0" .. ); the pool before (ALIKE_POOL) had two jittered processes instead
 DRAWN = ["0"] + [f"j1d{d}" for d in range(DRAWS)]
@@ -341,8 +359,11 @@ def main() -> None:
     parser.add_argument("pool", nargs="?", type=Path, default=POOL)
     parser.add_argument("--floor", type=float, default=0.01)
     parser.add_argument("--splits", type=int, default=12, help="random halves of the commits (default 12)")
+    parser.add_argument("--miss-cycles", type=int, default=100,
+                        help="price a simulated last-level miss at this many cycles (the pool's suites that kept "
+                             "their misses; memory_price.py measures this machine's: 362)")
     args = parser.parse_args()
-    found = calibrate(load(args.pool), args.floor, args.splits)
+    found = calibrate(repriced(load(args.pool), args.miss_cycles), args.floor, args.splits)
     for name, f in found.items():
         if f.get("unfitted"):
             print(f"== {name} ({f['kind']}): {f['rows']} rows, {f['held_commits']} commits, none fitted on: the "
