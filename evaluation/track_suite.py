@@ -159,3 +159,88 @@ def make_repo(path: Path) -> tuple[str, str, str]:
     slower = repo.index.commit("segment_softmax: a little more compute").hexsha
     repo.git.checkout("--detach", base)
     return base, docs, slower
+
+
+TARGET = "segment_softmax"  # the rows the slower commit changes (their name holds the function's repr)
+
+
+def alert(repo: Path, base: str, head: str, out: Path, log: Path) -> tuple[dict, float]:
+    """`torchbench alert` with its defaults (the 9-minute budget, counts on), no flame graphs; its report."""
+    import json
+    import subprocess
+    import sys
+    import time
+
+    root = Path(__file__).resolve().parents[1]
+    start = time.perf_counter()
+    with open(log, "w") as f:
+        proc = subprocess.run([sys.executable, "-m", "torchbench", "alert", "--repo", str(repo), "--base", base,
+                               "--head", head, "--out", str(out), "--env-dir", str(out.parent / "envs"),
+                               "--no-profile", "--json", str(log.with_suffix(".json"))], stdout=f,
+                              stderr=subprocess.STDOUT, text=True, cwd=root, check=False)
+    report = log.with_suffix(".json")
+    if proc.returncode not in (0, 1, 3) or not report.exists():
+        sys.exit(f"torchbench alert exited {proc.returncode}; its log: {log}\n{log.read_text()[-3000:]}")
+    return json.loads(report.read_text()), time.perf_counter() - start
+
+
+def summary(name: str, report: dict, seconds: float, targeted: bool) -> dict:
+    rows = report["rows"]
+    target = [r for r in rows if targeted and TARGET in r["name"]]
+    others = [r for r in rows if r not in target]
+    flagged = [r for r in others if r["status"] in ("regressed", "improved")]
+    by: dict[str, int] = {}
+    for r in rows:
+        by[r["status"]] = by.get(r["status"], 0) + 1
+    return {"pair": name, "rows": len(rows), "statuses": by,
+            "counted": sum(1 for r in rows if r.get("counts_delta") is not None),
+            "false": [(r["name"], r["status"], r.get("decided_by")) for r in flagged],
+            "targets": [(r["name"], r["status"], r.get("decided_by"), r.get("counts_delta")) for r in target],
+            "phases": report["time_spent"].get("phases"), "rounds": report["time_spent"].get("rounds"),
+            "alert_seconds": seconds}
+
+
+def main() -> None:
+    """graphlib's A/A pair (a reworded docstring) and its slower commit through `torchbench alert` with its
+    defaults, each beside `asv continuous` with its defaults on the same pair."""
+    import argparse
+    import json
+    import shutil
+    import sys
+    import tempfile
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from alert_validation import asv_conf, asv_continuous
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--out", type=Path, help="write the summaries here as JSON")
+    parser.add_argument("--no-asv", action="store_true", help="leave out asv continuous")
+    args = parser.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="track-suite-"))
+    try:
+        path = tmp / "graphlib"
+        path.mkdir()
+        base, docs, slower = make_repo(path)
+        out, found = tmp / "out", []
+        for name, head, targeted in (("A/A (a reworded docstring)", docs, False),
+                                     ("segment_softmax slowed", slower, True)):
+            print(f"== torchbench alert {name}: {base[:8]}..{head[:8]}", flush=True)
+            report, seconds = alert(path, base, head, out, tmp / f"alert-{len(found)}.log")
+            row = summary(name, report, seconds, targeted)
+            if not args.no_asv:
+                marks, asv_seconds = asv_continuous(asv_conf(out / "asv.conf.json", tmp / f"asv-{len(found)}"),
+                                                    base, head)
+                flagged = sorted(n for n, m in marks.items() if m in ("+", "-"))
+                row["asv_continuous"] = {"rows": len(marks), "seconds": asv_seconds,
+                                         "targets_flagged": [n for n in flagged if targeted and TARGET in n],
+                                         "false": [n for n in flagged if not (targeted and TARGET in n)]}
+            found.append(row)
+            print(json.dumps(row, indent=1), flush=True)
+        if args.out:
+            args.out.write_text(json.dumps(found, indent=1))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

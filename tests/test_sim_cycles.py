@@ -131,7 +131,9 @@ def test_memory_traffic_moves_cycles_not_instructions(tmp_path):
     for job in (big, small):
         evidence.add_job(job, JobInfo(name, [str(job[1])]), "base")
     cache = CountsCache(tmp_path / "counts", Path(sys.executable), suite, None)
-    assert collect_counts(suite, side, [big, small], evidence, cache)["counted"] == 2, evidence.notes
+    tally = collect_counts(suite, side, [big, small], evidence, cache)
+    assert tally["counted"] == 2, evidence.notes
+    assert set(tally["seconds"]) == {name} and tally["seconds"][name] > 0, tally  # what each row cost
     cycles, events, counts = evidence.cycles["base"], evidence.sim_events["base"], evidence.counts["base"]
     for job in (big, small):
         assert len(counts[job]) == len(cycles[job]) == len(events[job]) == 3, (counts, cycles, events)

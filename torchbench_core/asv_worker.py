@@ -795,10 +795,19 @@ def counts(suite: Path, jobs: list[list], out: Path, cache_dir: Path | None = No
             deadline = float(os.environ[DEADLINE_ENV]) if os.environ.get(DEADLINE_ENV) else None
             # in layout draws, one repeat a draw: a layout's repeats agree (0.03% on a TimerSuite row), the
             # draws are what varies
+            began: dict[int, float] = {}
+            seconds: dict[int, float] = {}  # each case's seconds in its valgrind process (set-up included)
+
+            def clock(index: int, event: str) -> None:
+                if event == "start":
+                    began[index] = time.monotonic()
+                elif index in began:
+                    seconds[index] = seconds.get(index, 0.0) + time.monotonic() - began.pop(index)
+
             outcomes = collect_callgrind_many(cases, COUNT_NUMBER, COUNT_REPEATS if draws == 1 else 1, on_error="return",
                                               simulate=os.environ.get(SIMULATE_ENV, "1") != "0", functions=False,
-                                              draws=draws, deadline=deadline)
-            for key, outcome in zip(keys, outcomes):
+                                              draws=draws, deadline=deadline, progress=clock)
+            for index, (key, outcome) in enumerate(zip(keys, outcomes)):
                 if isinstance(outcome, CallgrindError):
                     result[key] = _not_measured(str(outcome))  # a row this machine cannot run: skipped
                 else:  # per run of the statement (per call of a time_ method); "cycles" and "events" simulated;
@@ -807,6 +816,8 @@ def counts(suite: Path, jobs: list[list], out: Path, cache_dir: Path | None = No
                                    "draws": draws, **simulated_per_run(outcome)}
                     if key in plans:
                         result[key]["plan"] = plans[key]
+                if index in seconds:
+                    result[key]["seconds"] = round(seconds[index], 2)
     out.write_text(json.dumps(result))
 
 

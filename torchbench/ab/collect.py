@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from torchbench_core._callgrind_worker import JITTER_ENV, LAYOUT_ENV
-from torchbench_core.asv_worker import DEADLINE_ENV, DRAWS_ENV
+from torchbench_core.asv_worker import COUNT_NUMBER, DEADLINE_ENV, DRAWS_ENV
 from torchbench_core.callgrind import DEADLINE_PASSED, SHARE_PASSED
 from torchbench_core.memory_price import PRICE_ENV
 from torchbench_core.syscalls import DEADLINE_ENV as SYSCALLS_DEADLINE_ENV
@@ -48,7 +48,11 @@ def collect_counts(suite: Path, side: Side, jobs: list[Job], evidence: Evidence,
     warm-up calls of `time_` cases (plan_counts), the same for every side and commit; the plan is part of the
     cached case's key. `cache_dir`: the folder of the sides' setup_cache values (setup_cache_of), so that a
     side's setup_cache is made once for its plan, counts and rounds (None: the worker makes its own).
-    Returns how many were counted, came from the cache, are not countable, and failed."""
+    Returns how many were counted, came from the cache, are not countable, and failed, and each row's
+    seconds in the valgrind process, set-up included ("seconds": {row name: seconds}: what it cost).
+    Rows are counted cheapest first (by their plans: a row planned to few calls a run is a costly one), so that
+    a deadline leaves the fewest rows uncounted; both sides count in the same order (a row's counts depend on
+    what ran before it in its process)."""
     plans = plans or {}
     uncounted = evidence.uncounted[side.name]
     countable = []
@@ -64,13 +68,16 @@ def collect_counts(suite: Path, side: Side, jobs: list[Job], evidence: Evidence,
              (JITTERED.format(jitter) + drawn if again else "") for job in countable}
     cached = cache.load(side.commit) if cache else {}
     cached_simulated = cache.load_simulated(side.commit) if cache else {}
-    missing = [job for job in countable if cases[job] not in cached]
+    missing = sorted((job for job in countable if cases[job] not in cached),
+                     key=lambda job: -plans[job][0] if job in plans else -COUNT_NUMBER)
     found = _count(suite, side, [(*job, *plans.get(job, ())) for job in missing], cache_dir=cache_dir,
                    jitter=jitter, timeout=timeout, draws=draws if again else 1,
                    miss_cycles=cache.miss_cycles if cache else None) if missing else {}
-    counted, simulated, failures = {}, {}, {}
+    counted, simulated, failures, cost = {}, {}, {}, {}
     for job in missing:
         result = found.get(f"{job[0]}|{job[1]}") or {"error": "the counting worker returned nothing for it"}
+        if "seconds" in result:  # its seconds in the valgrind process, set-up included
+            cost[evidence.jobs[job].name] = float(result["seconds"])
         if result.get("skipped"):  # a combination the suite does not define: no row, nothing to count
             continue
         if "counts" in result:
@@ -113,7 +120,7 @@ def collect_counts(suite: Path, side: Side, jobs: list[Job], evidence: Evidence,
                     evidence.sim_events[side.name][job] = sim["events"]
     return {"counted": len(counted), "cached": len(countable) - len(missing),
             "uncountable": sum(1 for j in jobs if uncounted.get(j, "").startswith("not countable")),
-            "failed": sum(len(names) for names in failures.values())}
+            "failed": sum(len(names) for names in failures.values()), "seconds": cost}
 
 
 def _per_draw(values: list[float], draws: int) -> list[list[float]]:

@@ -189,6 +189,10 @@ def _count_both(root: Path, valgrind: Path, suite: Path, sides: dict[str, Side],
         t = tally[name]
         print(f"== instruction counts, {name}: {t['counted']} counted (one valgrind process), {t['cached']} from "
               f"the cache, {t['uncountable']} not countable, {t['failed']} failed", flush=True)
+        costly = sorted(t.pop("seconds", {}).items(), key=lambda kv: -kv[1])
+        if costly:  # what each row cost, the costliest first
+            print(f"   per row, set-up included: {sum(s for _, s in costly):.0f} s in all; costliest "
+                  + ", ".join(f"{row} {s:.1f} s" for row, s in costly[:5]), flush=True)
     for name in SIDES:
         tally[name]["confirmed"] = 0
     for jitter in range(1, MAX_PASSES + 1):
@@ -205,6 +209,7 @@ def _count_both(root: Path, valgrind: Path, suite: Path, sides: dict[str, Side],
               f"{again['base']['counted'] + again['head']['counted']} counted, "
               f"{again['base']['cached'] + again['head']['cached']} from the cache", flush=True)
         for name in SIDES:
+            again[name].pop("seconds", None)
             tally[name]["confirmed"] += again[name]["counted"] + again[name]["cached"]
     evidence.count_tally = tally
 
