@@ -31,7 +31,11 @@ from .evidence import SIDES, Evidence, Job, JobInfo, Side
 from .options import Policy, Rounds
 from .sides import side_env
 
-__all__ = ["Measured", "count_plans", "evidence_from_results", "measure_pair", "patterns_for", "select_jobs"]
+__all__ = ["FIRST_SHARE", "Measured", "count_plans", "evidence_from_results", "measure_pair", "patterns_for",
+           "select_jobs"]
+
+# the first valgrind processes' share of the counting's time; the rest confirms their candidates
+FIRST_SHARE = 0.6
 
 
 @dataclass
@@ -169,7 +173,8 @@ def _count_both(root: Path, valgrind: Path, suite: Path, sides: dict[str, Side],
     layout draws (channels.to_confirm: one for every such row, up to count_decision.MAX_PASSES for one still
     near its bar), so that a count decision holds against
     the counts' noise between layouts (count_decision.py). Each valgrind process may take what is left until
-    `deadline` (the counting's share of the budget); a pass that would start after it does not, and its
+    `deadline` (the counting's share of the budget), the first processes FIRST_SHARE of it, so that their
+    candidates can still be confirmed; a pass that would start after it does not, and its
     rows keep their wall time. Each side has its own cache (its interpreter is part of the key) and its own
     list of problems."""
     caches = _caches(root, valgrind, suite, sides)
@@ -177,14 +182,17 @@ def _count_both(root: Path, valgrind: Path, suite: Path, sides: dict[str, Side],
     print(f"== simulated cycles weigh a last-level miss at {caches['base'].miss_cycles} cycles (what one costs on "
           f"this machine: torchbench_core.memory_price)", flush=True)
 
-    def both_sides(todo: list[Job], jitter: int) -> dict[str, dict[str, int]]:
-        left = max(1.0, deadline - time.monotonic())
+    def both_sides(todo: list[Job], jitter: int, until: float) -> dict[str, dict[str, int]]:
+        left = max(1.0, until - time.monotonic())
         with ThreadPoolExecutor(max_workers=len(SIDES)) as pool:
             return dict(zip(SIDES, pool.map(lambda name: collect.collect_counts(
                 suite, sides[name], todo, evidence, caches[name], jitter=jitter, plans=plans, cache_dir=cache_dir,
                 timeout=left, draws=DRAWS if jitter else 1), SIDES)))
 
-    tally = both_sides(jobs, 0)
+    # the first processes stop at FIRST_SHARE of the counting's time: what they leave is kept for confirming
+    # their candidates (a suite whose first processes took the whole share confirmed none: issue 63)
+    began = time.monotonic()
+    tally = both_sides(jobs, 0, began + FIRST_SHARE * (deadline - began))
     for name in SIDES:
         t = tally[name]
         print(f"== instruction counts, {name}: {t['counted']} counted (one valgrind process), {t['cached']} from "
@@ -203,7 +211,7 @@ def _count_both(root: Path, valgrind: Path, suite: Path, sides: dict[str, Side],
             evidence.notes.append(f"instruction counts: the counting's share of the budget ran out before jittered "
                                   f"process {jitter} of {len(confirm)} row(s); their wall time decides them")
             break
-        again = both_sides(confirm, jitter)
+        again = both_sides(confirm, jitter, deadline)
         print(f"== instruction counts, jittered valgrind process {jitter} a side ({DRAWS} layout draws) for "
               f"the {len(confirm)} row(s) whose counts moved beyond the floor: "
               f"{again['base']['counted'] + again['head']['counted']} counted, "
