@@ -72,6 +72,19 @@ def make_suite(folder: Path, table: bool) -> Path:
     return suite
 
 
+def make_track_suite(folder: Path) -> Path:
+    """graphlib and its 42-row Timer-in-track_ suite (track_suite.py) under `folder`; the suite's folder."""
+    import track_suite
+
+    (folder / "graphlib").mkdir(parents=True)
+    (folder / track_suite.MODULE).write_text(track_suite.LIBRARY.format(extra=""))
+    suite = folder / "benchmarks"
+    suite.mkdir()
+    (suite / "__init__.py").write_text("")
+    (suite / "bench_graph.py").write_text(track_suite.SUITE)
+    return suite
+
+
 def worker(mode: str, suite: Path, jobs: list, env: dict, cache_dir: Path) -> tuple[dict | list, float]:
     with tempfile.TemporaryDirectory() as tmp:
         jobs_file, out = Path(tmp) / "jobs.json", Path(tmp) / "out.json"
@@ -115,9 +128,13 @@ def main() -> None:
                         help="count two sides at once (the same suite twice, one valgrind process a core), as the "
                              "alert counts base and head")
     parser.add_argument("--save", type=Path, help="write the first process's results (counts, cycles) as JSON here")
+    parser.add_argument("--suite", choices=("plain", "track"), default="plain",
+                        help="plain: plainlib's 64 time_ rows (default); track: graphlib's 42 Timer-in-track_ rows "
+                             "(track_suite.py), counted as their Timers' statements in place")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="counting_speed_") as tmp:
-        suite = make_suite(Path(tmp) / "lib", not args.no_table)
+        suite = (make_track_suite(Path(tmp) / "lib") if args.suite == "track" else
+                 make_suite(Path(tmp) / "lib", not args.no_table))
         cache_dir = Path(tmp) / "cache"
         cache_dir.mkdir()
         env = dict(os.environ, PYTHONPATH=str(Path(tmp) / "lib"), PYTHONHASHSEED="0")
@@ -137,8 +154,9 @@ def main() -> None:
         _, jittered = sides("counts", suite, again, env | {JITTER_ENV: "1", DRAWS_ENV: str(DRAWS)}, cache_dir,
                             args.both)
     rows = len(jobs)
-    print(f"== counting a {rows}-row plain asv suite ({'with' if not args.no_table else 'without'} a 200,000-tuple "
-          f"module list), {'both sides at once' if args.both else 'one side'}")
+    what = ("Timer-in-track_ suite (graphlib)" if args.suite == "track" else
+            f"plain asv suite ({'with' if not args.no_table else 'without'} a 200,000-tuple module list)")
+    print(f"== counting a {rows}-row {what}, {'both sides at once' if args.both else 'one side'}")
     print(f"  native process, every row once (anchor)     {native:7.1f} s")
     print(f"  planning (native)                           {planning:7.1f} s")
     print(f"  first valgrind process ({counted}/{rows} counted)      {counting:7.1f} s   {counting / rows:5.2f} s a row"
