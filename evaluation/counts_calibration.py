@@ -309,7 +309,8 @@ def calibrate(pool: dict, floor: float, splits: int = 12) -> dict:
     for name, suite in pool["suites"].items():
         kind = KINDS[name]
         if name not in FIT_COMMITS:  # a suite no constant was fitted on: the shipped constants, on all of it
-            out[name] = {"kind": kind, "rows": len(suite["jobs"]), "unfitted": True,
+            counted = {job for layouts in suite["counts"].values() for rows in layouts.values() for job in rows}
+            out[name] = {"kind": kind, "rows": len(counted), "unfitted": True,
                          "held_commits": len(jittered_commits(suite)), "salted": bool(suite.get("salted")),
                          "repeated_layouts": repeated_layouts(suite), "level": alert_level(suite),
                          "held_p": {str(level): float(np.mean(aa_p_values(suite, kind, COMMIT_SD[kind]) <= level))
