@@ -73,9 +73,7 @@ class Policy:
 class Rounds:
     """How two commits are measured: round after round of a base and a head process, within a budget."""
 
-    # stop adding rounds this long after both sides are built and listed (counts and system calls included; the
-    # build is reported apart, never taken from it: a fresh output folder's environments take minutes)
-    budget_minutes: float = 9.0
+    budget_minutes: float = 9.0  # stop adding rounds this long after the pair began (build and counts included)
     min_rounds: int = MIN_ROUNDS  # rounds before any early stop
     max_rounds: int = 100  # at most this many (the budget binds first on a noisy machine)
     counts: bool = True  # instruction counts under valgrind, once a side

@@ -127,9 +127,6 @@ def measure_pair(ws: Workspace, base: Commit, head: Commit, rounds: Rounds, poli
         raise UserError(f"{ws.bench_dir}: no timed benchmark matches {list(patterns) or 'the suite'}")
     both = evidence.on_both(jobs)
     start = time.monotonic()
-    # the budget counts from here: building the commits' environments (minutes on a fresh output folder) is
-    # reported apart (the comment's "build and list"), never taken from the verdict's time
-    measuring = start
     evidence.phases["build and list"] = start - began
     valgrind = tools.find("valgrind") if rounds.counts else None
     if not rounds.counts:
@@ -158,7 +155,7 @@ def measure_pair(ws: Workspace, base: Commit, head: Commit, rounds: Rounds, poli
             on_round(ev, active)
 
     rounds_mod.measure_rounds(ws.bench_dir, sides, both, evidence, rounds=rounds, policy=policy,
-                              deadline=measuring + 60 * rounds.budget_minutes, cache_dir=cache_dir,
+                              deadline=began + 60 * rounds.budget_minutes, cache_dir=cache_dir,
                               on_round=progress)
     evidence.phases["rounds"] = time.monotonic() - start
     atomic_write_text(work / "evidence.json", json.dumps(evidence.to_dict()))

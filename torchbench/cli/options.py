@@ -71,9 +71,9 @@ def add_measurement_arguments(parser: argparse.ArgumentParser, budget: float) ->
     """How two commits are measured against each other and decided (alert and find)."""
     defaults = Policy()
     parser.add_argument("--budget-minutes", type=checked(Rounds, "budget_minutes"), default=budget,
-                        help=f"per comparison, stop adding rounds this many minutes after both commits are built "
-                             f"(instruction counts and system calls included; the build is reported apart) "
-                             f"(default {budget:g}); decided benchmarks stop earlier")
+                        help=f"per comparison, stop adding rounds this many minutes after the comparison began, "
+                             f"build and instruction counts included (default {budget:g}); decided benchmarks "
+                             "stop earlier")
     parser.add_argument("--min-rounds", type=checked(Rounds, "min_rounds", int), default=None,
                         help=f"rounds before any early stop, and before the budget may end the rounds (default "
                              f"{MIN_ROUNDS}, and the budget then waits until every row has enough processes to reach "
