@@ -172,7 +172,8 @@ def test_a_track_method_timing_a_timer_is_counted_as_its_statement(tmp_path):
     counts = {m: result[NAME.format(f"{m}|0")]["counts"] for m in methods if m != "track_number"}
     for method, values in counts.items():  # three repeats (a valgrind process's first statement's drift by a few %)
         assert len(values) == 3 and min(values) > 0, (method, values)
-        assert result[NAME.format(f"{method}|0")].get("seconds", 0) > 0  # what the row cost, set-up included
+        if method != "track_cpp_timer":  # what the row cost, set-up included (a C++ program counts apart)
+            assert result[NAME.format(f"{method}|0")].get("seconds", 0) > 0, result
     assert "plan" in result[NAME.format("time_plain|0")]
     assert result[NAME.format("time_timer_threads|0")]["plan"] == [100, 128]  # a cheap statement's runs
 

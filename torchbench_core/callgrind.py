@@ -40,7 +40,7 @@ from typing import Any, Callable, Iterable, Iterator, NamedTuple, Sequence
 from ._callgrind_worker import SWITCH_ENV
 from .cpp import compile_cpp, instrumentation_switch
 from .processes import describe_exit
-from .memory_price import PRICE_ENV
+from .memory_price import LL_MISS_CYCLES, PRICE_ENV
 from .task_spec import Language, TaskSpec
 
 WORKER = Path(__file__).with_name("_callgrind_worker.py")
@@ -332,7 +332,7 @@ SHARE_PASSED = "not counted: its set-up and runs outlasted its share of the time
 MIN_CASE_SECONDS = 30.0
 # the events estimated_cycles weighs; every one is there when both simulations ran
 SIM_EVENTS = ("Ir", "I1mr", "D1mr", "D1mw", "ILmr", "DLmr", "DLmw", "Bcm", "Bim")
-L1_MISS_CYCLES, LL_MISS_CYCLES, MISPREDICT_CYCLES = 10, 100, 10
+L1_MISS_CYCLES, MISPREDICT_CYCLES = 10, 10  # LL_MISS_CYCLES: memory_price's
 
 
 def estimated_cycles(events: dict[str, int], ll_miss_cycles: int | None = None) -> int:

@@ -18,7 +18,7 @@ measured again lands on the same value: the price is part of the counts cache's 
 were weighed at it). `price()` measures once and keeps the result per machine in the user's cache folder;
 the counting worker reads it from PRICE_ENV.
 
-Needs a C compiler (cc); without one, the price is callgrind.LL_MISS_CYCLES and `why` says so.
+Needs a C compiler (cc); without one, the price is LL_MISS_CYCLES (KCachegrind's 100) and `why` says so.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from pathlib import Path
 __all__ = ["L1_BYTES", "L1_LATENCY_CYCLES", "MemoryPrice", "PRICE_ENV", "RAM_BYTES", "cache_folder", "measure", "price"]
 
 PRICE_ENV = "TORCHBENCH_LL_MISS_CYCLES"  # the counting worker's price of a last-level miss (cycles)
+LL_MISS_CYCLES = 100  # KCachegrind's price, where none was measured (callgrind.estimated_cycles' default)
 L1_BYTES, RAM_BYTES = 16 << 10, 128 << 20  # inside any L1d; 16 times the simulated last level, beyond an L3
 L1_LATENCY_CYCLES = 4  # an L1 hit's load-to-use latency on x86 and Arm cores of the last decade (4-5)
 STEPS = {L1_BYTES: 20_000_000, RAM_BYTES: 2_000_000}  # loads timed (after a tenth untimed)
@@ -96,8 +97,6 @@ def _grid(cycles: float) -> int:
 
 def measure() -> MemoryPrice:
     """Measure the price here (about 3 s: the chase compiled, then RUNS runs of each size)."""
-    from .callgrind import LL_MISS_CYCLES
-
     compiler = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
     if compiler is None:
         return MemoryPrice(LL_MISS_CYCLES, machine=_machine(), why="no C compiler to measure it with")
