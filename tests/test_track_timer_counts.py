@@ -140,12 +140,12 @@ def test_the_capture_finds_the_timer_a_method_times_without_running_it(tmp_path)
     plans = worker("plan", suite, [[NAME.format(m), 0] for m in ("time_plain", "time_timer_threads",
                                                                   "track_torch_timer", "track_cpp_timer")],
                    tmp_path, 300)
-    assert set(plans) == {NAME.format(f"{m}|0") for m in ("time_plain", "time_timer_threads", "track_torch_timer",
-                                                          "track_cpp_timer")}
+    # (track_ methods are planned by the counting worker itself: a track_ that crashes or hangs would cost the
+    # plan of every row here)
+    assert set(plans) == {NAME.format(f"{m}|0") for m in ("time_plain", "time_timer_threads")}
     assert "plan" in plans[NAME.format("time_plain|0")] and "statement" not in plans[NAME.format("time_plain|0")]
     # counted as a statement, not call by call: its counts' noise is a statement's (count_decision.STATEMENT)
-    assert plans[NAME.format("track_torch_timer|0")] == {"plan": [100, 128], "statement": True}, plans
-    assert plans[NAME.format("track_cpp_timer|0")] == {"statement": True}, plans
+    assert plans[NAME.format("time_timer_threads|0")] == {"plan": [100, 128], "statement": True}, plans
 
 
 @pytest.mark.slow
@@ -233,5 +233,6 @@ def test_a_row_counted_as_its_timers_statement_has_a_statements_noise(tmp_path):
         for job in jobs:
             evidence.add_job(job, JobInfo(job[0], by_call=True), "base")
         plans = count_plans(tmp_path / "counts", suite, [side], jobs, evidence, tmp_path / "cache")
-        assert set(plans) == set(jobs), (attempt, plans, evidence.notes)
-        assert [kind_of(evidence, job) for job in jobs] == [STATEMENT, BY_CALL, STATEMENT], attempt
+        assert set(plans) == set(jobs[1:]), (attempt, plans, evidence.notes)
+        # a track_ row's kind is not known before its count (not planned here): still the time_ methods'
+        assert [kind_of(evidence, job) for job in jobs] == [BY_CALL, BY_CALL, STATEMENT], attempt

@@ -715,7 +715,9 @@ def plan(suite: Path, jobs: list[list], out: Path, cache_dir: Path | None = None
     result: dict = {}
     benchmarks = _discover(suite)
     with tempfile.TemporaryDirectory(prefix="torchbench_plan_") as tmp:
-        timed = _timed_statements(benchmarks, jobs, cache_dir or Path(tmp), result)
+        # time_ methods only: a track_ method is run natively by the counting worker's own capture, where one
+        # that crashes or hangs costs its own row (here it would cost every row its plan)
+        timed = _timed_statements(benchmarks, jobs, cache_dir or Path(tmp), result, types=("time",))
         for key, timer in timed.items():  # a Python statement's runs (a C++ one's are fixed); either is counted
             result[key] = {"statement": True}  # as a statement, not call by call
             if timer.language.name != "CPP":
