@@ -58,7 +58,8 @@ call, to learn whether it times one; then the valgrind process does the same
 itself (AsvTimed) and counts the Timer so caught in place, as its
 collect_callgrind would (its setup once, uncounted; its statement per run,
 with its globals and num_threads), so that globals which do not pickle (a
-function passed as an asv parameter, a closure) count too; it needs no plan.
+function passed as an asv parameter, a closure) count too; its runs follow its
+cost (_plan_statement).
 A C++ Timer is compiled and counted from the native capture. The listing says of each benchmark why it cannot be counted
 ("uncountable"), where it cannot: a CountsSuite's or a `mem_` returns its own
 value, a `timeraw_` times a fresh interpreter; whether a `track_` times a Timer
@@ -225,12 +226,12 @@ def _capture(benchmark, index: int, cache):
     setup), or None where the method returns without timing one. The teardown runs either way. Raises
     NotImplementedError where asv would skip the case, and what the setup or method raises."""
     try:
-        return _timer_of(benchmark, index, cache)
+        return _capture_set_up(benchmark, index, cache)
     finally:
         benchmark.do_teardown()
 
 
-def _timer_of(benchmark, index: int, cache):
+def _capture_set_up(benchmark, index: int, cache):
     """_capture without the teardown: the case stays set up, its Timer's globals alive, until the caller
     tears it down (AsvTimed counts the Timer in the same process first). Raises as _capture does."""
     benchmark.set_param_idx(index)
@@ -248,7 +249,7 @@ def _timer_of(benchmark, index: int, cache):
 class AsvTimed:
     """One parameter combination of an asv `track_` or `time_` method that times a Python Timer, counted where
     it lives: the valgrind process discovers the suite itself, runs asv's setup with the row's parameters and
-    the method until its Timer's first measuring call (_timer_of), and counts that Timer's statement with
+    the method until its Timer's first measuring call (_capture_set_up), and counts that Timer's statement with
     the very globals the method gave it, then tears the case down. Nothing of the case is pickled but the
     suite's folder, the benchmark's name, its parameter index and setup_cache's file, so functions and
     classes passed as asv parameters, closures and module globals all count (a Timer captured natively and
@@ -291,7 +292,7 @@ class AsvTimed:
                 cache = pickle.load(f)
         self._benchmark = b
         try:
-            timer = _timer_of(b, self.index, cache)
+            timer = _capture_set_up(b, self.index, cache)
         except NotImplementedError:
             raise LookupError(f"{self.label}: skipped by its setup (NotImplementedError)") from None
         if timer is None:
@@ -316,7 +317,7 @@ def _plan_statement(timer) -> tuple[int, int]:
     COUNT_NUMBER (a TimerSuite case's fixed number, which a statement of up to ~15 us keeps), and
     WARMUP_SECONDS of warm-up, from 2 to 128 runs (a cheap statement keeps the counting worker's 128), powers of
     two: a 10 ms statement, 100 + 192 runs at ~1 s each under valgrind, exceeded the counting worker's 600 s a
-    case (a graph library's softmax over 200,000 edges); planned, it runs 1 a repeat after 4 warm-up runs.
+    case (a graph library's softmax over 200,000 edges); planned, it runs 1 a repeat after 2 warm-up runs.
     One plan serves every commit (it is kept, CountPlans), so that both sides count the same runs."""
     with timer._threads:
         session = timer._session()  # its setup once, as a block's
@@ -397,6 +398,11 @@ def _cache_path(benchmark, cache_dir: Path) -> Path:
     return cache_dir / (benchmark.setup_cache_key.replace(os.sep, "_").replace(":", "_") + ".pickle")
 
 
+def _cache_file(benchmark, cache_dir: Path) -> str | None:
+    """The file setup_cache's value is kept in under `cache_dir` (None for a benchmark without one)."""
+    return None if benchmark.setup_cache_key is None else str(_cache_path(benchmark, cache_dir))
+
+
 def _load_cache(benchmark, cache_dir: Path | None):
     if benchmark.setup_cache_key is None:
         return None
@@ -460,21 +466,17 @@ class BenchmarkTimeout(TimeoutError):
 
 
 @contextlib.contextmanager
-def _timeout(benchmark):
-    """asv's `timeout` where the suite sets one: asv kills the benchmark's process past it and records a
-    failure; here, where one process runs many benchmarks, the benchmark is stopped (SIGALRM raises between
-    Python bytecodes) and only its job fails, the process going on. A benchmark stuck inside one C call
-    is not stopped so: the process's own limit (torchbench/ab/rounds.py) ends it. Without a timeout set,
-    the process's limit alone applies, as before."""
+def alarm(seconds: float | None, raised):
+    """Raise raised() in this process after `seconds` (None or <= 0: no limit); SIGALRM raises between Python
+    bytecodes, so one C call that does not return is not stopped so. The timer and handler are restored."""
     import signal
 
-    seconds = benchmark.timeout
     if seconds is None or seconds <= 0:
         yield
         return
 
     def expired(signum, frame):
-        raise BenchmarkTimeout(f"{benchmark.name} timed out after {seconds:g} s (its asv timeout), set-up included")
+        raise raised()
 
     previous = signal.signal(signal.SIGALRM, expired)
     signal.setitimer(signal.ITIMER_REAL, seconds)
@@ -483,6 +485,17 @@ def _timeout(benchmark):
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+
+
+def _timeout(benchmark):
+    """asv's `timeout` where the suite sets one: asv kills the benchmark's process past it and records a
+    failure; here, where one process runs many benchmarks, the benchmark is stopped (alarm) and only its job
+    fails, the process going on. A benchmark stuck inside one C call is not stopped so: the process's own
+    limit (torchbench/ab/rounds.py) ends it. Without a timeout set, the process's limit alone applies, as
+    before."""
+    seconds = benchmark.timeout
+    return alarm(seconds, lambda: BenchmarkTimeout(
+        f"{benchmark.name} timed out after {seconds:g} s (its asv timeout), set-up included"))
 
 
 class Meeting:
@@ -694,7 +707,7 @@ def _by_call(benchmarks: dict, jobs: list[list], tmp: Path, fail, done=()) -> li
             continue
         try:
             cache = _load_cache(benchmark, tmp)
-            cache_file = None if benchmark.setup_cache_key is None else str(_cache_path(benchmark, tmp))
+            cache_file = _cache_file(benchmark, tmp)
             if not plan:
                 plan = list(_plan_calls(benchmark, index, cache))
         except Exception as e:  # it fails (or is skipped) outside valgrind too: no need to start it
@@ -706,9 +719,9 @@ def _by_call(benchmarks: dict, jobs: list[list], tmp: Path, fail, done=()) -> li
 
 def plan(suite: Path, jobs: list[list], out: Path, cache_dir: Path | None = None) -> None:
     """{job key: {"plan": [calls per counted run, warm-up calls]} or {"error": why}} for the countable `time_`
-    jobs among `jobs`, and for the `track_` and `time_` jobs that time a Python Timer ([runs per counted run,
-    warm-up runs] of its statement: _plan_statement); others are left out (a TimerSuite case's plan is fixed,
-    COUNT_NUMBER; a C++ statement's too). setup_cache's values are read from, or made into, `cache_dir` (a
+    jobs among `jobs`, with "statement": true for those that time a Timer (a Python one's plan is [runs per
+    counted run, warm-up runs] of its statement: _plan_statement; a C++ one's is fixed); others are left out
+    (a TimerSuite case's plan is fixed, COUNT_NUMBER; a `track_` method is planned by the counting worker). setup_cache's values are read from, or made into, `cache_dir` (a
     temporary folder where None)."""
     import tempfile
 
@@ -729,8 +742,7 @@ def plan(suite: Path, jobs: list[list], out: Path, cache_dir: Path | None = None
                                       lambda key, error: result.__setitem__(key, _not_measured(error)),
                                       set(timed) | set(result)):
             result[key] = {"plan": list(made)}
-    # a track_ that times no Timer is not countable: no plan, as before it was captured here
-    out.write_text(json.dumps({key: answer for key, answer in result.items() if "uncountable" not in answer}))
+    out.write_text(json.dumps(result))
 
 
 def counts(suite: Path, jobs: list[list], out: Path, cache_dir: Path | None = None) -> None:
@@ -771,8 +783,7 @@ def counts(suite: Path, jobs: list[list], out: Path, cache_dir: Path | None = No
         for key, timer in timed.items():  # a Python statement is counted in place (AsvTimed); C++ is compiled
             name, index = key.rsplit("|", 1)
             benchmark = benchmarks[name]
-            cache_file = None if benchmark.setup_cache_key is None else str(_cache_path(benchmark,
-                                                                                         cache_dir or Path(tmp)))
+            cache_file = _cache_file(benchmark, cache_dir or Path(tmp))
             if timer.language.name == "CPP":
                 cases.append(timer)
             else:

@@ -13,14 +13,13 @@ import contextlib
 import functools
 import json
 import os
-import signal
 import sys
 import tempfile
 import time
 import traceback
 from pathlib import Path
 
-from .asv_worker import AsvCall, _by_call, _discover, _not_measured, _timed_statements, _timer_suite, uncountable
+from .asv_worker import AsvCall, _by_call, _discover, _not_measured, _timed_statements, _timer_suite, alarm, uncountable
 from .syscalls import CALLS, DEADLINE_ENV, OUT_OF_TIME, REPEAT_ENV, regions
 
 
@@ -77,25 +76,6 @@ class _OutOfTime(BaseException):
     """A row's share of the phase ran out (a BaseException: a suite's `except Exception` does not swallow it)."""
 
 
-@contextlib.contextmanager
-def _row_time(seconds: float | None):
-    """Raise _OutOfTime in this row after `seconds` (None: no limit); the timer is cleared after it."""
-    if seconds is None:
-        yield
-        return
-
-    def expired(signum, frame):
-        raise _OutOfTime()
-
-    previous = signal.signal(signal.SIGALRM, expired)
-    signal.setitimer(signal.ITIMER_REAL, max(seconds, 0.01))
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-
-
 def trace(suite: Path, jobs: list[list], manifest: Path, cache_dir: Path | None) -> None:
     """The process strace follows: each job's regions, in order; one line {position: {"calls": N} or why not}
     appended to `manifest` as each job ends, so that a process stopped at the phase's end keeps the rows it
@@ -126,7 +106,7 @@ def trace(suite: Path, jobs: list[list], manifest: Path, cache_dir: Path | None)
                                        "(its wall time decides it)"}
             else:
                 try:
-                    with _row_time(share):
+                    with alarm(None if share is None else max(share, 0.01), _OutOfTime):
                         answer = _trace_one(suite, benchmark, index, position, fd, cache_dir or Path(tmp))
                 except _OutOfTime:
                     answer = {OUT_OF_TIME: f"not traced: its set-up and calls outlasted its share of the system "
