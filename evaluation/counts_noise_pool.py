@@ -72,7 +72,8 @@ from track_suite import make_repo as make_track_repo  # noqa: E402
 
 from torchbench.ab import collect  # noqa: E402
 from torchbench.ab.evidence import Evidence, Side  # noqa: E402
-from torchbench.ab.pair import count_plans, select_jobs  # noqa: E402
+from torchbench.ab.pair import select_jobs  # noqa: E402
+from torchbench.ab.schedule import count_plans  # noqa: E402
 from torchbench.ab.sides import side_env  # noqa: E402
 from torchbench.asv_bridge.workspace import open_workspace  # noqa: E402
 from torchbench.asv_bridge.worker import list_benchmarks  # noqa: E402

@@ -153,7 +153,7 @@ def test_counting_stops_at_its_share_of_the_budget_and_its_rows_keep_their_wall_
     """Rounds.count_share: the valgrind processes get what is left of the counting's share as their timeout
     (here none: the share is spent), so their rows are left without counts, saying why, and no jittered pass
     starts; without the share a counting process could take the whole budget (it was given an hour)."""
-    from torchbench.ab.pair import _count_both
+    from torchbench.ab.schedule import count_both
 
     suite, sides = _sides(tmp_path)
     job = ("bench_meet.Made.time_read", 0)
@@ -161,7 +161,7 @@ def test_counting_stops_at_its_share_of_the_budget_and_its_rows_keep_their_wall_
     for name in sides:
         evidence.add_job(job, JobInfo("bench_meet.Made.time_read", by_call=True), name)
     started = time.monotonic()
-    _count_both(tmp_path / "counts", tools.find("valgrind"), suite, sides, [job], evidence, Policy(count_floor=0.01),
+    count_both(tmp_path / "counts", tools.find("valgrind"), suite, sides, [job], evidence, Policy(count_floor=0.01),
                 tmp_path / "cache", deadline=time.monotonic() - 1)
     assert time.monotonic() - started < 60  # a valgrind process alone takes longer than its 1 s
     assert not evidence.counts["base"] and not evidence.counts_again["base"]
@@ -170,11 +170,11 @@ def test_counting_stops_at_its_share_of_the_budget_and_its_rows_keep_their_wall_
 
 
 def test_the_first_counting_processes_leave_time_to_confirm_their_candidates(tmp_path, monkeypatch):
-    """pair.FIRST_SHARE: the first valgrind processes may take 60% of the counting's share, the jittered ones
+    """schedule.FIRST_SHARE: the first valgrind processes may take 60% of the counting's share, the jittered ones
     that confirm the rows whose counts moved get the rest (when the first processes took the whole share, a
     +9.5% change's rows were never confirmed: issue 63). The processes are recorded, not run: what is checked
     is the time each pass is given."""
-    from torchbench.ab import collect, pair
+    from torchbench.ab import collect, schedule
 
     suite, sides = _sides(tmp_path)
     job = ("bench_meet.Made.time_read", 0)
@@ -194,9 +194,9 @@ def test_the_first_counting_processes_leave_time_to_confirm_their_candidates(tmp
 
     monkeypatch.setattr(collect, "collect_counts", counted)
     share = 100.0
-    pair._count_both(tmp_path / "counts", tools.find("valgrind") or Path("valgrind"), suite, sides, [job], evidence,
+    schedule.count_both(tmp_path / "counts", tools.find("valgrind") or Path("valgrind"), suite, sides, [job], evidence,
                      Policy(count_floor=0.01), tmp_path / "cache", deadline=time.monotonic() + share)
     first = [t for _, jitter, t in given if jitter == 0]
     confirming = [t for _, jitter, t in given if jitter == 1]
-    assert len(first) == 2 and all(pair.FIRST_SHARE * share - 5 < t <= pair.FIRST_SHARE * share for t in first), given
-    assert len(confirming) == 2 and all(t > (1 - pair.FIRST_SHARE) * share for t in confirming), given
+    assert len(first) == 2 and all(schedule.FIRST_SHARE * share - 5 < t <= schedule.FIRST_SHARE * share for t in first), given
+    assert len(confirming) == 2 and all(t > (1 - schedule.FIRST_SHARE) * share for t in confirming), given

@@ -149,10 +149,13 @@ def test_the_capture_finds_the_timer_a_method_times_without_running_it(tmp_path)
 
 
 @pytest.mark.slow
-def test_a_track_method_timing_a_timer_is_counted_as_its_statement(tmp_path):
+def test_a_track_method_timing_a_timer_is_counted_as_its_statement(tmp_path, monkeypatch):
     """The worker's counts (one valgrind process, as torchbench.ab.collect runs it): the rows that time a Timer
     have their statement's counts per run, within 6% of Timer.collect_callgrind's for the same statement in
-    a process of its own; a track_ timing none says why; a plain time_ method is still counted call by call."""
+    a process of its own; a track_ timing none says why; a plain time_ method is still counted call by call.
+    A Timer-in-`track_` row, which no plan tells, is known as a statement from its count on: collect marks it
+    so (a statement's noise in the count test), and schedule.learn keeps its plan and kind for every later
+    count, both sides alike."""
     import torch
 
     import torchbench_core
@@ -176,6 +179,10 @@ def test_a_track_method_timing_a_timer_is_counted_as_its_statement(tmp_path):
             assert result[NAME.format(f"{method}|0")].get("seconds", 0) > 0, result
     assert "plan" in result[NAME.format("time_plain|0")]
     assert result[NAME.format("time_timer_threads|0")]["plan"] == [100, 128]  # a cheap statement's runs
+    timed = {NAME.format(f"{m}|0") for m in ("track_torch_timer", "track_core_timer", "time_timer_threads",
+                                             "track_cpp_timer")} | {f"{SOFTMAX}|{k}" for k in range(3)}
+    assert {key for key, answer in result.items() if answer.get("statement")} == timed, result
+    _learns_its_kind(tmp_path, suite, result, monkeypatch)
 
     x = torch.ones(64)
     timers = {"add": torchbench_core.Timer("torch.add(x, y)", globals={"x": x, "y": torch.full((64,), 2.0)}),
@@ -202,6 +209,37 @@ def test_a_track_method_timing_a_timer_is_counted_as_its_statement(tmp_path):
     assert 0.9 < min(counts["time_plain"]) / reference["add"] < 1.5, (counts, reference)
 
 
+def _learns_its_kind(tmp_path: Path, suite: Path, answer: dict, monkeypatch) -> None:
+    """collect.collect_counts over the counting worker's real `answer` (replayed: the valgrind process ran
+    above), then schedule.learn and count_plans as the next alert runs them."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from one_side import side_of
+
+    from torchbench.ab import collect
+    from torchbench.ab.count_decision import BY_CALL, STATEMENT
+    from torchbench.ab.counts import kind_of
+    from torchbench.ab.evidence import Evidence, JobInfo
+    from torchbench.ab.schedule import count_plans, learn
+
+    side = side_of(tmp_path, "base")
+    track = [(NAME.format("track_torch_timer"), 0), (SOFTMAX, 1)]
+    jobs = [*track, (NAME.format("time_plain"), 0)]
+    monkeypatch.setattr(collect, "_count", lambda *args, **kwargs: answer)
+    for attempt in ("counted", "kept"):
+        evidence = Evidence()
+        for job in jobs:
+            evidence.add_job(job, JobInfo(job[0], by_call=True), "base")
+        plans = count_plans(tmp_path / "counts", suite, [side], jobs, evidence, tmp_path / "cache")
+        if attempt == "counted":  # before its first count a track_ row's kind is the time_ methods'
+            assert [kind_of(evidence, job) for job in jobs] == [BY_CALL, BY_CALL, BY_CALL]
+            tally = collect.collect_counts(suite, side, jobs, evidence, plans=plans, cache_dir=tmp_path / "cache")
+            assert tally["statements"] == {job: (100, 128) for job in track}, tally  # cheap statements' plans
+            learn(tmp_path / "counts", suite, {"base": tally, "head": {}}, evidence)
+        else:  # the next count plans them before counting, and knows their kind
+            assert {job: plans.get(job) for job in track} == {job: (100, 128) for job in track}, plans
+        assert [kind_of(evidence, job) for job in jobs] == [STATEMENT, STATEMENT, BY_CALL], attempt
+
+
 def test_a_costly_statement_is_counted_in_few_runs():
     """A statement's runs per counted run and warm-up runs follow its native cost (asv_worker._plan_statement):
     a cheap one keeps the counting worker's 100 after 128; one of ~5 ms runs once a counted run after 8 (under
@@ -214,7 +252,7 @@ def test_a_costly_statement_is_counted_in_few_runs():
 
 
 def test_a_row_counted_as_its_timers_statement_has_a_statements_noise(tmp_path):
-    """pair.count_plans marks the rows the plan worker found timing a Timer as counted by statement (by_call
+    """schedule.count_plans marks the rows the plan worker found timing a Timer as counted by statement (by_call
     False), made now and read back from the kept plans alike, so that the count test holds them against a
     statement's calibrated noise (count_decision.STATEMENT), not a time_ method's call by call."""
     sys.path.insert(0, str(ROOT / "tests"))
@@ -223,7 +261,7 @@ def test_a_row_counted_as_its_timers_statement_has_a_statements_noise(tmp_path):
     from torchbench.ab.count_decision import BY_CALL, STATEMENT
     from torchbench.ab.counts import kind_of
     from torchbench.ab.evidence import Evidence, JobInfo
-    from torchbench.ab.pair import count_plans
+    from torchbench.ab.schedule import count_plans
 
     suite = write_suite(tmp_path)
     side = side_of(tmp_path, "base")
@@ -234,5 +272,5 @@ def test_a_row_counted_as_its_timers_statement_has_a_statements_noise(tmp_path):
             evidence.add_job(job, JobInfo(job[0], by_call=True), "base")
         plans = count_plans(tmp_path / "counts", suite, [side], jobs, evidence, tmp_path / "cache")
         assert set(plans) == set(jobs[1:]), (attempt, plans, evidence.notes)
-        # a track_ row's kind is not known before its count (not planned here): still the time_ methods'
+        # a track_ row's kind is not known before its first count (not planned here: see _learns_its_kind)
         assert [kind_of(evidence, job) for job in jobs] == [BY_CALL, BY_CALL, STATEMENT], attempt

@@ -748,7 +748,8 @@ def plan(suite: Path, jobs: list[list], out: Path, cache_dir: Path | None = None
 def counts(suite: Path, jobs: list[list], out: Path, cache_dir: Path | None = None) -> None:
     """Count `jobs` ([name, index], or [name, index, calls per run, warm-up calls] for a `time_` case planned
     by the parent) in one valgrind process; writes {job key: {"counts": [...]} (a `time_` case's with its
-    "plan": [calls, warm-up]), {"uncountable": why}, {"skipped": true} (a TimerSuite combination without a
+    "plan": [calls, warm-up]; a case counted as its Timer's statement with "statement": true, and a Python
+    one's "plan" [runs per counted run, warm-up runs]), {"uncountable": why}, {"skipped": true} (a TimerSuite combination without a
     TimerSpec, which asv skips too) or {"error": why}}. A `track_` or `time_` method that times a Timer is
     counted as that Timer's statement (_timed_statements; a plan it carries is not used). setup_cache's values
     are read from, or made into, `cache_dir` (a temporary folder where None), natively, and reach valgrind as
@@ -830,6 +831,8 @@ def counts(suite: Path, jobs: list[list], out: Path, cache_dir: Path | None = No
                                    "draws": draws, **simulated_per_run(outcome)}
                     if key in plans:
                         result[key]["plan"] = plans[key]
+                    if key in timed:  # counted as its Timer's statement: a statement's noise, not a call's
+                        result[key]["statement"] = True
                 if index in seconds:
                     result[key]["seconds"] = round(seconds[index], 2)
     out.write_text(json.dumps(result))

@@ -2,7 +2,7 @@
 (valgrind processes, `collect_counts`, planned by `plan_counts`) and system calls (a process traced under
 strace, `collect_syscalls`). Each stores what it measured in the evidence and weighs nothing: the channels
 (channels.py) read it, and the verdict (verdict.py) decides. The rounds (rounds.py) schedule only wall time;
-pair.py runs these before them, both sides at once.
+schedule.py runs these before them, both sides at once, each phase in its share of the budget.
 """
 
 from __future__ import annotations
@@ -49,7 +49,10 @@ def collect_counts(suite: Path, side: Side, jobs: list[Job], evidence: Evidence,
     cached case's key. `cache_dir`: the folder of the sides' setup_cache values (setup_cache_of), so that a
     side's setup_cache is made once for its plan, counts and rounds (None: the worker makes its own).
     Returns how many were counted, came from the cache, are not countable, and failed, and each row's
-    seconds in the valgrind process, set-up included ("seconds": {row name: seconds}: what it cost).
+    seconds in the valgrind process, set-up included ("seconds": {row name: seconds}: what it cost). A row the
+    counting process found timing a Timer (a Timer-in-`track_` row, which no plan tells) is marked counted as
+    a statement in evidence.jobs (by_call False), and its plan, where the process made it, is returned
+    ("statements": {job: (runs per counted run, warm-up runs)}: schedule.count_both keeps it).
     Rows are counted cheapest first (by their plans: a row planned to few calls a run is a costly one), so that
     a deadline leaves the fewest rows uncounted; both sides count in the same order (a row's counts depend on
     what ran before it in its process)."""
@@ -73,7 +76,7 @@ def collect_counts(suite: Path, side: Side, jobs: list[Job], evidence: Evidence,
     found = _count(suite, side, [(*job, *plans.get(job, ())) for job in missing], cache_dir=cache_dir,
                    jitter=jitter, timeout=timeout, draws=draws if again else 1,
                    miss_cycles=cache.miss_cycles if cache else None) if missing else {}
-    counted, simulated, failures, cost = {}, {}, {}, {}
+    counted, simulated, failures, cost, learned = {}, {}, {}, {}, {}
     for job in missing:
         result = found.get(f"{job[0]}|{job[1]}") or {"error": "the counting worker returned nothing for it"}
         if "seconds" in result:  # its seconds in the valgrind process, set-up included
@@ -82,6 +85,10 @@ def collect_counts(suite: Path, side: Side, jobs: list[Job], evidence: Evidence,
             continue
         if "counts" in result:
             counted[cases[job]] = result["counts"]
+            if result.get("statement"):  # counted as its Timer's statement (a Timer-in-`track_` row too): the
+                evidence.jobs[job].by_call = False  # count test holds it against a statement's noise
+                if job not in plans and result.get("plan"):  # planned by the counting process itself: kept
+                    learned[job] = (int(result["plan"][0]), int(result["plan"][1]))
             if "cycles" in result:  # simulated in the same valgrind process (asv_worker.counts)
                 simulated[cases[job]] = {"cycles": result["cycles"], "events": result.get("events", [])}
             continue
@@ -120,7 +127,7 @@ def collect_counts(suite: Path, side: Side, jobs: list[Job], evidence: Evidence,
                     evidence.sim_events[side.name][job] = sim["events"]
     return {"counted": len(counted), "cached": len(countable) - len(missing),
             "uncountable": sum(1 for j in jobs if uncounted.get(j, "").startswith("not countable")),
-            "failed": sum(len(names) for names in failures.values()), "seconds": cost}
+            "failed": sum(len(names) for names in failures.values()), "seconds": cost, "statements": learned}
 
 
 def _per_draw(values: list[float], draws: int) -> list[list[float]]:

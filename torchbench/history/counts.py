@@ -40,7 +40,8 @@ from .. import tools
 from ..ab.collect import collect_counts
 from ..ab.evidence import Evidence, Job, Side
 from ..ab.counts_cache import CountsCache
-from ..ab.pair import count_plans, select_jobs
+from ..ab.pair import select_jobs
+from ..ab.schedule import count_plans
 from ..ab.sides import side_env
 from ..asv_bridge import results
 from ..asv_bridge.plugin import record_counts

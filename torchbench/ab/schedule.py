@@ -1,0 +1,214 @@
+"""What the deterministic channels measure, when, and at what cost: the one home of their schedule.
+
+`measure_pair` (pair.py) calls `deterministic` between building the sides and the wall time's rounds. It runs,
+each side beside the other (counts and system calls do not depend on what else runs, and on two cores this
+halves the wait), in this order:
+
+1. **Plans** (`count_plans`, natively, seconds). Every countable `time_` row's calls per counted run and
+   warm-up calls, made once by the base's code and kept by suite (counts_cache.CountPlans), so that both sides
+   and every later commit count a row under one plan. A `time_` method that times a Timer is planned as its
+   statement's runs. A Timer-in-`track_` row is planned by the counting process itself the first time (running
+   a suite's `track_` methods to plan them lost every row's plan when one crashed or hung); its plan and its
+   kind (a statement's noise, count_decision.STATEMENT) are kept from that count on.
+2. **First counting processes** (one valgrind process a side, collect.collect_counts): every countable row, in
+   one order for both sides, cheapest first by plan, so that a deadline leaves the fewest rows uncounted.
+   They may take FIRST_SHARE of the counting's share (Rounds.count_share of the budget); each row its share
+   of the time left (callgrind._case_limit, at least 30 s): a row past it is stopped alone, the rest are
+   counted in a fresh process, and what was counted is kept (cached by commit: a base counted once is never
+   counted again).
+3. **Confirming processes** (a valgrind process a side whose layout is jittered, each row in
+   count_decision.DRAWS layout draws): the rows whose first counts or cycles moved beyond the floor
+   (channels.to_confirm), then, up to count_decision.MAX_PASSES, those still near their bar. They get the
+   rest of the counting's share; a pass that would start after it does not, and its rows keep their wall time.
+4. **System calls** (one process a side under strace, collect.collect_syscalls): every row, in the phase's
+   own share (Rounds.syscall_share), each row its share of what is left; then the rows whose calls differed
+   in a call that may decide are traced again in another process state (channels.to_retrace, SYSCALL_TRACES).
+
+The log says what each phase counted, from the cache, failed or left, and each row's seconds in the valgrind
+process (the costliest named); evidence.phases keeps each phase's seconds, evidence.count_tally and
+syscall_tally the counts. Not done yet (issue 63): confirming a candidate as soon as its first counts move,
+rather than after the first processes (FIRST_SHARE is the reserve that stands in for it).
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from . import collect
+from .channels import SYSCALL_TRACES, deterministic_level, to_confirm, to_retrace
+from .count_decision import DRAWS, MAX_PASSES
+from .counts_cache import CountPlans, CountsCache
+from .evidence import SIDES, Evidence, Job, Side
+from .options import Policy, Rounds
+
+__all__ = ["FIRST_SHARE", "count_both", "count_plans", "deterministic", "learn", "trace_both"]
+
+# the first valgrind processes' share of the counting's time; the rest confirms their candidates
+FIRST_SHARE = 0.6
+
+
+def deterministic(root: Path, valgrind: Path | None, suite: Path, sides: dict[str, Side], jobs: list[Job],
+                  evidence: Evidence, policy: Policy, rounds: Rounds, cache_dir: Path) -> None:
+    """Counts (where valgrind is installed), then system calls, of `jobs` on both sides, each phase in its share
+    of the budget, its seconds in evidence.phases. ROOT: the counts' cache (OUT/counts)."""
+    start = time.monotonic()
+    if valgrind is not None:
+        count_both(root, valgrind, suite, sides, jobs, evidence, policy, cache_dir,
+                   start + 60 * rounds.budget_minutes * rounds.count_share)
+    evidence.phases["instruction counts"] = time.monotonic() - start
+    start = time.monotonic()
+    trace_both(root, valgrind, suite, sides, jobs, evidence, cache_dir,
+               start + 60 * rounds.budget_minutes * rounds.syscall_share)
+    evidence.phases["system calls"] = time.monotonic() - start
+def count_both(root: Path, valgrind: Path, suite: Path, sides: dict[str, Side], jobs: list[Job],
+                evidence: Evidence, policy: Policy, cache_dir: Path, deadline: float) -> None:
+    """Both sides' instruction counts at once, one valgrind process each: counts do not depend on what else
+    runs, and on two cores this halves the wait. Then the rows whose counts moved beyond the floor are
+    counted in jittered processes, a pass of one a side at a time, each counting a row in count_decision.DRAWS
+    layout draws (channels.to_confirm: one for every such row, up to count_decision.MAX_PASSES for one still
+    near its bar), so that a count decision holds against
+    the counts' noise between layouts (count_decision.py). Each valgrind process may take what is left until
+    `deadline` (the counting's share of the budget), the first processes FIRST_SHARE of it, so that their
+    candidates can still be confirmed; a pass that would start after it does not, and its
+    rows keep their wall time. Each side has its own cache (its interpreter is part of the key) and its own
+    list of problems."""
+    caches = _caches(root, valgrind, suite, sides)
+    plans = count_plans(root, suite, [sides[name] for name in SIDES], jobs, evidence, cache_dir)
+    print(f"== simulated cycles weigh a last-level miss at {caches['base'].miss_cycles} cycles (what one costs on "
+          f"this machine: torchbench_core.memory_price)", flush=True)
+
+    def both_sides(todo: list[Job], jitter: int, until: float) -> dict[str, dict[str, int]]:
+        left = max(1.0, until - time.monotonic())
+        with ThreadPoolExecutor(max_workers=len(SIDES)) as pool:
+            return dict(zip(SIDES, pool.map(lambda name: collect.collect_counts(
+                suite, sides[name], todo, evidence, caches[name], jitter=jitter, plans=plans, cache_dir=cache_dir,
+                timeout=left, draws=DRAWS if jitter else 1), SIDES)))
+
+    # the first processes stop at FIRST_SHARE of the counting's time: what they leave is kept for confirming
+    # their candidates (a suite whose first processes took the whole share confirmed none: issue 63)
+    began = time.monotonic()
+    tally = both_sides(jobs, 0, began + FIRST_SHARE * (deadline - began))
+    for name in SIDES:
+        t = tally[name]
+        print(f"== instruction counts, {name}: {t['counted']} counted (one valgrind process), {t['cached']} from "
+              f"the cache, {t['uncountable']} not countable, {t['failed']} failed", flush=True)
+        costly = sorted(t.pop("seconds", {}).items(), key=lambda kv: -kv[1])
+        if costly:  # what each row cost, the costliest first
+            print(f"   per row, set-up included: {sum(s for _, s in costly):.0f} s in all; costliest "
+                  + ", ".join(f"{row} {s:.1f} s" for row, s in costly[:5]), flush=True)
+    learn(root, suite, tally, evidence)
+    for name in SIDES:
+        tally[name]["confirmed"] = 0
+    for jitter in range(1, MAX_PASSES + 1):
+        confirm = to_confirm(evidence, jobs, policy.count_floor, jitter, deterministic_level(evidence, policy))
+        if not confirm:
+            break
+        if time.monotonic() >= deadline:
+            evidence.notes.append(f"instruction counts: the counting's share of the budget ran out before jittered "
+                                  f"process {jitter} of {len(confirm)} row(s); their wall time decides them")
+            break
+        again = both_sides(confirm, jitter, deadline)
+        print(f"== instruction counts, jittered valgrind process {jitter} a side ({DRAWS} layout draws) for "
+              f"the {len(confirm)} row(s) whose counts moved beyond the floor: "
+              f"{again['base']['counted'] + again['head']['counted']} counted, "
+              f"{again['base']['cached'] + again['head']['cached']} from the cache", flush=True)
+        for name in SIDES:
+            again[name].pop("seconds", None)
+            again[name].pop("statements", None)
+            tally[name]["confirmed"] += again[name]["counted"] + again[name]["cached"]
+    evidence.count_tally = tally
+
+
+def learn(root: Path, suite: Path, tally: dict[str, dict], evidence: Evidence) -> None:
+    """Keep what the first counting processes learned of rows no plan told: the Timer-in-`track_` rows they
+    counted as statements, with the base's plan of each (the head's where the base made none), so that every
+    later count of the suite plans them before counting, both sides alike, and knows their kind."""
+    learned: dict[Job, tuple[int, int]] = {}
+    for name in reversed(SIDES):  # the base's last: its plan wins
+        learned.update(tally[name].pop("statements", {}))
+    if learned:
+        store = CountPlans(root, suite)
+        store.store({CountsCache.case(job, evidence.jobs[job].params): plan for job, plan in learned.items()},
+                    {CountsCache.case(job, evidence.jobs[job].params) for job in learned})
+        evidence.notes.extend(store.problems)
+
+
+def _caches(root: Path, valgrind: Path | None, suite: Path, sides: dict[str, Side]) -> dict[str, CountsCache]:
+    """Each side's cache of counts and system calls (its interpreter is part of the key), with its own list of
+    problems."""
+    caches: dict[str, CountsCache] = {}
+    for name, side in sides.items():
+        same = next((c for other, c in caches.items() if sides[other].python == side.python), None)
+        caches[name] = same.view() if same else CountsCache(root, side.python, suite, valgrind)
+    return caches
+
+
+def trace_both(root: Path, valgrind: Path | None, suite: Path, sides: dict[str, Side], jobs: list[Job],
+                   evidence: Evidence, cache_dir: Path, deadline: float) -> None:
+    """Both sides' system calls per call at once, one traced process each (collect.collect_syscalls): counts
+    of calls, not times, so the process beside does not move them. Then the rows whose first traces differed
+    in a call that may decide are traced again, SYSCALL_TRACES - 1 repeat traces a side in another process
+    state each (channels.to_retrace), so that a decision rests on calls that repeat. Kept beside the counts,
+    by commit. Every traced process may take what is left until `deadline` (the phase's share of the budget:
+    collect.collect_syscalls gives each row its share of it); a repeat that would start after it does not."""
+    caches = _caches(root, valgrind, suite, sides)
+
+    def both_sides(todo: list[Job], repeat: int) -> dict[str, dict[str, int]]:
+        left = max(1.0, deadline - time.monotonic())
+        with ThreadPoolExecutor(max_workers=len(SIDES)) as pool:
+            return dict(zip(SIDES, pool.map(lambda name: collect.collect_syscalls(
+                suite, sides[name], todo, evidence, cache_dir, caches[name], repeat=repeat, timeout=left), SIDES)))
+
+    tally = both_sides(jobs, 0)
+    for name in SIDES:
+        t = tally[name]
+        print(f"== system calls, {name}: {t['traced']} traced (one process under strace), {t['cached']} from the "
+              f"cache, {t['exact']} exact, {t['untraceable']} not traceable, {t['failed']} failed, {t['late']} past "
+              f"the phase's share", flush=True)
+    for name in SIDES:
+        tally[name]["repeated"] = 0
+    for repeat in range(1, SYSCALL_TRACES):
+        again = to_retrace(evidence, jobs, repeat)
+        if not again:
+            break
+        if time.monotonic() >= deadline:
+            evidence.notes.append(f"system calls: the phase's share of the budget ran out before repeat trace "
+                                  f"{repeat} of {len(again)} row(s); their calls decide nothing")
+            break
+        found = both_sides(again, repeat)
+        print(f"== system calls, repeat trace {repeat} a side (another layout, the rows in reverse order) for the "
+              f"{len(again)} row(s) whose calls differed: {found['base']['traced'] + found['head']['traced']} "
+              f"traced, {found['base']['cached'] + found['head']['cached']} from the cache", flush=True)
+        for name in SIDES:
+            tally[name]["repeated"] += found[name]["traced"] + found[name]["cached"]
+    for name in SIDES:
+        evidence.notes.extend(caches[name].problems)
+    evidence.syscall_tally = tally
+
+
+def count_plans(root: Path, suite: Path, sides: list[Side], jobs: list[Job], evidence: Evidence,
+                cache_dir: Path | None = None) -> dict[Job, tuple[int, int]]:
+    """The plan of every countable `time_` case, and of every `track_` or `time_` case that times a Timer (its
+    statement's runs), among `jobs`: kept ones (CountPlans), the rest made now by the base's code (natively, a
+    few seconds) and kept, so that both sides, and every later commit, count a case under one plan. A case
+    counted as its Timer's statement is marked so in evidence.jobs (by_call False): its counts' noise is a
+    statement's."""
+    store = CountPlans(root, suite)
+    kept, kept_statements = store.load(), store.statements()
+    wanted = {job: CountsCache.case(job, evidence.jobs[job].params) for job in jobs
+              if evidence.jobs[job].by_call and not evidence.jobs[job].uncountable}
+    plans = {job: kept[case] for job, case in wanted.items() if case in kept}
+    statements = {job for job, case in wanted.items() if case in kept_statements}
+    todo = [job for job in wanted if job not in plans and job not in statements]
+    if todo:
+        made, made_statements, problems = collect.plan_counts(suite, sides, todo, cache_dir)
+        evidence.notes.extend(problems)
+        store.store({wanted[job]: plan for job, plan in made.items()}, {wanted[job] for job in made_statements})
+        plans.update(made)
+        statements |= made_statements
+    for job in statements:
+        evidence.jobs[job].by_call = False
+    evidence.notes.extend(store.problems)
+    return plans
