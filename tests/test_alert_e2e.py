@@ -116,17 +116,24 @@ def test_the_regressing_commit_exits_1_with_the_right_rows_labelled_compute(exam
     assert "rounds a minute" in comment and "costliest:" in comment
     # the progress line and the report count each side's cases: counted, from the cache, not countable, failed
     assert proc.stdout.count("6 counted (one valgrind process), 0 from the cache, 0 not countable, 0 failed") == 2
-    assert spent["instruction_counts"] == {side: {"counted": 6, "cached": 0, "uncountable": 0, "failed": 0,
-                                                  "confirmed": 2} for side in ("base", "head")}
-    # only the two rows whose counts moved beyond the floor were counted again, in one jittered process a side
-    # in DRAWS layout draws (decided there: no second process), and the evidence keeps every draw
-    assert (f"jittered valgrind process 1 a side ({DRAWS} layout draws) for the 2 row(s) whose "
-            "counts moved beyond the floor: 4 counted") in proc.stdout, explain(proc)
+    confirmed = {side: spent["instruction_counts"][side].pop("confirmed") for side in ("base", "head")}
+    assert spent["instruction_counts"] == {side: {"counted": 6, "cached": 0, "uncountable": 0, "failed": 0}
+                                           for side in ("base", "head")}
+    # the two rows whose counts moved beyond the floor were counted again, in a jittered process a side in DRAWS
+    # layout draws (beside the first processes: one, or one a row where they moved far apart; decided there: no
+    # second pass), and the evidence keeps every draw. A row the commit's layout moved past the floor too (the
+    # LoggingTensor's torch.add, by ~1%, as the harness's own code changes) is confirmed and decides nothing.
+    passes = re.findall(rf"jittered valgrind process 1 a side \({DRAWS} layout draws\) for the (\d) row\(s\) whose "
+                        r"counts moved beyond the floor: (\d) counted", proc.stdout)
+    rows_confirmed = sum(int(n) for n, _ in passes)
+    assert 2 <= rows_confirmed <= 3 and sum(int(c) for _, c in passes) == 2 * rows_confirmed, explain(proc)
+    assert confirmed == {"base": rows_confirmed, "head": rows_confirmed}, confirmed
     assert "jittered valgrind process 2 a side" not in proc.stdout
     evidence = json.loads((tmp_path / "out" / "alert" / f"{shas[1][:8]}..{shas[2][:8]}" / "evidence.json").read_text())
     for side in ("base", "head"):
         again_rows = {evidence["jobs"][key]["name"] for key in evidence["counts_again"][side]}
-        assert len(again_rows) == 2 and all("TensorLike" in name for name in again_rows), again_rows
+        assert len(again_rows) == rows_confirmed, again_rows
+        assert sum("TensorLike" in name for name in again_rows) == 2, again_rows
         assert all(len(processes) == DRAWS for processes in evidence["counts_again"][side].values())
 
     # The counts are cached per commit, environment and suite: a second alert of the same commits counts nothing
@@ -135,8 +142,8 @@ def test_the_regressing_commit_exits_1_with_the_right_rows_labelled_compute(exam
     assert again.returncode in (0, 1, 3), explain(again)
     assert again.stdout.count("0 counted (one valgrind process), 6 from the cache, 0 not countable, 0 failed") == 2, \
         explain(again)
-    assert again.stdout.count("for the 2 row(s) whose counts moved beyond the floor: 0 counted, 4 from the cache") \
-        == 1, explain(again)  # their one jittered process a side, its draws cached
+    assert again.stdout.count(f"for the {rows_confirmed} row(s) whose counts moved beyond the floor: 0 counted, "
+                              f"{2 * rows_confirmed} from the cache") == 1, explain(again)  # their draws cached
     cached = {r["title"]: r["counts_delta"] for r in json.loads((tmp_path / "again.json").read_text())["rows"]}
     assert cached == {t: r["counts_delta"] for t, r in verdicts.items()}
 

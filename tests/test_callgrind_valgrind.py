@@ -26,7 +26,8 @@ def batch():
     ]
     events = []
     results = collect_callgrind_many(timers, number=100, repeats=REPEATS, on_error="return",
-                                     case_timeout=30, progress=lambda i, e: events.append((i, e)))
+                                     case_timeout=30, progress=lambda i, e: events.append((i, e)),
+                                     on_result=lambda i, stats: events.append((i, stats)))
     return dict(zip([t.task_spec.label for t in timers], results)), events
 
 
@@ -43,6 +44,21 @@ def test_good_statements_are_counted(batch):
     # inclusive profile shows the dispatcher.
     assert 3_000 < add.counts(subtract_baseline=True) / 100 < 50_000
     assert any("add" in fn for _, fn in add.stats(inclusive=True))
+
+
+def test_each_statements_counts_are_given_as_soon_as_it_is_counted(batch):
+    """on_result: a statement's counts reach the caller when its valgrind process has counted it, before the
+    statements after it start (what lets the alert confirm a row whose first counts moved while the others are
+    counted), the same counts as the batch's result; a statement that failed gives none."""
+    results, events = batch
+    labels = list(results)
+    given = {labels[i]: (k, stats) for k, (i, stats) in enumerate(events) if isinstance(stats, tuple)}
+    assert set(given) == {"add", "pure python", "callable", "global tensor", "copy if callgrind"}, given
+    for label, (k, stats) in given.items():
+        assert [s.counts(subtract_baseline=True) for s in stats] == [
+            s.counts(subtract_baseline=True) for s in results[label]], label
+        later = labels.index(label) + 1  # the statement after it starts after its counts were given
+        assert later == len(labels) or events.index((later, "start")) > k, (label, events)
 
 
 def test_counts_repeat_within_half_a_percent(batch):

@@ -200,3 +200,43 @@ def test_the_first_counting_processes_leave_time_to_confirm_their_candidates(tmp
     confirming = [t for _, jitter, t in given if jitter == 1]
     assert len(first) == 2 and all(schedule.FIRST_SHARE * share - 5 < t <= schedule.FIRST_SHARE * share for t in first), given
     assert len(confirming) == 2 and all(t > (1 - schedule.FIRST_SHARE) * share for t in confirming), given
+
+
+def test_a_row_whose_first_counts_moved_is_confirmed_while_the_first_processes_count_the_rest(tmp_path, monkeypatch):
+    """schedule._Confirming: the first row's first counts move on both sides; its jittered processes start
+    while the first processes still count the other rows, not after them (a suite whose first processes took
+    the share confirmed none of its candidates: issue 63), and each of its rows is confirmed once. A row that
+    did not move is not confirmed. The processes are recorded, not run: what is checked is when each starts."""
+    from torchbench.ab import collect, schedule
+
+    suite, sides = _sides(tmp_path)
+    moved, flat, last = (("bench_meet.Made.time_read", i) for i in range(3))
+    evidence = Evidence()
+    for name in sides:
+        for job in (moved, flat, last):
+            evidence.add_job(job, JobInfo(job[0], by_call=True), name)
+    events = []
+
+    def counted(suite, side, todo, evidence, cache=None, jitter=0, on_row=None, **_):
+        events.append((side.name, jitter, "start", time.monotonic()))
+        if jitter:
+            for job in todo:
+                evidence.counts_again[side.name].setdefault(job, []).extend([[1.0]] * 8)
+        else:
+            for job in todo:  # a row's first counts as the process counts it, the moved one first
+                evidence.counts[side.name][job] = [1.2 if side.name == "head" and job == moved else 1.0] * 3
+                on_row(job)
+                time.sleep(1.0)
+        events.append((side.name, jitter, "end", time.monotonic()))
+        return {"counted": len(todo), "cached": 0, "uncountable": 0, "failed": 0}
+
+    monkeypatch.setattr(collect, "collect_counts", counted)
+    monkeypatch.setattr(schedule, "GATHER_SECONDS", 0.5)  # (15 s here: rows that move together, one process)
+    schedule.count_both(tmp_path / "counts", tools.find("valgrind") or Path("valgrind"), suite, sides,
+                        [moved, flat, last], evidence, Policy(count_floor=0.01), tmp_path / "cache",
+                        deadline=time.monotonic() + 100)
+    first_end = min(t for _, jitter, what, t in events if jitter == 0 and what == "end")
+    confirming = [t for _, jitter, what, t in events if jitter == 1 and what == "start"]
+    assert len(confirming) == 2 and max(confirming) < first_end - 1.0, events  # beside the first processes
+    assert {job for job in (moved, flat, last) if evidence.counts_again["base"].get(job)} == {moved}
+    assert all(t["confirmed"] == 1 for t in evidence.count_tally.values()), evidence.count_tally

@@ -122,6 +122,9 @@ DUET_ENV = "TORCHBENCH_DUET_FDS"
 SIMULATE_ENV = "TORCHBENCH_COUNTS_SIMULATE"
 DRAWS_ENV = "TORCHBENCH_COUNTS_DRAWS"  # counts: each case in this many layout draws (collect_callgrind_many(draws))
 DEADLINE_ENV = "TORCHBENCH_COUNTS_DEADLINE"  # counts: a time.time() when counting stops, keeping what it counted
+# counts: a file each row's answer is appended to as one JSON line ({"key": job key, **answer}) as soon as it is
+# counted, before the whole answer is written (the parent acts on the first rows while the rest are counted)
+PROGRESS_ENV = "TORCHBENCH_COUNTS_PROGRESS"
 
 
 def _discover(suite: Path) -> dict:
@@ -819,20 +822,32 @@ def counts(suite: Path, jobs: list[list], out: Path, cache_dir: Path | None = No
                 elif index in began:
                     seconds[index] = seconds.get(index, 0.0) + time.monotonic() - began.pop(index)
 
+            def answer(key: str, outcome) -> dict:
+                """Per run of the statement (per call of a time_ method); "cycles" and "events" simulated; with
+                draws, a layout draw's values in turn."""
+                found = {"counts": [s.counts(subtract_baseline=True) / s.number_per_run for s in outcome],
+                         "draws": draws, **simulated_per_run(outcome)}
+                if key in plans:
+                    found["plan"] = plans[key]
+                if key in timed:  # counted as its Timer's statement: a statement's noise, not a call's
+                    found["statement"] = True
+                return found
+
+            progress_file = os.environ.get(PROGRESS_ENV)
+
+            def counted(index: int, outcome) -> None:  # as each row is counted: one line, flushed
+                with open(progress_file, "a") as feed:
+                    feed.write(json.dumps({"key": keys[index], **answer(keys[index], outcome)}) + "\n")
+
             outcomes = collect_callgrind_many(cases, COUNT_NUMBER, COUNT_REPEATS if draws == 1 else 1, on_error="return",
                                               simulate=os.environ.get(SIMULATE_ENV, "1") != "0", functions=False,
-                                              draws=draws, deadline=deadline, progress=clock)
+                                              draws=draws, deadline=deadline, progress=clock,
+                                              on_result=counted if progress_file else None)
             for index, (key, outcome) in enumerate(zip(keys, outcomes)):
                 if isinstance(outcome, CallgrindError):
                     result[key] = _not_measured(str(outcome))  # a row this machine cannot run: skipped
-                else:  # per run of the statement (per call of a time_ method); "cycles" and "events" simulated;
-                    # with draws, a layout draw's values in turn
-                    result[key] = {"counts": [s.counts(subtract_baseline=True) / s.number_per_run for s in outcome],
-                                   "draws": draws, **simulated_per_run(outcome)}
-                    if key in plans:
-                        result[key]["plan"] = plans[key]
-                    if key in timed:  # counted as its Timer's statement: a statement's noise, not a call's
-                        result[key]["statement"] = True
+                else:
+                    result[key] = answer(key, outcome)
                 if index in seconds:
                     result[key]["seconds"] = round(seconds[index], 2)
     out.write_text(json.dumps(result))

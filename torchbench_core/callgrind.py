@@ -497,6 +497,7 @@ def collect_callgrind_many(
     functions: bool = True,
     draws: int = 1,
     deadline: float | None = None,
+    on_result: Callable[[int, tuple[CallgrindStats, ...]], Any] | None = None,
 ) -> list[tuple[CallgrindStats, ...] | CallgrindError]:
     """Instruction counts for every Timer (or CallCase): Python statements in one valgrind process (two for a
     big batch), C++ statements compiled together and counted beside them (cpp_counts).
@@ -529,6 +530,9 @@ def collect_callgrind_many(
     killed; the statements counted by then keep their counts, the others get DEADLINE_PASSED as their error.
     Before it, each statement may take its share of the time left (_case_limit: at least MIN_CASE_SECONDS);
     one past it gets SHARE_PASSED, and the rest go on in a fresh process.
+    `on_result(i, stats)` (Python statements and CallCases) is called with each timer's counts as soon as its
+    valgrind process has counted it, from the thread that watches that process, while the next ones are
+    counted (so that a caller can act on the first counts before the last: torchbench.ab.schedule).
     """
     if number < 1 or repeats < 1:
         raise ValueError(f"number and repeats must be >= 1, got {number}, {repeats}")
@@ -549,7 +553,8 @@ def collect_callgrind_many(
             counted = _collect_python([timers[i] for i in python], number, repeats, collect_baseline,
                                       retain_out_file, case_timeout, on_error,
                                       (lambda j, event: progress(python[j], event)) if progress else None,
-                                      workers, simulate, functions, draws, deadline)
+                                      workers, simulate, functions, draws, deadline,
+                                      (lambda j, stats: on_result(python[j], stats)) if on_result else None)
             for i, result in zip(python, counted):
                 results[i] = result
         if cpp_counted is not None:
@@ -566,7 +571,7 @@ _MIN_SHARE = 16  # statements: a valgrind process of its own starts Python and t
 
 
 def _collect_python(timers, number, repeats, collect_baseline, retain_out_file, case_timeout, on_error, progress,
-                    workers=1, simulate=False, functions=True, draws=1, deadline=None):
+                    workers=1, simulate=False, functions=True, draws=1, deadline=None, on_result=None):
     """Python statements and CallCases: one valgrind process (one Python start-up under valgrind) for them
     all, or `workers` side by side, each dealt every workers-th statement."""
     # a CallCase brings its own number; a Timer's statement runs `number` times per counted run
@@ -582,15 +587,23 @@ def _collect_python(timers, number, repeats, collect_baseline, retain_out_file, 
     with tempfile.TemporaryDirectory(prefix="torchbench_callgrind_") as tmp:
         events: list[dict[str, Any]] = [{"event": "error", "case": i, "error": why} for i, why in unpicklable.items()]
 
+        def done(index: int, so_far: list[dict[str, Any]]) -> None:
+            """One case counted: its stats, read from its dumps and its process's baseline, to on_result."""
+            mine = [dict(e, case=0) if e.get("case") == index else e for e in so_far
+                    if e.get("case") == index or e["event"] == "baseline"]
+            stats = _assemble([timers[index]], mine, [cases[index]["number"]], repeats * draws, False, simulate,
+                              functions)[0]
+            if not isinstance(stats, CallgrindError):
+                on_result(index, stats)
+
         def run(share: int) -> list[dict[str, Any]]:
             found: list[dict[str, Any]] = []
             remaining, launch = shares[share], 0
             while remaining:
                 out_dir = Path(tmp) / f"share{share}_launch{launch}"
                 out_dir.mkdir()
-                new_events, unfinished = _launch(remaining, out_dir, case_timeout, progress, simulate, deadline)
-                for e in new_events:
-                    e["dir"] = str(out_dir)
+                new_events, unfinished = _launch(remaining, out_dir, case_timeout, progress, simulate, deadline,
+                                                 done if on_result else None)
                 found.extend(new_events)
                 remaining = [(index, blob) for index, blob in remaining if index in unfinished]
                 launch += 1
@@ -631,10 +644,12 @@ def _launch(
     progress: Callable[[int, str], Any] | None,
     simulate: bool = False,
     deadline: float | None = None,
+    on_done: Callable[[int, list[dict[str, Any]]], Any] | None = None,
 ) -> tuple[list[dict[str, Any]], set[int]]:
     """One valgrind process over the pickled `cases` (simulating caches and branches where `simulate`), killed
     at `deadline` (time.time()) with every case not finished by then reported as DEADLINE_PASSED. Returns its
-    events and the indices that still need a run (those after a crash or a timeout)."""
+    events (each with the "dir" of its dumps) and the indices that still need a run (those after a crash or a
+    timeout). `on_done(index, events so far)` as each case is counted."""
     manifest = out_dir / "manifest.jsonl"
     manifest.touch()
     # Uninstrumented until the worker's first count, when it can switch instrumentation on: Python's and
@@ -668,7 +683,15 @@ def _launch(
                 exited = proc.poll() is not None
                 for line in feed.readlines():
                     event = json.loads(line)
+                    event["dir"] = str(out_dir)
                     events.append(event)
+                    if on_done and event["event"] == "case_done":
+                        try:
+                            on_done(event["case"], events)
+                        except BaseException:  # the caller's error: no valgrind process is left behind it
+                            os.killpg(proc.pid, signal.SIGKILL)
+                            proc.wait()
+                            raise
                     if event["event"] == "case":
                         current, started = event["case"], time.monotonic()
                         limit = _case_limit(case_timeout, deadline, len(cases) - len(

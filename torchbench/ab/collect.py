@@ -8,13 +8,16 @@ schedule.py runs these before them, both sides at once, each phase in its share 
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import Any, Callable
 
 from torchbench_core._callgrind_worker import JITTER_ENV, LAYOUT_ENV
-from torchbench_core.asv_worker import COUNT_NUMBER, DEADLINE_ENV, DRAWS_ENV
+from torchbench_core.asv_worker import COUNT_NUMBER, DEADLINE_ENV, DRAWS_ENV, PROGRESS_ENV
 from torchbench_core.callgrind import DEADLINE_PASSED, SHARE_PASSED
 from torchbench_core.memory_price import PRICE_ENV
 from torchbench_core.syscalls import DEADLINE_ENV as SYSCALLS_DEADLINE_ENV
@@ -35,7 +38,8 @@ COUNTS_WRAP_UP = 30
 def collect_counts(suite: Path, side: Side, jobs: list[Job], evidence: Evidence,
                    cache: CountsCache | None = None, jitter: int = 0,
                    plans: dict[Job, tuple[int, int]] | None = None,
-                   cache_dir: Path | None = None, timeout: float = 3600, draws: int = 1) -> dict[str, int]:
+                   cache_dir: Path | None = None, timeout: float = 3600, draws: int = 1,
+                   on_row: Callable[[Job], Any] | None = None) -> dict[str, int]:
     """Instruction counts of the countable cases among `jobs` (TimerSuite cases and asv time_ methods), from
     the cache where it has them, the rest in one valgrind process for this side (then cached). Each job left
     without counts gets its reason in evidence.uncounted. `jitter` k > 0: the k-th valgrind process whose
@@ -55,7 +59,10 @@ def collect_counts(suite: Path, side: Side, jobs: list[Job], evidence: Evidence,
     ("statements": {job: (runs per counted run, warm-up runs)}: schedule.count_both keeps it).
     Rows are counted cheapest first (by their plans: a row planned to few calls a run is a costly one), so that
     a deadline leaves the fewest rows uncounted; both sides count in the same order (a row's counts depend on
-    what ran before it in its process)."""
+    what ran before it in its process).
+    `on_row(job)` (the first process, jitter 0): called, from another thread, as each job's first counts are
+    in the evidence (those from the cache at once, the others as the valgrind process counts them), so that a
+    caller can confirm a row whose counts moved while the rest are counted (schedule.count_both)."""
     plans = plans or {}
     uncounted = evidence.uncounted[side.name]
     countable = []
@@ -73,9 +80,41 @@ def collect_counts(suite: Path, side: Side, jobs: list[Job], evidence: Evidence,
     cached_simulated = cache.load_simulated(side.commit) if cache else {}
     missing = sorted((job for job in countable if cases[job] not in cached),
                      key=lambda job: -plans[job][0] if job in plans else -COUNT_NUMBER)
+
+    def place(job: Job, counts: list[float] | None, sim: dict | None) -> None:
+        """A job's counts (and simulated cycles) in the evidence: a first process's, or a jittered one's draws."""
+        if counts and again:  # the jittered processes a job has, in order (a process's draws, each as one)
+            evidence.counts_again[side.name].setdefault(job, []).extend(_per_draw(counts, draws))
+            if sim:
+                evidence.cycles_again[side.name].setdefault(job, []).extend(_per_draw(sim["cycles"], draws))
+        elif counts:
+            evidence.counts[side.name][job] = counts
+            if sim:
+                evidence.cycles[side.name][job] = sim["cycles"]
+                if sim.get("events"):
+                    evidence.sim_events[side.name][job] = sim["events"]
+
+    by_key = {f"{job[0]}|{job[1]}": job for job in missing}
+
+    def streamed(line: dict) -> None:  # a row the first process has just counted
+        job = by_key.get(line.get("key"))
+        if job is not None and line.get("counts"):
+            if line.get("statement"):  # its kind before its counts are read (channels.to_confirm)
+                evidence.jobs[job].by_call = False
+            place(job, line["counts"], {"cycles": line["cycles"], "events": line.get("events", [])}
+                  if "cycles" in line else None)
+            on_row(job)
+
+    follow = on_row is not None and not again
+    if follow:
+        for job in countable:
+            if cases[job] in cached:
+                place(job, cached[cases[job]], cached_simulated.get(cases[job]))
+                on_row(job)
     found = _count(suite, side, [(*job, *plans.get(job, ())) for job in missing], cache_dir=cache_dir,
                    jitter=jitter, timeout=timeout, draws=draws if again else 1,
-                   miss_cycles=cache.miss_cycles if cache else None) if missing else {}
+                   miss_cycles=cache.miss_cycles if cache else None,
+                   on_line=streamed if follow else None) if missing else {}
     counted, simulated, failures, cost, learned = {}, {}, {}, {}, {}
     for job in missing:
         result = found.get(f"{job[0]}|{job[1]}") or {"error": "the counting worker returned nothing for it"}
@@ -112,19 +151,9 @@ def collect_counts(suite: Path, side: Side, jobs: list[Job], evidence: Evidence,
         cache.store(side.commit, counted, simulated)
         evidence.notes.extend(cache.problems)
         cache.problems.clear()
-    for job in countable:
-        counts = cached.get(cases[job]) or counted.get(cases[job])
-        sim = cached_simulated.get(cases[job]) or simulated.get(cases[job])
-        if counts and again:  # the jittered processes a job has, in order (a process's draws, each as one)
-            evidence.counts_again[side.name].setdefault(job, []).extend(_per_draw(counts, draws))
-            if sim:
-                evidence.cycles_again[side.name].setdefault(job, []).extend(_per_draw(sim["cycles"], draws))
-        elif counts:
-            evidence.counts[side.name][job] = counts
-            if sim:
-                evidence.cycles[side.name][job] = sim["cycles"]
-                if sim.get("events"):
-                    evidence.sim_events[side.name][job] = sim["events"]
+    for job in countable:  # (a first process's streamed rows again: the same counts, placed once more)
+        place(job, cached.get(cases[job]) or counted.get(cases[job]),
+              cached_simulated.get(cases[job]) or simulated.get(cases[job]))
     return {"counted": len(counted), "cached": len(countable) - len(missing),
             "uncountable": sum(1 for j in jobs if uncounted.get(j, "").startswith("not countable")),
             "failed": sum(len(names) for names in failures.values()), "seconds": cost, "statements": learned}
@@ -233,34 +262,39 @@ def plan_counts(suite: Path, sides: list[Side], jobs: list[Job], cache_dir: Path
 
 
 def _count(suite: Path, side: Side, jobs: list[tuple], layout: int = 0, cache_dir: Path | None = None,
-           jitter: int = 0, timeout: float = 3600, draws: int = 1, miss_cycles: int | None = None) -> dict:
+           jitter: int = 0, timeout: float = 3600, draws: int = 1, miss_cycles: int | None = None,
+           on_line: Callable[[dict], Any] | None = None) -> dict:
     """One valgrind process for this side counts every case among `jobs` ((name, index) or (name, index,
     calls per run, warm-up calls)), its memory layout shifted by `layout` before the imports and jittered by
     `jitter` after them, each case in `draws` layout draws (torchbench_core._callgrind_worker): {"name|index":
     result}. Counting stops COUNTS_WRAP_UP seconds (or a tenth) before `timeout`, keeping what it counted.
-    `miss_cycles`: the price of a simulated last-level miss in its estimated cycles (memory_price.py)."""
+    `miss_cycles`: the price of a simulated last-level miss in its estimated cycles (memory_price.py).
+    `on_line(answer)`: each row's answer ({"key": "name|index", ...}) as soon as it is counted."""
     wrap_up = min(COUNTS_WRAP_UP, timeout / 10)
     env = (({LAYOUT_ENV: str(layout)} if layout else {}) | ({JITTER_ENV: str(jitter)} if jitter else {})
            | ({DRAWS_ENV: str(draws)} if draws > 1 else {}) | {DEADLINE_ENV: repr(time.time() + timeout - wrap_up)}
            | ({PRICE_ENV: str(miss_cycles)} if miss_cycles else {}))
-    found = _worker(suite, side, "counts", jobs, timeout=timeout, env=env, cache_dir=cache_dir)
+    found = _worker(suite, side, "counts", jobs, timeout=timeout, env=env, cache_dir=cache_dir, on_line=on_line)
     if "error" in found:
         return {f"{job[0]}|{job[1]}": {"error": found["error"]} for job in jobs}  # each job keeps the reason
     return found
 
 
 def _worker(suite: Path, side: Side, mode: str, jobs: list[tuple], timeout: float,
-            env: dict[str, str] | None = None, cache_dir: Path | None = None) -> dict:
-    """The worker's JSON answer in `mode` (plan, counts or syscalls) for `jobs`, or {"error": why} where it failed."""
+            env: dict[str, str] | None = None, cache_dir: Path | None = None,
+            on_line: Callable[[dict], Any] | None = None) -> dict:
+    """The worker's JSON answer in `mode` (plan, counts or syscalls) for `jobs`, or {"error": why} where it failed.
+    `on_line` (counts): each line of the worker's progress file (PROGRESS_ENV) as it is written."""
     what = {"counts": "instruction counts", "syscalls": "system calls"}.get(mode, "planning instruction counts")
     with tempfile.TemporaryDirectory() as tmp:
-        jobs_file, out = Path(tmp) / "jobs.json", Path(tmp) / f"{mode}.json"
+        jobs_file, out, feed = Path(tmp) / "jobs.json", Path(tmp) / f"{mode}.json", Path(tmp) / "progress.jsonl"
         jobs_file.write_text(json.dumps([list(j) for j in jobs]))
+        shared = ["--cache-dir", str(setup_cache_of(cache_dir, side))] if cache_dir else []
+        cmd = [str(side.python), *WORKER, mode, str(suite), "--jobs", str(jobs_file), "--out", str(out), *shared]
+        env = side_env(side) | (env or {}) | ({PROGRESS_ENV: str(feed)} if on_line else {})
         try:
-            shared = ["--cache-dir", str(setup_cache_of(cache_dir, side))] if cache_dir else []
-            proc = subprocess.run([str(side.python), *WORKER, mode, str(suite), "--jobs", str(jobs_file), "--out",
-                                   str(out), *shared], capture_output=True, text=True, env=side_env(side) | (env or {}),
-                                  timeout=timeout)
+            proc = _run_following(cmd, env, timeout, feed, on_line) if on_line else subprocess.run(
+                cmd, capture_output=True, text=True, env=env, timeout=timeout)
         except subprocess.TimeoutExpired:
             return {"error": f"{what} for {side.name} took over {timeout:.0f} s"}
         why = ""
@@ -275,3 +309,41 @@ def _worker(suite: Path, side: Side, mode: str, jobs: list[tuple], timeout: floa
             except UserError as e:
                 why = str(e)
         return {"error": why}  # never a job's key (name|index)
+
+
+def _run_following(cmd: list[str], env: dict[str, str], timeout: float, feed: Path,
+                   on_line: Callable[[dict], Any]) -> subprocess.CompletedProcess:
+    """subprocess.run(cmd, capture_output=True, text=True, timeout=...), calling `on_line` with each JSON line
+    the process appends to `feed` while it runs (a line not yet whole is read on the next look). Raises
+    subprocess.TimeoutExpired, the process and its children killed, past `timeout`."""
+    began, offset, buffered = time.monotonic(), 0, ""
+
+    def follow() -> None:
+        nonlocal offset, buffered
+        if not feed.exists():
+            return
+        with open(feed) as f:
+            f.seek(offset)
+            buffered += f.read()
+            offset = f.tell()
+        *lines, buffered = buffered.split("\n")
+        for line in lines:
+            if line.strip():
+                on_line(json.loads(line))
+
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, text=True, env=env, start_new_session=True)
+        try:
+            while proc.poll() is None:
+                if time.monotonic() - began > timeout:
+                    raise subprocess.TimeoutExpired(cmd, timeout)
+                follow()
+                time.sleep(0.2)
+            follow()
+        finally:
+            if proc.poll() is None:  # past its time, or the caller's error: no process is left behind
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        out.seek(0)
+        err.seek(0)
+        return subprocess.CompletedProcess(cmd, proc.returncode, out.read(), err.read())

@@ -46,6 +46,7 @@ import hashlib
 import json
 import os
 import subprocess
+import threading
 from pathlib import Path
 
 from torchbench_core import memory_price
@@ -60,6 +61,9 @@ __all__ = ["CountPlans", "CountsCache", "DRAWN", "JITTERED", "REPEATED"]
 JITTERED = "|jittered {}"  # the k-th jittered valgrind process's counts (an older "|again, layout 1" is unread)
 REPEATED = "|repeat trace {}"  # a case's k-th repeat trace of system calls (collect.collect_syscalls(repeat))
 DRAWN = ", {} draws"  # after JITTERED: that process counted each case in this many layout draws, draw by draw
+
+
+_WRITING = threading.Lock()  # a commit's cache file is read, merged and written by one thread at a time
 
 
 def _suite_digest(suite: Path) -> str:
@@ -168,15 +172,17 @@ class CountsCache:
     def _write(self, commit: str, cases: dict | None = None, simulated: dict | None = None,
                syscalls: dict | None = None) -> None:
         """Add these, by case, to the commit's file (atomically), each under its own key, the file's other
-        keys kept: a reader of "cases" alone reads it as before."""
-        kept = {"cases": {**self.load(commit), **(cases or {})},
-                "simulated": {**self.load_simulated(commit), **(simulated or {})},
-                "syscalls": {**self.load_syscalls(commit), **(syscalls or {})}}
-        path = self.path(commit)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(path, json.dumps({"identity": self.identity, "cases": kept["cases"],
-                                            **{key: kept[key] for key in ("simulated", "syscalls") if kept[key]}},
-                                           indent=1))
+        keys kept: a reader of "cases" alone reads it as before. One thread at a time reads and writes (a side's
+        first and confirming processes store into the same commit's file, side by side: schedule.count_both)."""
+        with _WRITING:
+            kept = {"cases": {**self.load(commit), **(cases or {})},
+                    "simulated": {**self.load_simulated(commit), **(simulated or {})},
+                    "syscalls": {**self.load_syscalls(commit), **(syscalls or {})}}
+            path = self.path(commit)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(path, json.dumps({"identity": self.identity, "cases": kept["cases"],
+                                                **{key: kept[key] for key in ("simulated", "syscalls") if kept[key]}},
+                                               indent=1))
 
     def store_syscalls(self, commit: str, traced: dict[str, dict]) -> None:
         """Add `traced` (system calls a call, by case) to the commit's cache file (atomically), under a key

@@ -32,6 +32,7 @@ rather than after the first processes (FIRST_SHARE is the reserve that stands in
 
 from __future__ import annotations
 
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -43,10 +44,14 @@ from .counts_cache import CountPlans, CountsCache
 from .evidence import SIDES, Evidence, Job, Side
 from .options import Policy, Rounds
 
-__all__ = ["FIRST_SHARE", "count_both", "count_plans", "deterministic", "learn", "trace_both"]
+__all__ = ["FIRST_SHARE", "GATHER_SECONDS", "count_both", "count_plans", "deterministic", "learn", "trace_both"]
 
-# the first valgrind processes' share of the counting's time; the rest confirms their candidates
-FIRST_SHARE = 0.6
+# the first valgrind processes' share of the counting's time; the rest confirms the rows that moved last (those
+# that moved before are confirmed beside the first processes: _Confirming)
+FIRST_SHARE = 0.8
+# seconds a jittered pass beside the first processes waits, from its first row, for more rows that move (each
+# pass costs a valgrind process's start-up, ~15 s: rows that move together are confirmed together)
+GATHER_SECONDS = 15.0
 
 
 def deterministic(root: Path, valgrind: Path | None, suite: Path, sides: dict[str, Side], jobs: list[Job],
@@ -62,34 +67,40 @@ def deterministic(root: Path, valgrind: Path | None, suite: Path, sides: dict[st
     trace_both(root, valgrind, suite, sides, jobs, evidence, cache_dir,
                start + 60 * rounds.budget_minutes * rounds.syscall_share)
     evidence.phases["system calls"] = time.monotonic() - start
+
+
 def count_both(root: Path, valgrind: Path, suite: Path, sides: dict[str, Side], jobs: list[Job],
-                evidence: Evidence, policy: Policy, cache_dir: Path, deadline: float) -> None:
+               evidence: Evidence, policy: Policy, cache_dir: Path, deadline: float) -> None:
     """Both sides' instruction counts at once, one valgrind process each: counts do not depend on what else
-    runs, and on two cores this halves the wait. Then the rows whose counts moved beyond the floor are
-    counted in jittered processes, a pass of one a side at a time, each counting a row in count_decision.DRAWS
-    layout draws (channels.to_confirm: one for every such row, up to count_decision.MAX_PASSES for one still
-    near its bar), so that a count decision holds against
-    the counts' noise between layouts (count_decision.py). Each valgrind process may take what is left until
-    `deadline` (the counting's share of the budget), the first processes FIRST_SHARE of it, so that their
-    candidates can still be confirmed; a pass that would start after it does not, and its
-    rows keep their wall time. Each side has its own cache (its interpreter is part of the key) and its own
-    list of problems."""
+    runs, and on two cores this halves the wait. As soon as a row's first counts are in on both sides and
+    moved beyond the floor (channels.to_confirm), it is counted in a jittered process a side, in
+    count_decision.DRAWS layout draws, beside the first processes, which go on (_Confirming: the rows that
+    moved while a jittered pass ran are its next pass). Then, up to count_decision.MAX_PASSES, a row still near
+    its bar gets another jittered process, so that a count decision holds against the counts' noise between
+    layouts (count_decision.py). Each valgrind process may take what is left until `deadline` (the counting's
+    share of the budget), the first processes FIRST_SHARE of it, so that a row that moves last can still be
+    confirmed; a pass that would start after it does not, and its rows keep their wall time. A row whose
+    first counts came only at the first process's end (a C++ statement) is confirmed after it. Each side has
+    its own cache (its interpreter is part of the key) and its own list of problems."""
     caches = _caches(root, valgrind, suite, sides)
     plans = count_plans(root, suite, [sides[name] for name in SIDES], jobs, evidence, cache_dir)
     print(f"== simulated cycles weigh a last-level miss at {caches['base'].miss_cycles} cycles (what one costs on "
           f"this machine: torchbench_core.memory_price)", flush=True)
 
-    def both_sides(todo: list[Job], jitter: int, until: float) -> dict[str, dict[str, int]]:
+    def both_sides(todo: list[Job], jitter: int, until: float, on_row=None) -> dict[str, dict[str, int]]:
         left = max(1.0, until - time.monotonic())
         with ThreadPoolExecutor(max_workers=len(SIDES)) as pool:
             return dict(zip(SIDES, pool.map(lambda name: collect.collect_counts(
-                suite, sides[name], todo, evidence, caches[name], jitter=jitter, plans=plans, cache_dir=cache_dir,
-                timeout=left, draws=DRAWS if jitter else 1), SIDES)))
+                suite, sides[name], todo, evidence, caches[name].view() if jitter else caches[name], jitter=jitter,
+                plans=plans, cache_dir=cache_dir, timeout=left, draws=DRAWS if jitter else 1, on_row=on_row),
+                SIDES)))
 
-    # the first processes stop at FIRST_SHARE of the counting's time: what they leave is kept for confirming
-    # their candidates (a suite whose first processes took the whole share confirmed none: issue 63)
+    confirming = _Confirming(evidence, policy, lambda todo: both_sides(todo, 1, deadline), deadline)
     began = time.monotonic()
-    tally = both_sides(jobs, 0, began + FIRST_SHARE * (deadline - began))
+    try:
+        tally = both_sides(jobs, 0, began + FIRST_SHARE * (deadline - began), on_row=confirming.first_counts_in)
+    finally:
+        confirmed = confirming.finish()  # the rows that moved last are confirmed now
     for name in SIDES:
         t = tally[name]
         print(f"== instruction counts, {name}: {t['counted']} counted (one valgrind process), {t['cached']} from "
@@ -100,25 +111,92 @@ def count_both(root: Path, valgrind: Path, suite: Path, sides: dict[str, Side], 
                   + ", ".join(f"{row} {s:.1f} s" for row, s in costly[:5]), flush=True)
     learn(root, suite, tally, evidence)
     for name in SIDES:
-        tally[name]["confirmed"] = 0
+        tally[name]["confirmed"] = confirmed[name]
     for jitter in range(1, MAX_PASSES + 1):
         confirm = to_confirm(evidence, jobs, policy.count_floor, jitter, deterministic_level(evidence, policy))
         if not confirm:
-            break
+            continue  # (the first pass's rows were confirmed beside the first processes)
         if time.monotonic() >= deadline:
             evidence.notes.append(f"instruction counts: the counting's share of the budget ran out before jittered "
                                   f"process {jitter} of {len(confirm)} row(s); their wall time decides them")
             break
         again = both_sides(confirm, jitter, deadline)
-        print(f"== instruction counts, jittered valgrind process {jitter} a side ({DRAWS} layout draws) for "
-              f"the {len(confirm)} row(s) whose counts moved beyond the floor: "
-              f"{again['base']['counted'] + again['head']['counted']} counted, "
-              f"{again['base']['cached'] + again['head']['cached']} from the cache", flush=True)
+        _said(again, jitter, confirm)
         for name in SIDES:
-            again[name].pop("seconds", None)
-            again[name].pop("statements", None)
             tally[name]["confirmed"] += again[name]["counted"] + again[name]["cached"]
     evidence.count_tally = tally
+
+
+def _said(again: dict[str, dict], jitter: int, rows: list[Job]) -> None:
+    """The log's line for a jittered pass a side."""
+    print(f"== instruction counts, jittered valgrind process {jitter} a side ({DRAWS} layout draws) for "
+          f"the {len(rows)} row(s) whose counts moved beyond the floor: "
+          f"{again['base']['counted'] + again['head']['counted']} counted, "
+          f"{again['base']['cached'] + again['head']['cached']} from the cache", flush=True)
+    for name in SIDES:
+        again[name].pop("seconds", None)
+        again[name].pop("statements", None)
+
+
+class _Confirming:
+    """The first jittered pass, run beside the first processes: `first_counts_in(job)` (from the threads that
+    follow the first processes) queues a row whose first counts moved on both sides; a thread of its own
+    counts the queue in a jittered process a side (`confirm(rows)`) GATHER_SECONDS after its first row came
+    (or at once when the first processes are done), then what queued meanwhile, until
+    `finish()` (the first processes done) has it count what is left and returns each side's rows confirmed.
+    A pass that would start after `deadline` does not (count_both's later look finds its rows unconfirmed and
+    says so)."""
+
+    def __init__(self, evidence: Evidence, policy: Policy, confirm, deadline: float) -> None:
+        self.evidence, self.policy, self.confirm, self.deadline = evidence, policy, confirm, deadline
+        self.queued: list[Job] = []
+        self.seen: set[Job] = set()
+        self.confirmed = dict.fromkeys(SIDES, 0)
+        self.done = False
+        self.error: BaseException | None = None
+        self.lock = threading.Condition()
+        self.thread = threading.Thread(target=self._run, name="confirming counts", daemon=True)
+        self.thread.start()
+
+    def first_counts_in(self, job: Job) -> None:
+        with self.lock:
+            if job in self.seen or not all(self.evidence.counts[side].get(job) for side in SIDES):
+                return
+            self.seen.add(job)
+            # the first pass's test reads the first counts alone (the level is the later passes')
+            if to_confirm(self.evidence, [job], self.policy.count_floor, 1, 0.0):
+                self.queued.append(job)
+                self.lock.notify()
+
+    def finish(self) -> dict[str, int]:
+        with self.lock:
+            self.done = True
+            self.lock.notify()
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
+        return self.confirmed
+
+    def _run(self) -> None:
+        try:
+            while True:
+                with self.lock:
+                    while not self.queued and not self.done:
+                        self.lock.wait()
+                    if not self.queued:
+                        return
+                    gather = time.monotonic() + GATHER_SECONDS  # rows that move meanwhile join this pass
+                    while not self.done and time.monotonic() < gather:
+                        self.lock.wait(gather - time.monotonic())
+                    rows, self.queued = self.queued, []
+                if time.monotonic() >= self.deadline:
+                    continue  # left for count_both's passes after the first processes, which say so
+                again = self.confirm(rows)
+                _said(again, 1, rows)
+                for name in SIDES:
+                    self.confirmed[name] += again[name]["counted"] + again[name]["cached"]
+        except BaseException as e:  # raised again in the caller's thread, by finish()
+            self.error = e
 
 
 def learn(root: Path, suite: Path, tally: dict[str, dict], evidence: Evidence) -> None:
