@@ -286,6 +286,59 @@ def measure(suite: dict, kind: str, floor: float, commit_sd: float, cycles_sd: f
     return out
 
 
+def candidate_pairs(suite: dict, kind: str, floor: float, commit_sd: float, cycles_sd: float | None,
+                    alpha: float) -> dict | None:
+    """The rule on the disjoint adjacent A/A pairs (0-1, 2-3, ...) counted as the alert counts them: a first
+    process a side, then a jittered process of DRAWS draws at both commits for the pair's candidates alone
+    (counts_noise_pool.py --candidates: layouts "c1d0" ..; a pair counted in full draws, "j1d0" .., reads
+    those). A row whose first counts (or, counts flat, cycles) did not move beyond the floor is not decided; a
+    candidate is decided by its draws. None where the suite has no such pair."""
+    def drawn(commit: str, prefix: str) -> list[str] | None:
+        by = suite["counts"].get(commit, {})
+        names = [f"{prefix}d{d}" for d in range(DRAWS)]
+        return names if all(name in by for name in names) else None
+
+    rows = decided = flagged = candidates = 0  # rows: every pair's rows counted on both sides
+    pairs_, per_pair = 0, []
+    commits = sorted((c for c, by in suite["counts"].items() if by.get("0")), key=int)
+    for a, b in zip(commits[::2], commits[1::2]):
+        if int(b) != int(a) + 1:
+            continue
+        prefix = next((x for x in ("c1", "j1") if drawn(a, x) and drawn(b, x)), None)
+        if prefix is None:
+            continue
+        names = ["0", *drawn(a, prefix)]
+        pairs_ += 1
+        here = in_pair = 0
+        for job in suite["jobs"]:
+            first = [suite["counts"][c]["0"].get(job) for c in (a, b)]
+            if not all(first):
+                continue
+            in_pair += 1
+            moved = count_decision([first[0]], [first[1]], kind, floor).pending
+            cyc = [suite.get("cycles", {}).get(c, {}).get("0", {}).get(job) for c in (a, b)]
+            flat_memory = cycles_sd is not None and all(cyc) and not moved and \
+                count_decision([cyc[0]], [cyc[1]], kind, floor).pending
+            if not (moved or flat_memory):
+                continue
+            candidates += 1
+            field = "counts" if moved else "cycles"
+            by = [[suite[field][c][name].get(job) for name in names] for c in (a, b)]
+            if not all(v for side in by for v in side):
+                continue  # (a candidate the pool did not draw: not decided here)
+            verdict = rule(by[0], by[1], kind, floor, commit_sd if moved else cycles_sd, alpha)
+            here += verdict == "decided"
+        decided += here
+        rows += in_pair
+        flagged += here > 0
+        per_pair.append((here, in_pair))
+    if not pairs_:
+        return None
+    return {"pairs": pairs_, "rows": rows, "candidates": candidates, "decided": decided,
+            "rows_bounds": clustered_bounds(per_pair)["bounds"], "flagged": flagged,
+            "suites_bounds": clopper_pearson(flagged, pairs_)}
+
+
 def first_move(suite: dict, field: str = "counts") -> float:
     return round(float(np.quantile(first_moves(suite, field), 0.99)), 4)
 
@@ -316,7 +369,9 @@ def calibrate(pool: dict, floor: float, splits: int = 12) -> dict:
                          "held_p": {str(level): float(np.mean(aa_p_values(suite, kind, COMMIT_SD[kind]) <= level))
                                     for level in LEVELS},
                          "held_out": measure(suite, kind, floor, COMMIT_SD[kind], CYCLES_COMMIT_SD[kind],
-                                             alert_level(suite))}
+                                             alert_level(suite)),
+                         "candidate_pairs": candidate_pairs(suite, kind, floor, COMMIT_SD[kind],
+                                                            CYCLES_COMMIT_SD[kind], alert_level(suite))}
             continue
         fit, held = fit_and_held_out(suite, name)
         sd = fit_commit_sd(fit, kind)
@@ -374,6 +429,12 @@ def main() -> None:
                   + f", repeating between a pair's commits on {f['repeated_layouts']:.1%} of rows")
             print("  A/A p-values: " + ", ".join(f"p <= {k}: {v:.2%}" for k, v in f["held_p"].items()))
             print("\n".join(_report("out of sample (a suite recorded after the fit)", f["held_out"])))
+            c = f["candidate_pairs"]
+            if c:
+                print(f"  the disjoint adjacent A/A pairs counted as the alert counts (a first process a side, the "
+                      f"candidates' draws): {c['pairs']} pairs, {c['rows']} rows, {c['candidates']} candidates; "
+                      f"A/A rows decided {c['decided']}/{c['rows']} (95% CP up to {c['rows_bounds'][1]:.2%}), "
+                      f"suites ending regression {c['flagged']}/{c['pairs']} (up to {c['suites_bounds'][1]:.1%})")
             continue
         print(f"== {name} ({f['kind']}): {f['rows']} rows; fitted on {f['fit_commits']} commits, held out "
               f"{f['held_commits']} recorded after the fit; the draws "

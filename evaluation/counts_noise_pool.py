@@ -18,7 +18,12 @@ COUNT_REPEATS repeats each, two processes at a time; the first M commits are cou
 whose layout is jittered after the imports ("j1" .. "jJ": torchbench_core._callgrind_worker._jitter_layout),
 as the alert counted a row whose first counts moved until the layout draws; with --draws D, each such
 process counts every row in D layout draws (collect_callgrind_many(draws), as the alert's jittered process
-does), stored as the layouts "jKd0" .. "jKd<D-1>". Each commit's jittered processes draw their own
+does), stored as the layouts "jKd0" .. "jKd<D-1>". With --candidates (and --draws D), each disjoint adjacent
+pair of commits (0-1, 2-3, ...) without draws is counted as the alert counts an A/A pair: its candidates
+alone (rows whose first counts, or counts flat their cycles, moved beyond 1%: candidate_rows) in one jittered
+process of D draws at both commits, stored as "c1d0" .. "c1d<D-1>" (a pair without candidates gets empty
+ones): far cheaper than every row's draws, and the A/A figure of counts_calibration.candidate_pairs. Each
+commit's jittered processes draw their own
 layouts (the commit salts the seeds: SALT_ENV), so that a pair of commits whose code moves little is still
 two independent layout draws, not one repeated. Adjacent commits are the A/A
 pairs (C - 1 of them a suite); any two commits are a looser A/A pair. An existing pool file is resumed: its
@@ -34,7 +39,7 @@ tests/test_counts_test.py checks the fitted constants against:
                        "seconds": [per valgrind process]}}}
 
     python evaluation/counts_noise_pool.py [--commits 12] [--jittered 4] [--jitter-commits I ...] [--jitters 2]
-                                           [--draws 1]
+                                           [--draws 1] [--candidates]
                                            [--suites timer plain]
                                            [--out PATH]
 
@@ -70,7 +75,10 @@ from suite_validation import SUITE, SUITE_FILE, add_commit  # noqa: E402
 from track_suite import MODULE as TRACK_MODULE  # noqa: E402
 from track_suite import make_repo as make_track_repo  # noqa: E402
 
+from counts_calibration import KINDS  # noqa: E402
+
 from torchbench.ab import collect  # noqa: E402
+from torchbench.ab.count_decision import count_decision  # noqa: E402
 from torchbench.ab.evidence import Evidence, Side  # noqa: E402
 from torchbench.ab.pair import select_jobs  # noqa: E402
 from torchbench.ab.schedule import count_plans  # noqa: E402
@@ -135,8 +143,22 @@ def chain(repo: git.Repo, base: str, module: str, n: int) -> list[str]:
     return shas
 
 
+def candidate_rows(entry: dict, kind: str, a: str, b: str, floor: float = 0.01) -> list[str]:
+    """The rows of the A/A pair (commit a, commit b) the alert would count in a jittered process: those whose
+    first counts moved beyond the floor, or, counts flat, whose first simulated cycles did (channels.to_confirm)."""
+    found = []
+    for job in entry["jobs"]:
+        counts = [entry["counts"].get(c, {}).get("0", {}).get(job) for c in (a, b)]
+        cycles = [entry.get("cycles", {}).get(c, {}).get("0", {}).get(job) for c in (a, b)]
+        moved = all(counts) and count_decision([counts[0]], [counts[1]], kind, floor).pending
+        flat_memory = all(cycles) and not moved and count_decision([cycles[0]], [cycles[1]], kind, floor).pending
+        if moved or flat_memory:
+            found.append(job)
+    return found
+
+
 def record(name: str, n: int, jittered: list[int], jitters: int, tmp: Path, pool: dict, out: Path,
-           draws: int = 1) -> None:
+           draws: int = 1, candidates: bool = False) -> None:
     description, make = SUITES[name]
     repo, base, module = make(tmp / name)
     shas = chain(repo, base, module, n)
@@ -170,15 +192,16 @@ def record(name: str, n: int, jittered: list[int], jitters: int, tmp: Path, pool
                       "jobs": {f"{n_}|{i}": evidence.jobs[(n_, i)].name for n_, i in jobs},
                       "by_call": [f"{n_}|{i}" for n_, i in jobs if evidence.jobs[(n_, i)].by_call]})
 
-        def count(task: tuple[int, str]) -> tuple[int, str, dict, float]:
-            i, layout = task
+        def count(task: tuple) -> tuple[int, str, dict, float]:
+            i, layout, *only = task  # only: these rows (candidates), not every row
             start = time.perf_counter()
             # each commit's jittered processes draw layouts of their own (SALT_ENV: the alert jitters base and
             # head alike, where a pool of commits whose code moves little would repeat one layout pair to pair)
-            env = {JITTER_ENV: layout[1:], SALT_ENV: f"commit {i}"} if layout.startswith("j") else {}
-            if draws > 1 and layout.startswith("j"):
+            env = {JITTER_ENV: layout[1:], SALT_ENV: f"commit {i}"} if layout[0] in "jc" else {}
+            if draws > 1 and layout[0] in "jc":
                 env[DRAWS_ENV] = str(draws)
-            found = collect._worker(suite, sides[i], "counts", planned, timeout=3600, env=env, cache_dir=cache_dir)
+            rows = [job for job in planned if not only or f"{job[0]}|{job[1]}" in only[0]]
+            found = collect._worker(suite, sides[i], "counts", rows, timeout=3600, env=env, cache_dir=cache_dir)
             if "error" in found:
                 raise SystemExit(f"commit {i}, layout {layout}: {found['error']}")
             return i, layout, found, time.perf_counter() - start
@@ -189,27 +212,43 @@ def record(name: str, n: int, jittered: list[int], jitters: int, tmp: Path, pool
             return f"{layout}d0" if draws > 1 and layout.startswith("j") else layout
 
         tasks = [(i, layout) for i, layout in tasks if stored(layout) not in entry["counts"].get(str(i), {})]
+        def keep(i: int, layout: str, found: dict, seconds: float) -> None:
+            """A process's counts into the pool, written at once (a stopped run keeps what it counted)."""
+            got = {k: r["counts"] for k, r in found.items() if "counts" in r}
+            failed = {k: r.get("error", "") for k, r in found.items() if "counts" not in r and not r.get("skipped")}
+            cycles = {k: r["cycles"] for k, r in found.items() if "cycles" in r}  # simulated (asv_worker.counts)
+            # the simulated last-level misses a run (instruction and data reads, data writes), one per repeat
+            ll = {k: [sum(e.get(x, 0) for x in LL_EVENTS) for e in r["events"]] for k, r in found.items()
+                  if r.get("events")}
+            # a process's layout draws, each stored as a layout of its own: "j1d0", "j1d1", ...
+            parts = ([(f"{layout}d{d}", d) for d in range(draws)] if draws > 1 and layout[0] in "jc"
+                     else [(layout, None)])
+            for name_, d in parts:  # a draw's values as the alert splits them (collect._per_draw)
+                def pick(v: list, d=d) -> list:
+                    return v if d is None else collect._per_draw(v, draws)[d]
+                entry["counts"].setdefault(str(i), {})[name_] = {k: pick(v) for k, v in got.items()}
+                entry.setdefault("cycles", {}).setdefault(str(i), {})[name_] = {k: pick(v) for k, v in cycles.items()}
+                entry.setdefault("ll", {}).setdefault(str(i), {})[name_] = {k: pick(v) for k, v in ll.items()}
+            entry["seconds"].append(seconds)
+            atomic_write_bytes(out, gzip.compress(json.dumps(pool).encode()))
+            print(f"{name}: commit {i}, layout {layout}: {len(got)} rows, {len(failed)} failed, {seconds:.0f} s"
+                  + (f" ({next(iter(failed.values()))[:200]})" if failed else ""), flush=True)
+
         with ThreadPoolExecutor(max_workers=2) as workers:
-            for i, layout, found, seconds in workers.map(count, tasks):
-                got = {k: r["counts"] for k, r in found.items() if "counts" in r}
-                failed = {k: r.get("error", "") for k, r in found.items() if "counts" not in r and not r.get("skipped")}
-                cycles = {k: r["cycles"] for k, r in found.items() if "cycles" in r}  # simulated (asv_worker.counts)
-                # the simulated last-level misses a run (instruction and data reads, data writes), one per repeat
-                ll = {k: [sum(e.get(x, 0) for x in LL_EVENTS) for e in r["events"]] for k, r in found.items()
-                      if r.get("events")}
-                # a process's layout draws, each stored as a layout of its own: "j1d0", "j1d1", ...
-                parts = ([(f"{layout}d{d}", d) for d in range(draws)] if draws > 1 and layout.startswith("j")
-                         else [(layout, None)])
-                for name_, d in parts:  # a draw's values as the alert splits them (collect._per_draw)
-                    def pick(v: list, d=d) -> list:
-                        return v if d is None else collect._per_draw(v, draws)[d]
-                    entry["counts"].setdefault(str(i), {})[name_] = {k: pick(v) for k, v in got.items()}
-                    entry.setdefault("cycles", {}).setdefault(str(i), {})[name_] = {k: pick(v) for k, v in cycles.items()}
-                    entry.setdefault("ll", {}).setdefault(str(i), {})[name_] = {k: pick(v) for k, v in ll.items()}
-                entry["seconds"].append(seconds)
-                atomic_write_bytes(out, gzip.compress(json.dumps(pool).encode()))
-                print(f"{name}: commit {i}, layout {layout}: {len(got)} rows, {len(failed)} failed, {seconds:.0f} s"
-                      + (f" ({next(iter(failed.values()))[:200]})" if failed else ""), flush=True)
+            for result in workers.map(count, tasks):
+                keep(*result)
+            if candidates and draws > 1:  # each disjoint adjacent pair's candidates, counted as the alert would
+                for a in range(0, n - 1, 2):
+                    if any(layout in entry["counts"].get(str(c), {}) for c in (a, a + 1) for layout in ("j1d0", "c1d0")):
+                        continue  # counted in layout draws already (every row: "j1"; this pair's candidates: "c1")
+                    rows = candidate_rows(entry, KINDS[name], str(a), str(a + 1))
+                    for result in workers.map(count, [(a, "c1", rows), (a + 1, "c1", rows)]) if rows else ():
+                        keep(*result)
+                    if not rows:  # no candidate: empty draws, so that a resumed pool skips the pair
+                        for c in (a, a + 1):
+                            for d in range(draws):
+                                entry["counts"].setdefault(str(c), {})[f"c1d{d}"] = {}
+                        atomic_write_bytes(out, gzip.compress(json.dumps(pool).encode()))
 
 
 def main() -> None:
@@ -221,6 +260,10 @@ def main() -> None:
     parser.add_argument("--jitters", type=int, default=2, help="jittered layouts a commit (default 2)")
     parser.add_argument("--draws", type=int, default=1,
                         help="layout draws in each jittered process (stored as layouts jKd0 .. jKd<D-1>)")
+    parser.add_argument("--candidates", action="store_true",
+                        help="with --draws: count each disjoint adjacent pair's (0-1, 2-3, ...) candidate rows (first "
+                             "counts or cycles moved beyond 1%%) in a jittered process of D draws at both commits, "
+                             "as the alert does, where the pair has no draws yet (stored as layouts c1d0 ..)")
     parser.add_argument("--suites", nargs="+", default=list(SUITES), choices=list(SUITES))
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
@@ -233,7 +276,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="counts-noise-pool-") as tmp_name:
         for name in args.suites:
             jittered = sorted(set(range(args.jittered)) | set(args.jitter_commits))
-            record(name, args.commits, jittered, args.jitters, Path(tmp_name), pool, args.out, args.draws)
+            record(name, args.commits, jittered, args.jitters, Path(tmp_name), pool, args.out, args.draws,
+                   args.candidates)
     print(f"== wrote {args.out} in {(time.perf_counter() - began) / 60:.1f} min", flush=True)
 
 

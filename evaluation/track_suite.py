@@ -184,9 +184,11 @@ def alert(repo: Path, base: str, head: str, out: Path, log: Path) -> tuple[dict,
     return json.loads(report.read_text()), time.perf_counter() - start
 
 
-def summary(name: str, report: dict, seconds: float, targeted: bool) -> dict:
+def summary(name: str, report: dict, seconds: float, target_name: str | None) -> dict:
+    """A pair's alert in short: its statuses, the rows counted, flagged rows other than the targets (those whose
+    name holds `target_name`; None: an A/A pair, every flagged row is false), each target's verdict."""
     rows = report["rows"]
-    target = [r for r in rows if targeted and TARGET in r["name"]]
+    target = [r for r in rows if target_name and target_name in r["name"]]
     others = [r for r in rows if r not in target]
     flagged = [r for r in others if r["status"] in ("regressed", "improved")]
     by: dict[str, int] = {}
@@ -226,7 +228,7 @@ def main() -> None:
                                      ("segment_softmax slowed", slower, True)):
             print(f"== torchbench alert {name}: {base[:8]}..{head[:8]}", flush=True)
             report, seconds = alert(path, base, head, out, tmp / f"alert-{len(found)}.log")
-            row = summary(name, report, seconds, targeted)
+            row = summary(name, report, seconds, TARGET if targeted else None)
             if not args.no_asv:
                 marks, asv_seconds = asv_continuous(asv_conf(out / "asv.conf.json", tmp / f"asv-{len(found)}"),
                                                     base, head)

@@ -8,8 +8,6 @@ schedule.py runs these before them, both sides at once, each phase in its share 
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import tempfile
 import time
@@ -315,7 +313,7 @@ def _run_following(cmd: list[str], env: dict[str, str], timeout: float, feed: Pa
                    on_line: Callable[[dict], Any]) -> subprocess.CompletedProcess:
     """subprocess.run(cmd, capture_output=True, text=True, timeout=...), calling `on_line` with each JSON line
     the process appends to `feed` while it runs (a line not yet whole is read on the next look). Raises
-    subprocess.TimeoutExpired, the process and its children killed, past `timeout`."""
+    subprocess.TimeoutExpired, the process killed, past `timeout`."""
     began, offset, buffered = time.monotonic(), 0, ""
 
     def follow() -> None:
@@ -332,7 +330,8 @@ def _run_following(cmd: list[str], env: dict[str, str], timeout: float, feed: Pa
                 on_line(json.loads(line))
 
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=err, text=True, env=env, start_new_session=True)
+        # in this process group, as subprocess.run's child was: a Ctrl-C reaches it too
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, text=True, env=env)
         try:
             while proc.poll() is None:
                 if time.monotonic() - began > timeout:
@@ -341,8 +340,8 @@ def _run_following(cmd: list[str], env: dict[str, str], timeout: float, feed: Pa
                 time.sleep(0.2)
             follow()
         finally:
-            if proc.poll() is None:  # past its time, or the caller's error: no process is left behind
-                os.killpg(proc.pid, signal.SIGKILL)
+            if proc.poll() is None:  # past its time, or the caller's error: killed, as subprocess.run does
+                proc.kill()
                 proc.wait()
         out.seek(0)
         err.seek(0)
