@@ -178,46 +178,23 @@ def main() -> None:
     """einops' A/A pair and its slower commit through `torchbench alert` with its defaults, each beside
     `asv continuous` with its defaults on the same pair."""
     import argparse
-    import json
-    import shutil
-    import tempfile
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from alert_validation import asv_conf, asv_continuous
-    from track_suite import alert, summary
+    from track_suite import trial
 
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("--out", type=Path, help="write the summaries here as JSON")
     parser.add_argument("--no-asv", action="store_true", help="leave out asv continuous")
     parser.add_argument("--pairs", nargs="+", default=["aa", "slower"], choices=["aa", "slower"])
     args = parser.parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="einops-suite-"))
-    try:
+
+    def make(tmp: Path):
         path = tmp / "einops-repo"
         path.mkdir()
         base, docs, slower = make_repo(path, sources(tmp / "wheel"))
-        out, found = tmp / "out", []
-        pairs = {"aa": ("A/A (a reworded docstring)", docs, False), "slower": ("pack slowed", slower, True)}
-        for key in args.pairs:
-            name, head, targeted = pairs[key]
-            print(f"== torchbench alert {name}: {base[:8]}..{head[:8]}", flush=True)
-            log = tmp / f"alert-{key}.log"
-            report, seconds = alert(path, base, head, out, log)
-            row = summary(name, report, seconds, TARGET if targeted else None)
-            row["log"] = [line for line in log.read_text().splitlines() if line.startswith(("== instruction",
-                                                                                           "   per row"))]
-            if not args.no_asv:
-                marks, asv_seconds = asv_continuous(asv_conf(out / "asv.conf.json", tmp / f"asv-{key}"), base, head)
-                flagged = sorted(n for n, m in marks.items() if m in ("+", "-"))
-                row["asv_continuous"] = {"rows": len(marks), "seconds": asv_seconds,
-                                         "targets_flagged": [n for n in flagged if targeted and TARGET in n],
-                                         "false": [n for n in flagged if not (targeted and TARGET in n)]}
-            found.append(row)
-            print(json.dumps(row, indent=1), flush=True)
-        if args.out:
-            args.out.write_text(json.dumps(found, indent=1))
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        return path, base, {"aa": ("A/A (a reworded docstring)", docs, False), "slower": ("pack slowed", slower, True)}
+
+    trial("einops-suite-", make, TARGET, args.pairs, args.out, not args.no_asv)
 
 
 if __name__ == "__main__":

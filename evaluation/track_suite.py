@@ -202,46 +202,74 @@ def summary(name: str, report: dict, seconds: float, target_name: str | None) ->
             "alert_seconds": seconds}
 
 
+def beside_asv(out: Path, folder: Path, base: str, head: str, target_name: str | None) -> dict:
+    """`asv continuous` with its defaults on the pair, with the alert's asv configuration (OUT/asv.conf.json),
+    its results in `folder`: the rows it flagged among the targets (rows whose name holds `target_name`) and
+    the others (false)."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from alert_validation import asv_conf, asv_continuous  # noqa: E402
+
+    marks, seconds = asv_continuous(asv_conf(out / "asv.conf.json", folder), base, head)
+    flagged = sorted(n for n, m in marks.items() if m in ("+", "-"))
+    hit = [n for n in flagged if target_name and target_name in n]
+    return {"rows": len(marks), "seconds": seconds, "targets_flagged": hit,
+            "false": [n for n in flagged if n not in hit]}
+
+
+def trial(prefix: str, make, target_name: str, pairs: list[str], out_file: Path | None, with_asv: bool) -> list[dict]:
+    """A repository made by `make(folder)` -> (path, base, {key: (name, head, targeted)}), in a temporary folder
+    named `prefix`: each pair of `pairs` (keys) through `torchbench alert` with its defaults, beside `asv
+    continuous` with its defaults where `with_asv`; each summary (the counting's log lines too) printed, and
+    all written to `out_file` as JSON. The folder is removed after."""
+    import json
+    import shutil
+    import tempfile
+
+    tmp = Path(tempfile.mkdtemp(prefix=prefix))
+    found = []
+    try:
+        path, base, made = make(tmp)
+        out = tmp / "out"
+        for key in pairs:
+            name, head, targeted = made[key]
+            target = target_name if targeted else None
+            print(f"== torchbench alert {name}: {base[:8]}..{head[:8]}", flush=True)
+            log = tmp / f"alert-{key}.log"
+            report, seconds = alert(path, base, head, out, log)
+            row = summary(name, report, seconds, target)
+            row["log"] = [line for line in log.read_text().splitlines()
+                          if line.startswith(("== instruction", "   per row"))]
+            if with_asv:
+                row["asv_continuous"] = beside_asv(out, tmp / f"asv-{key}", base, head, target)
+            found.append(row)
+            print(json.dumps(row, indent=1), flush=True)
+        if out_file:
+            out_file.write_text(json.dumps(found, indent=1))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return found
+
+
 def main() -> None:
     """graphlib's A/A pair (a reworded docstring) and its slower commit through `torchbench alert` with its
     defaults, each beside `asv continuous` with its defaults on the same pair."""
     import argparse
-    import json
-    import shutil
-    import sys
-    import tempfile
-
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from alert_validation import asv_conf, asv_continuous
 
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("--out", type=Path, help="write the summaries here as JSON")
     parser.add_argument("--no-asv", action="store_true", help="leave out asv continuous")
     args = parser.parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="track-suite-"))
-    try:
+
+    def make(tmp: Path):
         path = tmp / "graphlib"
         path.mkdir()
         base, docs, slower = make_repo(path)
-        out, found = tmp / "out", []
-        for name, head, targeted in (("A/A (a reworded docstring)", docs, False),
-                                     ("segment_softmax slowed", slower, True)):
-            print(f"== torchbench alert {name}: {base[:8]}..{head[:8]}", flush=True)
-            report, seconds = alert(path, base, head, out, tmp / f"alert-{len(found)}.log")
-            row = summary(name, report, seconds, TARGET if targeted else None)
-            if not args.no_asv:
-                marks, asv_seconds = asv_continuous(asv_conf(out / "asv.conf.json", tmp / f"asv-{len(found)}"),
-                                                    base, head)
-                flagged = sorted(n for n, m in marks.items() if m in ("+", "-"))
-                row["asv_continuous"] = {"rows": len(marks), "seconds": asv_seconds,
-                                         "targets_flagged": [n for n in flagged if targeted and TARGET in n],
-                                         "false": [n for n in flagged if not (targeted and TARGET in n)]}
-            found.append(row)
-            print(json.dumps(row, indent=1), flush=True)
-        if args.out:
-            args.out.write_text(json.dumps(found, indent=1))
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        return path, base, {"aa": ("A/A (a reworded docstring)", docs, False),
+                            "slower": ("segment_softmax slowed", slower, True)}
+
+    trial("track-suite-", make, TARGET, ["aa", "slower"], args.out, not args.no_asv)
 
 
 if __name__ == "__main__":
