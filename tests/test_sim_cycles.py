@@ -118,6 +118,41 @@ def test_cache_keeps_cycles_beside_counts_and_reads_old_files(tmp_path):
     assert again.problems == []
 
 
+def test_an_alert_says_what_counted_the_base_it_read_from_the_cache(tmp_path):
+    """CountsCache keeps what counted each case ("torchbench run, <day>": the history's nightly run); an alert
+    reading the base from the cache says so, in its tally and its comment (issue 63, part 4). A file written
+    before origins were kept reads as "an earlier count"."""
+    import datetime
+
+    from torchbench.alert.comment import AlertReport
+
+    suite = suite_of(tmp_path, "bench", "x = 1\n")
+    side = side_of(tmp_path, "base")
+    jobs = [("bench.A.time_a", 0), ("bench.A.time_a", 1), ("bench.A.time_b", 0)]
+    evidence = Evidence()
+    for job in jobs:
+        evidence.add_job(job, JobInfo(job[0], params=[str(job[1])], by_call=True), "base")
+    cases = {job: CountsCache.case(job, [str(job[1])]) for job in jobs}
+    nightly = CountsCache(tmp_path / "counts", Path(sys.executable), suite, None, origin="torchbench run")
+    nightly.store(side.commit, {cases[job]: [100.0 + i] for i, job in enumerate(jobs[:2])})
+    older = json.loads(nightly.path(side.commit).read_text())
+    older["cases"][cases[jobs[2]]] = [7.0]  # a case kept before origins were
+    nightly.path(side.commit).write_text(json.dumps(older))
+
+    alert_cache = CountsCache(tmp_path / "counts", Path(sys.executable), suite, None)
+    tally = collect_counts(suite, side, jobs, evidence, alert_cache)
+    day = datetime.date.today().isoformat()
+    assert tally["cached"] == 3 and tally["counted"] == 0
+    assert tally["cached_by"] == {f"torchbench run, {day}": 2, "an earlier count": 1}, tally
+    assert evidence.counts["base"][jobs[0]] == [100.0]
+    report = json.loads((Path(__file__).parent / "data" / "alert_report.json").read_text())
+    report["time_spent"] = Evidence(phases={"instruction counts": 12.0}).time_spent() | {
+        "instruction_counts": {"base": tally, "head": {"counted": 3, "cached": 0}}}
+    comment = AlertReport.from_dict(report).markdown()
+    assert (f"the base's counts from the cache, kept by torchbench run, {day} (2 rows), an earlier count (1 row)"
+            in comment), comment
+
+
 @pytest.mark.slow
 def test_memory_traffic_moves_cycles_not_instructions(tmp_path):
     """The counting worker of `torchbench alert` (through collect.collect_counts and its cache): the walk

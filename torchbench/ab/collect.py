@@ -7,6 +7,7 @@ schedule.py runs these before them, both sides at once, each phase in its share 
 
 from __future__ import annotations
 
+import collections
 import json
 import subprocess
 import tempfile
@@ -50,7 +51,8 @@ def collect_counts(suite: Path, side: Side, jobs: list[Job], evidence: Evidence,
     warm-up calls of `time_` cases (plan_counts), the same for every side and commit; the plan is part of the
     cached case's key. `cache_dir`: the folder of the sides' setup_cache values (setup_cache_of), so that a
     side's setup_cache is made once for its plan, counts and rounds (None: the worker makes its own).
-    Returns how many were counted, came from the cache, are not countable, and failed, and each row's
+    Returns how many were counted, came from the cache (and what had counted those: "cached_by": {origin:
+    rows}, CountsCache.origins), are not countable, and failed, and each row's
     seconds in the valgrind process, set-up included ("seconds": {row name: seconds}: what it cost). A row the
     counting process found timing a Timer (a Timer-in-`track_` row, which no plan tells) is marked counted as
     a statement in evidence.jobs (by_call False), and its plan, where the process made it, is returned
@@ -76,6 +78,7 @@ def collect_counts(suite: Path, side: Side, jobs: list[Job], evidence: Evidence,
              (JITTERED.format(jitter) + drawn if again else "") for job in countable}
     cached = cache.load(side.commit) if cache else {}
     cached_simulated = cache.load_simulated(side.commit) if cache else {}
+    origins = cache.origins(side.commit) if cache else {}
     missing = sorted((job for job in countable if cases[job] not in cached),
                      key=lambda job: -plans[job][0] if job in plans else -COUNT_NUMBER)
 
@@ -154,7 +157,9 @@ def collect_counts(suite: Path, side: Side, jobs: list[Job], evidence: Evidence,
               cached_simulated.get(cases[job]) or simulated.get(cases[job]))
     return {"counted": len(counted), "cached": len(countable) - len(missing),
             "uncountable": sum(1 for j in jobs if uncounted.get(j, "").startswith("not countable")),
-            "failed": sum(len(names) for names in failures.values()), "seconds": cost, "statements": learned}
+            "failed": sum(len(names) for names in failures.values()), "seconds": cost, "statements": learned,
+            "cached_by": dict(collections.Counter(origins.get(cases[job], "an earlier count") for job in countable
+                                                  if cases[job] in cached))}
 
 
 def _per_draw(values: list[float], draws: int) -> list[list[float]]:

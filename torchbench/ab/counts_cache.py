@@ -27,6 +27,8 @@ under the file's "simulated" key, by the same case keys: a file without one (wri
 reads as before, its cases without cycles.
 The system calls of one call of a case (collect.collect_syscalls, under strace) are kept under the file's
 "syscalls" key, by the case's key without a plan: a cached base is neither counted nor traced again.
+What counted each case, and on which day, is kept under "kept_by" ("torchbench run, 2026-11-28"), so that an
+alert can say where its base counts came from (a history's nightly `torchbench run`, an earlier alert).
 
 An asv `time_` method is counted call by call, and its count per call moves
 by up to 3% with the number of calls per counted run (measured on a plain
@@ -42,6 +44,7 @@ another plan are never mixed with these.
 from __future__ import annotations
 
 import copy
+import datetime
 import hashlib
 import json
 import os
@@ -98,8 +101,9 @@ def _version(command: list[str]) -> str:
 class CountsCache:
     """Counts of one (environment, interpreter, suite, valgrind) under ROOT, by commit and case."""
 
-    def __init__(self, root: Path, python: Path, suite: Path, valgrind: Path | None):
+    def __init__(self, root: Path, python: Path, suite: Path, valgrind: Path | None, origin: str = "torchbench alert"):
         self.root = root
+        self.origin = origin  # what counts through this cache ("torchbench run", "torchbench alert", ...): kept by case
         # what a simulated last-level miss costs on this machine (memory_price.py: measured once a machine):
         # the counting worker weighs the estimated cycles with it, and a cached row's cycles were weighed at it
         self.miss_cycles = memory_price.price().miss_cycles
@@ -160,6 +164,12 @@ class CountsCache:
                           and all(isinstance(x, (int, float)) for x in v["cycles"]),
                           "its cycles and events", "simulated cycles in the instruction-count cache")
 
+    def origins(self, commit: str) -> dict[str, str]:
+        """What counted each of `commit`'s cached cases, and when ("torchbench run, 2026-11-28"), by case; empty
+        for a file written before they were kept."""
+        return self._read(commit, "kept_by", lambda v: isinstance(v, str), "what counted it",
+                          "origins in the instruction-count cache")
+
     def load_syscalls(self, commit: str) -> dict[str, dict]:
         """The cached system calls of `commit`, by case: the worker's `syscalls` result for it, what it traced
         of one call ({"syscalls": {"per_call": {name: calls a call}, "exact": ..., ...}}) or why it cannot
@@ -175,14 +185,16 @@ class CountsCache:
         keys kept: a reader of "cases" alone reads it as before. One thread at a time reads and writes (a side's
         first and confirming processes store into the same commit's file, side by side: schedule.count_both)."""
         with _WRITING:
+            made = f"{self.origin}, {datetime.date.today().isoformat()}"
             kept = {"cases": {**self.load(commit), **(cases or {})},
                     "simulated": {**self.load_simulated(commit), **(simulated or {})},
-                    "syscalls": {**self.load_syscalls(commit), **(syscalls or {})}}
+                    "syscalls": {**self.load_syscalls(commit), **(syscalls or {})},
+                    "kept_by": {**self.origins(commit), **dict.fromkeys(cases or {}, made)}}
             path = self.path(commit)
             path.parent.mkdir(parents=True, exist_ok=True)
             atomic_write_text(path, json.dumps({"identity": self.identity, "cases": kept["cases"],
-                                                **{key: kept[key] for key in ("simulated", "syscalls") if kept[key]}},
-                                               indent=1))
+                                                **{key: kept[key] for key in ("simulated", "syscalls", "kept_by")
+                                                   if kept[key]}}, indent=1))
 
     def store_syscalls(self, commit: str, traced: dict[str, dict]) -> None:
         """Add `traced` (system calls a call, by case) to the commit's cache file (atomically), under a key

@@ -78,12 +78,13 @@ def select_jobs(listing: dict[str, list[dict]], patterns: list[str] | tuple[str,
 
 def measure_pair(ws: Workspace, base: Commit, head: Commit, rounds: Rounds, policy: Policy, *,
                  patterns: list[str] | tuple[str, ...] = (), only: set[Job] | None = None,
-                 work: Path | None = None, on_round=None, torch: dict[str, str] | None = None) -> Measured:
+                 work: Path | None = None, on_round=None, torch: dict[str, str] | None = None,
+                 origin: str = "torchbench alert") -> Measured:
     """Measure both sides in alternating processes; the evidence is saved in WORK (default
     OUT/alert/BASE..HEAD). `only`: these jobs alone, of the benchmarks `patterns` select (find measures the
     stepped parameter combinations, not all of a benchmark's). `torch`: each side's torch release, one of
     the workspace's environments each (an upgrade verdict: base and head may be the same commit); default:
-    both sides in the workspace's first environment."""
+    both sides in the workspace's first environment. `origin`: what measures (kept with its counts)."""
     began = time.monotonic()
     measured = Measured(Evidence())
     evidence = measured.evidence
@@ -130,7 +131,7 @@ def measure_pair(ws: Workspace, base: Commit, head: Commit, rounds: Rounds, poli
     cache_dir.mkdir(parents=True, exist_ok=True)
     if rounds.counts:  # the deterministic channels, each in its share of the budget (schedule.py)
         schedule.deterministic(ws.out / "counts", valgrind, ws.bench_dir, sides, both, evidence, policy, rounds,
-                               cache_dir)
+                               cache_dir, origin)
     start = time.monotonic()
 
     def progress(ev: Evidence, active: int) -> None:

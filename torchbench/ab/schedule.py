@@ -55,22 +55,25 @@ GATHER_SECONDS = 15.0
 
 
 def deterministic(root: Path, valgrind: Path | None, suite: Path, sides: dict[str, Side], jobs: list[Job],
-                  evidence: Evidence, policy: Policy, rounds: Rounds, cache_dir: Path) -> None:
+                  evidence: Evidence, policy: Policy, rounds: Rounds, cache_dir: Path,
+                  origin: str = "torchbench alert") -> None:
     """Counts (where valgrind is installed), then system calls, of `jobs` on both sides, each phase in its share
-    of the budget, its seconds in evidence.phases. ROOT: the counts' cache (OUT/counts)."""
+    of the budget, its seconds in evidence.phases. ROOT: the counts' cache (OUT/counts); `origin`: what counts
+    (kept with each count: CountsCache.origins)."""
     start = time.monotonic()
     if valgrind is not None:
         count_both(root, valgrind, suite, sides, jobs, evidence, policy, cache_dir,
-                   start + 60 * rounds.budget_minutes * rounds.count_share)
+                   start + 60 * rounds.budget_minutes * rounds.count_share, origin)
     evidence.phases["instruction counts"] = time.monotonic() - start
     start = time.monotonic()
     trace_both(root, valgrind, suite, sides, jobs, evidence, cache_dir,
-               start + 60 * rounds.budget_minutes * rounds.syscall_share)
+               start + 60 * rounds.budget_minutes * rounds.syscall_share, origin)
     evidence.phases["system calls"] = time.monotonic() - start
 
 
 def count_both(root: Path, valgrind: Path, suite: Path, sides: dict[str, Side], jobs: list[Job],
-               evidence: Evidence, policy: Policy, cache_dir: Path, deadline: float) -> None:
+               evidence: Evidence, policy: Policy, cache_dir: Path, deadline: float,
+               origin: str = "torchbench alert") -> None:
     """Both sides' instruction counts at once, one valgrind process each: counts do not depend on what else
     runs, and on two cores this halves the wait. As soon as a row's first counts are in on both sides and
     moved beyond the floor (channels.to_confirm), it is counted in a jittered process a side, in
@@ -81,8 +84,10 @@ def count_both(root: Path, valgrind: Path, suite: Path, sides: dict[str, Side], 
     share of the budget), the first processes FIRST_SHARE of it, so that a row that moves last can still be
     confirmed; a pass that would start after it does not, and its rows keep their wall time. A row whose
     first counts came only at the first process's end (a C++ statement) is confirmed after it. Each side has
-    its own cache (its interpreter is part of the key) and its own list of problems."""
-    caches = _caches(root, valgrind, suite, sides)
+    its own cache (its interpreter is part of the key) and its own list of problems. The log and
+    evidence.count_tally say, a side, what had counted the rows that came from the cache (`origin` is kept with
+    these counts): a base counted by the history's nightly `torchbench run` costs the alert nothing."""
+    caches = _caches(root, valgrind, suite, sides, origin)
     plans = count_plans(root, suite, [sides[name] for name in SIDES], jobs, evidence, cache_dir)
     print(f"== simulated cycles weigh a last-level miss at {caches['base'].miss_cycles} cycles (what one costs on "
           f"this machine: torchbench_core.memory_price)", flush=True)
@@ -105,6 +110,11 @@ def count_both(root: Path, valgrind: Path, suite: Path, sides: dict[str, Side], 
         t = tally[name]
         print(f"== instruction counts, {name}: {t['counted']} counted (one valgrind process), {t['cached']} from "
               f"the cache, {t['uncountable']} not countable, {t['failed']} failed", flush=True)
+        if t.get("cached_by"):  # where the cached counts came from
+            print("   from the cache: " + ", ".join(f"{n} kept by {origin}" for origin, n in t["cached_by"].items()),
+                  flush=True)
+        elif "cached_by" in t:
+            del t["cached_by"]
         costly = sorted(t.pop("seconds", {}).items(), key=lambda kv: -kv[1])
         if costly:  # what each row cost, the costliest first
             print(f"   per row, set-up included: {sum(s for _, s in costly):.0f} s in all; costliest "
@@ -134,8 +144,8 @@ def _said(again: dict[str, dict], jitter: int, rows: list[Job]) -> None:
           f"{again['base']['counted'] + again['head']['counted']} counted, "
           f"{again['base']['cached'] + again['head']['cached']} from the cache", flush=True)
     for name in SIDES:
-        again[name].pop("seconds", None)
-        again[name].pop("statements", None)
+        for key in ("seconds", "statements", "cached_by"):
+            again[name].pop(key, None)
 
 
 class _Confirming:
@@ -213,25 +223,26 @@ def learn(root: Path, suite: Path, tally: dict[str, dict], evidence: Evidence) -
         evidence.notes.extend(store.problems)
 
 
-def _caches(root: Path, valgrind: Path | None, suite: Path, sides: dict[str, Side]) -> dict[str, CountsCache]:
+def _caches(root: Path, valgrind: Path | None, suite: Path, sides: dict[str, Side],
+            origin: str = "torchbench alert") -> dict[str, CountsCache]:
     """Each side's cache of counts and system calls (its interpreter is part of the key), with its own list of
     problems."""
     caches: dict[str, CountsCache] = {}
     for name, side in sides.items():
         same = next((c for other, c in caches.items() if sides[other].python == side.python), None)
-        caches[name] = same.view() if same else CountsCache(root, side.python, suite, valgrind)
+        caches[name] = same.view() if same else CountsCache(root, side.python, suite, valgrind, origin)
     return caches
 
 
 def trace_both(root: Path, valgrind: Path | None, suite: Path, sides: dict[str, Side], jobs: list[Job],
-                   evidence: Evidence, cache_dir: Path, deadline: float) -> None:
+               evidence: Evidence, cache_dir: Path, deadline: float, origin: str = "torchbench alert") -> None:
     """Both sides' system calls per call at once, one traced process each (collect.collect_syscalls): counts
     of calls, not times, so the process beside does not move them. Then the rows whose first traces differed
     in a call that may decide are traced again, SYSCALL_TRACES - 1 repeat traces a side in another process
     state each (channels.to_retrace), so that a decision rests on calls that repeat. Kept beside the counts,
     by commit. Every traced process may take what is left until `deadline` (the phase's share of the budget:
     collect.collect_syscalls gives each row its share of it); a repeat that would start after it does not."""
-    caches = _caches(root, valgrind, suite, sides)
+    caches = _caches(root, valgrind, suite, sides, origin)
 
     def both_sides(todo: list[Job], repeat: int) -> dict[str, dict[str, int]]:
         left = max(1.0, deadline - time.monotonic())

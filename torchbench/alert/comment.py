@@ -243,6 +243,7 @@ class AlertReport:
             mde_rows=[c for c in cells if c["mde_text"] != "—"],
             notes=self.notes + self.problems, evidence=self._evidence(), site_url=(self.site_url or "").rstrip("/"),
             time=self.time_spent, by_counts=sum(1 for r in self.rows if r.decided_by == COUNTS), torch=self.torch,
+            base_counts_from=((self.time_spent or {}).get("instruction_counts") or {}).get("base", {}).get("cached_by"),
             by_other=[(name, n) for name in CHANNELS if name != COUNTS
                       if (n := sum(1 for r in self.rows if r.decided_by == name))])
         return re.sub(r"\n{3,}", "\n\n", text)

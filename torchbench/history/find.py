@@ -85,7 +85,7 @@ class Session:
         print(f"== comparing {a.short} with {b.short} ({', '.join(sorted({n for n, _ in jobs}))})", flush=True)
         measured = measure_pair(self.ws, a, b, self.options.rounds, policy or self.options.policy,
                                 patterns=patterns_for(jobs), only=jobs,
-                                work=self.ws.out / "find" / work / f"{a.short}..{b.short}")
+                                work=self.ws.out / "find" / work / f"{a.short}..{b.short}", origin="torchbench find")
         self.problems.extend(measured.problems)
         return measured.evidence
 
