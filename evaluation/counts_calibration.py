@@ -298,7 +298,7 @@ def candidate_pairs(suite: dict, kind: str, floor: float, commit_sd: float, cycl
         names = [f"{prefix}d{d}" for d in range(DRAWS)]
         return names if all(name in by for name in names) else None
 
-    rows = decided = flagged = candidates = 0  # rows: every pair's rows counted on both sides
+    rows = decided = flagged = candidates = undrawn = 0  # rows: every pair's rows counted on both sides
     pairs_, per_pair = 0, []
     commits = sorted((c for c, by in suite["counts"].items() if by.get("0")), key=int)
     for a, b in zip(commits[::2], commits[1::2]):
@@ -323,9 +323,10 @@ def candidate_pairs(suite: dict, kind: str, floor: float, commit_sd: float, cycl
                 continue
             candidates += 1
             field = "counts" if moved else "cycles"
-            by = [[suite[field][c][name].get(job) for name in names] for c in (a, b)]
+            by = [[suite[field][c].get(name, {}).get(job) for name in names] for c in (a, b)]
             if not all(v for side in by for v in side):
-                continue  # (a candidate the pool did not draw: not decided here)
+                undrawn += 1  # a candidate the pool did not draw (at another miss price): not decided here
+                continue
             verdict = rule(by[0], by[1], kind, floor, commit_sd if moved else cycles_sd, alpha)
             here += verdict == "decided"
         decided += here
@@ -334,7 +335,7 @@ def candidate_pairs(suite: dict, kind: str, floor: float, commit_sd: float, cycl
         per_pair.append((here, in_pair))
     if not pairs_:
         return None
-    return {"pairs": pairs_, "rows": rows, "candidates": candidates, "decided": decided,
+    return {"pairs": pairs_, "rows": rows, "candidates": candidates, "undrawn": undrawn, "decided": decided,
             "rows_bounds": clustered_bounds(per_pair)["bounds"], "flagged": flagged,
             "suites_bounds": clopper_pearson(flagged, pairs_)}
 
@@ -432,7 +433,8 @@ def main() -> None:
             c = f["candidate_pairs"]
             if c:
                 print(f"  the disjoint adjacent A/A pairs counted as the alert counts (a first process a side, the "
-                      f"candidates' draws): {c['pairs']} pairs, {c['rows']} rows, {c['candidates']} candidates; "
+                      f"candidates' draws): {c['pairs']} pairs, {c['rows']} rows, {c['candidates']} candidates "
+                      f"({c['undrawn']} not drawn); "
                       f"A/A rows decided {c['decided']}/{c['rows']} (95% CP up to {c['rows_bounds'][1]:.2%}), "
                       f"suites ending regression {c['flagged']}/{c['pairs']} (up to {c['suites_bounds'][1]:.1%})")
             continue
