@@ -18,16 +18,18 @@ halves the wait), in this order:
    counted again).
 3. **Confirming processes** (a valgrind process a side whose layout is jittered, each row in
    count_decision.DRAWS layout draws): the rows whose first counts or cycles moved beyond the floor
-   (channels.to_confirm), then, up to count_decision.MAX_PASSES, those still near their bar. They get the
-   rest of the counting's share; a pass that would start after it does not, and its rows keep their wall time.
+   (channels.to_confirm), counted **beside** the first processes as soon as a row's first counts are in on
+   both sides (the worker streams them; _Confirming: rows that move within GATHER_SECONDS share a process);
+   then, up to count_decision.MAX_PASSES, those still near their bar. A pass that would start after the
+   counting's share does not, and its rows keep their wall time.
 4. **System calls** (one process a side under strace, collect.collect_syscalls): every row, in the phase's
    own share (Rounds.syscall_share), each row its share of what is left; then the rows whose calls differed
    in a call that may decide are traced again in another process state (channels.to_retrace, SYSCALL_TRACES).
 
 The log says what each phase counted, from the cache, failed or left, and each row's seconds in the valgrind
 process (the costliest named); evidence.phases keeps each phase's seconds, evidence.count_tally and
-syscall_tally the counts. Not done yet (issue 63): confirming a candidate as soon as its first counts move,
-rather than after the first processes (FIRST_SHARE is the reserve that stands in for it).
+syscall_tally the counts, and, for rows read from the cache, what had counted them (a nightly `torchbench run`,
+an earlier alert: CountsCache.origins).
 """
 
 from __future__ import annotations
