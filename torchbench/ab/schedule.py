@@ -63,19 +63,21 @@ def deterministic(root: Path, valgrind: Path | None, suite: Path, sides: dict[st
     of the budget, its seconds in evidence.phases. ROOT: the counts' cache (OUT/counts); `origin`: what counts
     (kept with each count: CountsCache.origins)."""
     start = time.monotonic()
+    caches = _caches(root, valgrind, suite, sides, origin)  # both phases' (each a suite digest, two subprocesses)
     if valgrind is not None:
         count_both(root, valgrind, suite, sides, jobs, evidence, policy, cache_dir,
-                   start + 60 * rounds.budget_minutes * rounds.count_share, origin)
+                   start + 60 * rounds.budget_minutes * rounds.count_share, origin, caches)
     evidence.phases["instruction counts"] = time.monotonic() - start
     start = time.monotonic()
     trace_both(root, valgrind, suite, sides, jobs, evidence, cache_dir,
-               start + 60 * rounds.budget_minutes * rounds.syscall_share, origin)
+               start + 60 * rounds.budget_minutes * rounds.syscall_share, origin,
+               {name: cache.view() for name, cache in caches.items()})
     evidence.phases["system calls"] = time.monotonic() - start
 
 
 def count_both(root: Path, valgrind: Path, suite: Path, sides: dict[str, Side], jobs: list[Job],
                evidence: Evidence, policy: Policy, cache_dir: Path, deadline: float,
-               origin: str = "torchbench alert") -> None:
+               origin: str = "torchbench alert", caches: dict[str, CountsCache] | None = None) -> None:
     """Both sides' instruction counts at once, one valgrind process each: counts do not depend on what else
     runs, and on two cores this halves the wait. As soon as a row's first counts are in on both sides and
     moved beyond the floor (channels.to_confirm), it is counted in a jittered process a side, in
@@ -86,10 +88,11 @@ def count_both(root: Path, valgrind: Path, suite: Path, sides: dict[str, Side], 
     share of the budget), the first processes FIRST_SHARE of it, so that a row that moves last can still be
     confirmed; a pass that would start after it does not, and its rows keep their wall time. A row whose
     first counts came only at the first process's end (a C++ statement) is confirmed after it. Each side has
-    its own cache (its interpreter is part of the key) and its own list of problems. The log and
+    its own cache (its interpreter is part of the key: `caches`, made here where not given) and its own list
+    of problems. The log and
     evidence.count_tally say, a side, what had counted the rows that came from the cache (`origin` is kept with
     these counts): a base counted by the history's nightly `torchbench run` costs the alert nothing."""
-    caches = _caches(root, valgrind, suite, sides, origin)
+    caches = caches or _caches(root, valgrind, suite, sides, origin)
     plans = count_plans(root, suite, [sides[name] for name in SIDES], jobs, evidence, cache_dir)
     print(f"== simulated cycles weigh a last-level miss at {caches['base'].miss_cycles} cycles (what one costs on "
           f"this machine: torchbench_core.memory_price)", flush=True)
@@ -237,14 +240,16 @@ def _caches(root: Path, valgrind: Path | None, suite: Path, sides: dict[str, Sid
 
 
 def trace_both(root: Path, valgrind: Path | None, suite: Path, sides: dict[str, Side], jobs: list[Job],
-               evidence: Evidence, cache_dir: Path, deadline: float, origin: str = "torchbench alert") -> None:
+               evidence: Evidence, cache_dir: Path, deadline: float, origin: str = "torchbench alert",
+               caches: dict[str, CountsCache] | None = None) -> None:
     """Both sides' system calls per call at once, one traced process each (collect.collect_syscalls): counts
     of calls, not times, so the process beside does not move them. Then the rows whose first traces differed
     in a call that may decide are traced again, SYSCALL_TRACES - 1 repeat traces a side in another process
     state each (channels.to_retrace), so that a decision rests on calls that repeat. Kept beside the counts,
     by commit. Every traced process may take what is left until `deadline` (the phase's share of the budget:
-    collect.collect_syscalls gives each row its share of it); a repeat that would start after it does not."""
-    caches = _caches(root, valgrind, suite, sides, origin)
+    collect.collect_syscalls gives each row its share of it); a repeat that would start after it does not.
+    `caches`: each side's (made here where not given)."""
+    caches = caches or _caches(root, valgrind, suite, sides, origin)
 
     def both_sides(todo: list[Job], repeat: int) -> dict[str, dict[str, int]]:
         left = max(1.0, deadline - time.monotonic())
