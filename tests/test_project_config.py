@@ -77,6 +77,52 @@ def test_the_users_configuration_is_layered_under_torchbenchs(tmp_path):
     assert with_torch["matrix"]["req"]["torch"] == "2.12.0"
 
 
+def test_a_conda_configuration_runs_in_virtualenvs_with_pips_names_and_the_users_pins(tmp_path):
+    """Issue 62 part 1-3: a conf written for conda (conda's names, no `branches`) on a machine without conda.
+    Real pip answers (the package index, no install): conda's names become pip's, conda's CUDA selector is left
+    out with its line, a package pip cannot install is left out with pip's reason, the user's scipy pin wins over
+    torchbench's, and the repository's default branch (trunk) is followed, not asv's "master"."""
+    repo = tmp_path / "lib"
+    make_repo(repo, [("a library", {"lib.py": "X = 1\n"})])
+    git.Repo(repo).git.branch("-M", "trunk")
+    (repo / "benchmarks").mkdir()
+    path = repo / "benchmarks" / "my-asv.json"  # any file name, as `asv --config` takes
+    path.write_text(json.dumps({"version": 1, "project": "lib", "repo": "..", "environment_type": "conda",
+                                "matrix": {"pytorch": "2.13.0", "pytorch-cuda": "12.1", "pytorch-scatter": "",
+                                           "scipy": "1.9.3", "numpy": "0.0.1", "torchbench-no-such-package": ""}}))
+    user = read_config(path)
+    notes: list[str] = []
+    out, env_dir = tmp_path / "out", tmp_path / "env"
+    conf = json.loads(config.derive(repo=repo, project=config.Project("lib"), out=out, env_dir=env_dir,
+                                    benchmark_dir=repo / "benchmarks", user=user, notes=notes).read_text())
+    base = config.base_config()["matrix"]["req"]
+    assert conf["matrix"]["req"] == {**base, "scipy": "1.9.3"}, conf["matrix"]
+    assert conf["environment_type"] == "virtualenv" and conf["branches"] == ["trunk"]
+    text = "\n".join(notes)
+    assert "pytorch -> torch" in text and "pytorch-scatter -> torch-scatter" in text
+    assert "left out: pytorch-cuda (conda's CUDA selector" in text
+    assert "its matrix asks torch" not in text  # the pinned release is the one it asks
+    assert "matrix package torch-scatter cannot be installed here, so it is left out (the rows that import" in text
+    assert "matrix package torchbench-no-such-package cannot be installed here" in text
+    assert "No matching distribution found for torchbench-no-such-package" in text
+    assert f"matrix package numpy cannot be installed here, so it is left out (torchbench's numpy {base['numpy']}" \
+        in text
+    assert "the repository's default branch, trunk, is followed" in text
+    assert f"its pins of numpy {base['numpy']}, setuptools" in text and "scipy" not in text.split("its pins of")[1]
+    answers = json.loads((env_dir / "installable.json").read_text())  # pip is asked once, the answers kept
+    assert answers["scipy==1.9.3"] is None and answers["torch-scatter"], answers
+
+
+def test_condas_names_are_one_table():
+    from torchbench.project import conda_names
+
+    names = conda_names.load()
+    req, lines = conda_names.to_pip({"PyTorch": "", "cudatoolkit": "11.8", "pyg": "2.5", "numpy": "1.26"})
+    assert req == {"torch": "", "torch-geometric": "2.5", "numpy": "1.26"} and len(lines) == 1
+    assert conda_names.to_pip({"numpy": ""}) == ({"numpy": ""}, [])
+    assert not set(names.rename) & set(names.drop)
+
+
 def test_the_project_is_read_in_repo_subdir(tmp_path):
     repo = tmp_path / "lib"
     (sha,) = make_repo(repo, [("one", {"python/pyproject.toml": '[project]\nname = "sub-lib"\n'})])

@@ -34,6 +34,7 @@ from torchbench.asv_bridge import results
 from torchbench.asv_bridge.worker import list_benchmarks
 from torchbench.errors import EXIT_FAILURE, EXIT_OK
 from torchbench.project.commits import Commit
+from torchbench_core.skips import SKIPPED_BY_METHOD
 
 SUITE = '''
 import torch
@@ -225,3 +226,42 @@ def test_a_suite_this_machine_cannot_run_at_all_is_undecided_never_passed():
     assert AlertReport(report.base, report.head, report.rows, Policy(undecided_exit=3), 0).exit_status() == 3
     (row,) = json.loads(report.json())["rows"]
     assert (row["title"], row["status"], row["error"]) == (name, SKIPPED, NO_CUDA)
+
+
+BODY_SUITE = '''
+from asv_runner.benchmarks.mark import SkipNotImplemented
+
+
+class Planned:
+    def time_kernel(self):
+        raise SkipNotImplemented("not on this backend")
+
+
+class Missing:
+    def time_spmm(self):
+        raise NotImplementedError("no sparse kernel yet")
+'''
+
+
+@pytest.mark.slow
+def test_a_method_skips_only_as_asv_runner_does(tmp_path):
+    """Issue 62 item 5: asv_runner 0.3's run skips a case whose setup raises NotImplementedError or whose method
+    raises SkipNotImplemented; a plain NotImplementedError raised by the method is a failure there, so here too
+    (it was listed "skipped by its setup", which it was not). The alert's own workers, two rounds."""
+    suite = tmp_path / "benchmarks"
+    suite.mkdir()
+    (suite / "__init__.py").write_text("")
+    (suite / "body.py").write_text(BODY_SUITE)
+    sides = {name: Side(name, name[0] * 40, tmp_path, Path(sys.executable)) for name in ("base", "head")}
+    evidence = Evidence(counts_off="no counts: --no-counts")
+    listed = list_benchmarks(sys.executable, suite, side_env(sides["base"]))
+    jobs = select_jobs({"base": listed, "head": listed}, [], evidence)
+    measure_rounds(suite, sides, jobs, evidence, rounds=Rounds(min_rounds=2, max_rounds=2, counts=False,
+                                                               until_reachable=False),
+                   policy=Policy(), deadline=time.monotonic() + 300, cache_dir=tmp_path / "cache")
+    evidence.rounds = 2
+    rows = {r.name: r for r in _report(evidence).rows}
+    planned, missing = rows["body.Planned.time_kernel"], rows["body.Missing.time_spmm"]
+    assert (planned.status, planned.error) == (SKIPPED, SKIPPED_BY_METHOD), planned
+    assert missing.status == FAILED and "NotImplementedError: no sparse kernel yet" in missing.error, missing
+    assert "skipped by its setup" not in (missing.error or "")

@@ -24,6 +24,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import git
 import pytest
 
 from e2e import ROOT, explain, make_repo
@@ -155,3 +156,82 @@ def test_a_users_asv_project_runs_publishes_and_gets_a_verdict_from_inside_its_r
     assert rows[CPU_ROW]["status"] not in ("failed", "skipped"), rows[CPU_ROW]
     assert rows[CUDA_ROW]["status"] == "skipped" and "no CUDA device" in rows[CUDA_ROW]["error"], rows[CUDA_ROW]
     assert rows[SKIP_ROW]["status"] == "skipped", rows[SKIP_ROW]
+
+
+NEWCOMER_CONF = {"version": 1, "project": "mylib", "repo": "..", "environment_type": "conda",
+                 "matrix": {"pytorch": "", "pytorch-cuda": "12.1"}}  # conda's names, no "branches"
+NEWCOMER_SUITE = '''
+import torch
+
+import mylib
+
+
+class Softmax:
+    params = [[64], ["cpu", "cuda"]]
+    param_names = ["n", "device"]
+
+    def setup(self, n, device):
+        self.x = torch.randn(n, n, device=device)
+
+    def time_softmax(self, n, device):
+        mylib.softmax(self.x)
+
+
+class Sparse:
+    def time_spmm(self):
+        raise NotImplementedError("no sparse kernel here")  # in the method: asv_runner counts it failed
+
+
+class Crash:
+    def time_segfault(self):
+        import ctypes
+        ctypes.string_at(0)
+'''
+
+
+def test_a_newcomers_first_hour_from_the_folder_that_holds_the_conf(tmp_path, env_dir):
+    """Issue 62 items 1-4, 7 and 3 (the newcomer's list): a conda conf in benchmarks/ with conda's names and no
+    branches, a default branch named trunk, commands run from benchmarks/ with no location flags. The output
+    follows the repository; conda's names become pip's (the session's environment serves); -b that matches
+    nothing says so; --quick exits 2 on a segfault; a -b run's report counts what it selected, an earlier run's
+    results said so; `publish | head -3` ends quietly with exit 0 and a whole site."""
+    repo = tmp_path / "mylib"
+    files = {**{k: v for k, v in FILES.items() if not k.startswith("asv_bench/")},
+             "benchmarks/asv.conf.json": json.dumps(NEWCOMER_CONF, indent=2),
+             "benchmarks/benchmarks/__init__.py": "", "benchmarks/benchmarks/bench.py": NEWCOMER_SUITE}
+    make_repo(repo, [("mylib and its suite", files), ("docs", {"README.md": "mylib\n"})])
+    git.Repo(repo).git.branch("-M", "trunk")
+    home = tmp_path / "home"
+    home.mkdir()
+    here = repo / "benchmarks"
+
+    first = tb(here, home, "run", "--last", 1, "-b", "Softmax", "--rounds", 1, "--no-counts", "--no-publish",
+               "--env-dir", env_dir)
+    assert first.returncode == 0, explain(first)
+    assert "pytorch -> torch" in first.stdout and "left out: pytorch-cuda" in first.stdout
+    assert "the repository's default branch, trunk, is followed" in first.stdout
+    assert (repo / ".torchbench" / "results").is_dir() and not (here / ".torchbench").exists()
+    assert json.loads((repo / ".torchbench" / "asv.conf.json").read_text())["branches"] == ["trunk"]
+
+    nothing = tb(here, home, "run", "--last", 1, "-b", "NoSuchBench", "--no-publish", "--env-dir", env_dir)
+    assert nothing.returncode == 2 and "-b NoSuchBench matches no benchmark of the suite (3 benchmarks" \
+        in nothing.stdout, explain(nothing)
+
+    quick = tb(here, home, "run", "--last", 1, "--quick", "-b", "Crash", "--no-publish", "--env-dir", env_dir)
+    assert quick.returncode == 2 and "a benchmark failed in the quick run" in quick.stdout, explain(quick)
+
+    second = tb(here, home, "run", "--last", 1, "-b", "Softmax|Sparse", "--rounds", 1, "--no-counts",
+                "--no-publish", "--env-dir", env_dir)
+    report = second.stdout.split("\n== report")[-1]
+    assert second.returncode == 2, explain(second)  # the method's NotImplementedError fails, as in asv
+    assert "docs: 1 measured (1 by an earlier run), 1 FAILED, 1 skipped" in report, report
+    assert "FAILED" in report and "bench.Sparse.time_spmm: exit status 1: NotImplementedError" in report
+    assert "Crash" not in report  # not selected by this run's -b
+
+    env = dict(os.environ, HOME=str(home), PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT),
+                                                                                 os.environ.get("PYTHONPATH")])))
+    piped = subprocess.run(["bash", "-c", f"set -o pipefail; {sys.executable} -m torchbench publish | head -3"],
+                           cwd=here, env=env, capture_output=True, text=True, timeout=600)
+    assert piped.returncode == 0 and "Traceback" not in piped.stderr, explain(piped)
+    index = (repo / ".torchbench" / "html" / "index.html").read_text()
+    assert "torchbench/" in index and "cdn." not in index  # localized, with torchbench's link

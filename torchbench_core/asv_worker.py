@@ -100,7 +100,7 @@ import time
 import traceback
 from pathlib import Path
 
-from .skips import SKIPPED_BY_SETUP, skipped_here
+from .skips import SKIPPED_BY_METHOD, SKIPPED_BY_SETUP, skipped_here
 
 COUNT_NUMBER, COUNT_REPEATS = 100, 3
 STATEMENT_WARMUP = 128  # a statement's warm-up runs at most (the counting worker's WARMUP_RUNS)
@@ -213,11 +213,19 @@ def _skip(benchmark, why: str = SKIPPED_BY_SETUP) -> dict:
     return {"skipped": True} if _timer_suite(benchmark) is not None else {"skipped": True, "why": why}
 
 
+class _SetupSkipped(Exception):
+    """The case's setup raised NotImplementedError: asv's skip (asv_runner's do_setup returned True)."""
+
+
 def _not_measured(error: str) -> dict:
-    """The result of a job that raised `error` ("Type: message"): skipped, with the reason, where it is asv's
-    skip (NotImplementedError) or hardware this machine lacks (skips.skipped_here), else the error."""
-    if error.startswith("NotImplementedError"):
+    """The result of a job that raised `error` ("Type: message"): skipped, with the reason, where asv skips it
+    (its setup raised NotImplementedError; its method raised asv_runner's SkipNotImplemented) or it needs
+    hardware this machine lacks (skips.skipped_here), else the error. A plain NotImplementedError raised by the
+    method itself is a failure, as asv_runner's run counts it."""
+    if error.startswith(_SetupSkipped.__name__):
         return {"skipped": True, "why": SKIPPED_BY_SETUP}
+    if error.startswith("SkipNotImplemented"):
+        return {"skipped": True, "why": SKIPPED_BY_METHOD}
     why = skipped_here(error)
     return {"skipped": True, "why": why, "detail": error} if why else {"error": error}
 
@@ -227,7 +235,7 @@ def _capture(benchmark, index: int, cache):
     method's first call of a Timer's measuring method (MEASURING), which runs nothing and ends the method;
     that Timer as torchbench_core's (what its collect_callgrind counts: the statement, with its globals and
     setup), or None where the method returns without timing one. The teardown runs either way. Raises
-    NotImplementedError where asv would skip the case, and what the setup or method raises."""
+    _SetupSkipped where asv would skip the case, and what the setup or method raises."""
     try:
         return _capture_set_up(benchmark, index, cache)
     finally:
@@ -240,7 +248,7 @@ def _capture_set_up(benchmark, index: int, cache):
     benchmark.set_param_idx(index)
     benchmark.set_cache(cache)
     if benchmark.do_setup():
-        raise NotImplementedError("skipped by its setup")
+        raise _SetupSkipped("skipped by its setup")
     try:
         with _capturing():
             benchmark.func(*benchmark._build_params())
@@ -296,7 +304,7 @@ class AsvTimed:
         self._benchmark = b
         try:
             timer = _capture_set_up(b, self.index, cache)
-        except NotImplementedError:
+        except _SetupSkipped:
             raise LookupError(f"{self.label}: skipped by its setup (NotImplementedError)") from None
         if timer is None:
             raise LookupError(f"{self.label}: times no Timer in the counting process")
@@ -369,7 +377,7 @@ def _timed_statements(benchmarks: dict, jobs: list[list], tmp: Path, result: dic
             continue
         try:
             timer = _capture(benchmark, index, _load_cache(benchmark, tmp))
-        except NotImplementedError:
+        except _SetupSkipped:
             result[key] = _skip(benchmark)
             continue
         except Exception as e:
@@ -537,8 +545,10 @@ def _run_one(benchmark, index: int, cache, run_time: float | None = None, meet=N
             if meet is not None:
                 meet()  # a duet's two processes start this case's timing together
             result = benchmark.do_run()
-        except NotImplementedError:
-            return _skip(benchmark)
+        except NotImplementedError as e:  # asv_runner's run: SkipNotImplemented skips, any other one fails
+            if type(e).__name__ != "SkipNotImplemented":
+                raise
+            return _skip(benchmark, SKIPPED_BY_METHOD)
         finally:
             benchmark.do_teardown()
     if isinstance(result, dict) and "samples" in result:
@@ -674,7 +684,7 @@ def _plan_calls(benchmark, index: int, cache) -> tuple[int, int]:
     benchmark.set_cache(cache)
     start = time.perf_counter()
     if benchmark.do_setup():
-        raise NotImplementedError("skipped by its setup")
+        raise _SetupSkipped("skipped by its setup")
     set_up = time.perf_counter() - start
     try:
         call = functools.partial(benchmark.func, *benchmark._build_params())

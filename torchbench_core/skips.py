@@ -4,7 +4,9 @@ Two kinds, each said the same way wherever a row is measured (the alert's
 workers, the counting and tracing workers, `torchbench run`'s asv runs):
 
 * asv's skip: the row's setup raises ``NotImplementedError`` (asv_runner
-  records NaN, "skipped"); SKIPPED_BY_SETUP.
+  records NaN, "skipped"); SKIPPED_BY_SETUP. Or its method raises asv_runner's
+  ``SkipNotImplemented``; SKIPPED_BY_METHOD. A plain ``NotImplementedError``
+  raised by the method fails, as asv_runner 0.3's run counts it.
 * hardware the machine lacks: the row asks for a CUDA device where torch has
   none ("Torch not compiled with CUDA enabled", "Found no NVIDIA driver on
   your system", "No CUDA GPUs are available", ...); skipped_here() reads it
@@ -20,11 +22,13 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["NO_CUDA", "SKIPPED_BY_SETUP", "SKIPPED_HERE", "lacks_hardware", "missing_hardware", "skipped_here"]
+__all__ = ["NO_CUDA", "SKIPPED_BY_METHOD", "SKIPPED_BY_SETUP", "SKIPPED_HERE", "lacks_hardware", "missing_hardware", "skipped_here"]
 
 NO_CUDA = "no CUDA device"
 SKIPPED_HERE = "skipped here: "  # how a row skipped for hardware this machine lacks is listed, before what
 SKIPPED_BY_SETUP = "skipped by its setup (NotImplementedError, asv's skip)"
+# asv_runner's SkipNotImplemented raised by the method itself (a plain NotImplementedError there fails, as in asv)
+SKIPPED_BY_METHOD = "skipped by the method (SkipNotImplemented, asv's skip)"
 # torch's own messages where a CUDA device is asked for and there is none: a CPU build (AssertionError), a
 # CUDA build without a driver or without a device (RuntimeError), CUDA-only classes of a CPU build
 _NO_CUDA = re.compile("|".join([

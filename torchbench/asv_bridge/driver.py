@@ -8,7 +8,9 @@ checked, and a failing step raises UserError naming the step.
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -99,7 +101,15 @@ class Asv:
         print(f"\n== {step}: {' '.join(cmd)}", flush=True)
         start = time.perf_counter()
         try:
-            proc = subprocess.run(cmd, env=self.env, pass_fds=self.keep_fds, **kwargs)
+            # the child's output is relayed line by line through our stdout, not inherited: when its reader goes
+            # (`torchbench publish | head`), cli.ClosedPipeSafe absorbs it here and the child finishes its work
+            # (asv's own BrokenPipeError would stop `asv publish` half-way, with a traceback)
+            with subprocess.Popen(cmd, env=self.env, pass_fds=self.keep_fds, stdout=subprocess.PIPE, text=True,
+                                  errors="replace", bufsize=1, **kwargs) as child:
+                for line in child.stdout:
+                    sys.stdout.write(line)
+                    sys.stdout.flush()
+            proc = subprocess.CompletedProcess(cmd, child.returncode)
         finally:
             self.timings.add(step, time.perf_counter() - start)
         if check and proc.returncode != 0:
@@ -185,8 +195,28 @@ class Asv:
         finally:
             os.unlink(f.name)
         if proc.returncode not in (0, 2):
+            unmatched = self._unmatched(benchmarks)
+            if unmatched:
+                raise UserError(unmatched)
             raise UserError(f"asv run failed (exit status {proc.returncode}); see its output above")
         return proc.returncode
+
+    def _unmatched(self, patterns: list[str]) -> str | None:
+        """Where -b matches no benchmark of the suite (asv discovered them all into benchmarks.json, then
+        selected none and exited 1), the one line that says so; else None."""
+        if not patterns:
+            return None
+        try:
+            conf = json.loads(self.conf_path.read_text())
+            names = [k for k in json.loads((Path(conf["results_dir"]) / "benchmarks.json").read_text())
+                     if k != "version"]
+        except (OSError, ValueError, KeyError):
+            return None
+        if not names or any(re.search(p, n) for p in patterns for n in names):
+            return None
+        shown = ", ".join(sorted(names)[:5]) + (", ..." if len(names) > 5 else "")
+        return (f"-b {' -b '.join(patterns)} matches no benchmark of the suite ({len(names)} benchmarks: "
+                f"{shown})")
 
     def publish(self) -> None:
         self._run("publish", self.asv("publish"))

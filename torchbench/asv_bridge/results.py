@@ -88,6 +88,7 @@ class Row:
     date: int | None
     processes: int | None = None  # the processes (asv rounds) that measured it, where our plugin counted them
     levels: tuple[float, ...] | None = None  # each process's level (stats.level of its blocks), where our plugin kept them
+    started_at: int | None = None  # when asv began measuring it (ms since the epoch, asv's started_at)
 
     @property
     def status(self) -> str:
@@ -220,12 +221,13 @@ def _rows(results, machine: str, benchmarks: dict[str, dict], outcome: Outcome |
                 params=combo, value=value,
                 samples=tuple(sample) if sample else None,
                 number=int(number) if number else None, stats=stat or None, unit=info.get("unit"),
-                date=results.date, processes=outcome.processes.get(key), levels=outcome.levels_of(key, index)))
+                date=results.date, processes=outcome.processes.get(key), levels=outcome.levels_of(key, index),
+                started_at=results.started_at.get(key)))
         for index, counts in _counts_cells(outcome, key, len(combos)):
             rows.append(Row(machine=machine, commit=results.commit_hash, env_name=results.env_name,
                             benchmark=counts_row_name(key), index=index, params=combos[index],
                             value=float(np.median(counts)), samples=tuple(counts), number=1, stats=None,
-                            unit=COUNT_UNIT, date=results.date, processes=1))
+                            unit=COUNT_UNIT, date=results.date, processes=1, started_at=results.started_at.get(key)))
     return rows
 
 

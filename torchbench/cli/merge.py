@@ -17,7 +17,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("inputs", nargs="+", type=Path, metavar="RESULTS",
                         help="results folders of `torchbench run` on other machines (an output folder, or its "
                              "results/ folder; asv's per-machine layout)")
-    add_folder_arguments(parser, "output folder whose results/ receives the machines (default ./.torchbench); "
+    add_folder_arguments(parser, "output folder whose results/ receives the machines; "
                                  "then `torchbench publish --out OUT`")
 
 

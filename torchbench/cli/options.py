@@ -11,15 +11,18 @@ from ..ab.design_choice import TRIAL_ROUNDS
 from ..ab.options import MIN_ROUNDS, Policy, Rounds
 from ..errors import UserError
 from ..project import commits
-from ..project.subject import Subject, choose
+from ..project.subject import Subject, choose, default_out
 from ..validate import SCHEDULES, check
 
-__all__ = ["add_folder_arguments", "add_measurement_arguments", "add_selection_arguments", "checked", "policy_of",
+__all__ = ["OUT_DEFAULT", "add_folder_arguments", "add_measurement_arguments", "add_selection_arguments", "checked", "policy_of",
            "regex", "rounds_of", "selection_of", "subject_of"]
 
 
-def add_folder_arguments(parser: argparse.ArgumentParser, out_help: str = "output folder (default ./.torchbench)",
-                         repo: bool = True) -> None:
+OUT_DEFAULT = ("default: .torchbench at the root of the tracked repository, wherever you stand in it; "
+               "./.torchbench for the example")
+
+
+def add_folder_arguments(parser: argparse.ArgumentParser, out_help: str = "output folder", repo: bool = True) -> None:
     if repo:
         parser.add_argument("--repo", type=Path,
                             help="git repository to track (default: the one you are in, as asv does; outside any "
@@ -33,15 +36,18 @@ def add_folder_arguments(parser: argparse.ArgumentParser, out_help: str = "outpu
     parser.add_argument("--benchmarks", type=Path, metavar="DIR",
                         help="asv suite folder (default: the asv.conf.json's benchmark_dir, else REPO/benchmarks "
                              "if it exists, else torchbench's own)")
-    parser.add_argument("--out", type=Path, default=Path(".torchbench"), help=out_help)
+    parser.add_argument("--out", type=Path, help=f"{out_help} ({OUT_DEFAULT})")
     parser.add_argument("--env-dir", type=Path, metavar="DIR",
                         help="where asv's environments live (default OUT/env); share it between output folders")
 
 
 def subject_of(args: argparse.Namespace) -> Subject:
-    """The repository the command tracks (project.subject.choose), its line printed: the log says which."""
+    """The repository the command tracks (project.subject.choose), its line printed: the log says which. Sets
+    args.out where it was not given (project.subject.default_out: the tracked repository's .torchbench)."""
     chosen = choose(args.repo, example=args.example, config=args.config)
     print(chosen.line, flush=True)
+    if args.out is None:
+        args.out = default_out(chosen.repo)
     return chosen
 
 

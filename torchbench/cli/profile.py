@@ -14,7 +14,7 @@ __all__ = ["add_arguments", "main"]
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_selection_arguments(parser, "profile")
-    add_folder_arguments(parser, "output folder; profiles go to OUT/profiles (default ./.torchbench)")
+    add_folder_arguments(parser, "output folder; profiles go to OUT/profiles")
     parser.add_argument("-b", "--bench", action="append", default=[], metavar="REGEX", type=regex,
                         help="profile every parameter combination of the benchmarks whose name matches REGEX "
                              f"(repeatable; default: the TimerSuite cases labelled {OVERHEAD_LABEL}...)")

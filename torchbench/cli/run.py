@@ -12,14 +12,15 @@ from ..asv_bridge.driver import PipIndex
 from ..project import config
 from ..history.run import DEFAULT_ROUNDS, Existing, HistoryOptions
 from ..publish.site import publish_folder
-from .options import add_folder_arguments, add_selection_arguments, checked, regex, selection_of, subject_of
+from ..project.subject import default_out, repository_around
+from .options import OUT_DEFAULT, add_folder_arguments, add_selection_arguments, checked, regex, selection_of, subject_of
 
 __all__ = ["add_arguments", "add_publish_arguments", "main", "publish_main"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_selection_arguments(parser, "measure")
-    add_folder_arguments(parser, "output folder: results, html, outcome records (default ./.torchbench)")
+    add_folder_arguments(parser, "output folder: results, html, outcome records")
     parser.add_argument("-b", "--bench", action="append", default=[], metavar="REGEX", type=regex,
                         help="only benchmarks matching REGEX (asv -b); repeatable")
     parser.add_argument("--quick", action="store_true",
@@ -72,11 +73,12 @@ def main(args: argparse.Namespace) -> int:
 
 
 def add_publish_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--out", type=Path, default=Path(".torchbench"),
-                        help="output folder of `torchbench run` (default ./.torchbench)")
+    parser.add_argument("--out", type=Path, help=f"output folder of `torchbench run` ({OUT_DEFAULT})")
 
 
 def publish_main(args: argparse.Namespace) -> int:
+    if args.out is None:
+        args.out = default_out(repository_around(Path.cwd()))
     for note in publish_folder(args.out):
         print(f"note: {note}")
     print(f"site: {args.out.resolve() / 'html' / 'index.html'}")

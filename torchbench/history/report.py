@@ -11,6 +11,7 @@ failure.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from ..asv_bridge.driver import Timings
@@ -25,6 +26,7 @@ __all__ = ["CommitReport", "RunReport", "summarize"]
 class CommitReport:
     commit: Commit
     measured: int = 0
+    kept: int = 0  # of them, measured by an earlier run (asv's --skip-existing kept their results)
     counted: int = 0  # plain time_ rows with instruction counts (history/counts.py)
     skipped: int = 0
     skips: list[tuple[str, str]] = field(default_factory=list)  # (row name, why) of the skipped rows with a reason
@@ -43,7 +45,7 @@ class CommitReport:
         if self.not_built:
             reasons = "; ".join(f"{env}: {why}" for env, why in self.not_built.items())
             return f"  {head}: NOT BUILT ({reasons})"
-        parts = [f"{self.measured} measured"]
+        parts = [f"{self.measured} measured" + (f" ({self.kept} by an earlier run)" if self.kept else "")]
         if self.counted:
             parts.append(f"{self.counted} with instruction counts")
         if self.failed:
@@ -104,9 +106,19 @@ class RunReport:
         return "\n".join(lines)
 
 
-def summarize(commits: list[Commit], results: ResultSet, timings: Timings) -> RunReport:
+def _selected(name: str, patterns: tuple[str, ...]) -> bool:
+    """asv's -b: a benchmark is run when any regex is found in its name (none given: every benchmark)."""
+    return not patterns or any(re.search(p, name) for p in patterns)
+
+
+def summarize(commits: list[Commit], results: ResultSet, timings: Timings, patterns: tuple[str, ...] = (),
+              since: float | None = None) -> RunReport:
+    """The report of a run that selected COMMITS and the benchmarks PATTERNS match (asv's -b), begun at SINCE
+    (seconds since the epoch): rows the patterns leave out are not this run's, and a row measured before SINCE
+    is counted as an earlier run's."""
     by_sha = {c.sha: CommitReport(c) for c in commits}
-    for row in results.rows:
+    rows = [row for row in results.rows if _selected(row.benchmark.removesuffix(COUNTS_OF), patterns)]
+    for row in rows:
         report = by_sha.get(row.commit)
         if report is None:
             continue
@@ -115,6 +127,7 @@ def summarize(commits: list[Commit], results: ResultSet, timings: Timings) -> Ru
             report.counted += 1
         elif row.status == "ok":
             report.measured += 1
+            report.kept += since is not None and row.started_at is not None and row.started_at < since * 1000
         elif row.status == "skipped":
             report.skipped += 1
             outcome = results.outcomes.get((row.machine, row.commit, row.env_name))
@@ -134,7 +147,7 @@ def summarize(commits: list[Commit], results: ResultSet, timings: Timings) -> Ru
                 build_seconds.append(seconds)
             elif key.startswith("<setup_cache"):
                 setup_cache += seconds
-    for row in results.rows:
+    for row in rows:
         report = by_sha.get(row.commit)
         if report is None or row.status != "failed" or report.not_built:
             continue
@@ -142,5 +155,7 @@ def summarize(commits: list[Commit], results: ResultSet, timings: Timings) -> Ru
         failure = outcome.failures.get(row.benchmark) if outcome else None
         reason = (f"exit status {failure['errcode']}: {last_line(failure.get('stderr', ''))}" if failure
                   else "no result (see the benchmark's output above)")
+        if since is not None and row.started_at is not None and row.started_at < since * 1000:
+            reason += " (an earlier run's result)"
         report.failed.append((row.name, reason))
     return RunReport(list(by_sha.values()), timings, list(results.warnings), build_seconds, setup_cache)

@@ -18,6 +18,7 @@ and the report is printed whatever happened.
 from __future__ import annotations
 
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -114,21 +115,25 @@ def measure_history(folders: Folders, selection: commits.Selection = commits.Sel
           f"{selected[0].short}..{selected[-1].short}; suites in {ws.bench_dir}; output in {folders.out}",
           flush=True)
     problems: list[str] = []
+    began, status = time.time(), 0
     try:
         ws.asv.ensure_machine()
         if existing is not None:
             _check_existing(existing, ws)
-            ws.asv.run([], benchmarks=list(options.patterns), quick=options.quick, existing=existing.python,
-                       set_commit_hash=selected[0].sha, skip_existing=not options.rerun, rounds=options.rounds)
+            status = ws.asv.run([], benchmarks=list(options.patterns), quick=options.quick,
+                                existing=existing.python, set_commit_hash=selected[0].sha,
+                                skip_existing=not options.rerun, rounds=options.rounds)
         else:
             ws.pythons()
-            ws.asv.run([c.sha for c in selected], benchmarks=list(options.patterns), quick=options.quick,
-                       skip_existing=not options.rerun, rounds=options.rounds)
+            status = ws.asv.run([c.sha for c in selected], benchmarks=list(options.patterns), quick=options.quick,
+                                skip_existing=not options.rerun, rounds=options.rounds)
     except UserError as e:
         problems.append(str(e))
     except KeyboardInterrupt:
         problems.append("interrupted: the commits whose results were saved are kept; run again to go on")
 
+    if options.quick and status != 0:  # nothing is saved: asv's exit status is all that says a row failed
+        problems.append(f"a benchmark failed in the quick run (asv exit status {status}); see its output above")
     found = results.load(folders.out / "results", commits={c.sha for c in selected})
     if options.quick:  # nothing was saved: the report is asv's own output and these problems
         return RunReport([], timings, problems=problems, quick=True), ws
@@ -147,7 +152,7 @@ def measure_history(folders: Folders, selection: commits.Selection = commits.Sel
         if counted.recorded:  # read back with the counts (a suite without plain time_ rows: nothing to read)
             timings.add("instruction counts (time_ rows)", counted.seconds)
             found = results.load(folders.out / "results", commits={c.sha for c in selected})
-    report = summarize(selected, found, timings)
+    report = summarize(selected, found, timings, options.patterns, began)
     if counted is not None and counted.line():
         report.counts = [counted.line(), *counted.failed[:MAX_FAILURES_SHOWN]]
         if len(counted.failed) > MAX_FAILURES_SHOWN:

@@ -10,7 +10,7 @@ import git
 from ..errors import UserError
 from ..validate import POSITIVE_WHOLE, check_all
 
-__all__ = ["DEFAULT_LAST", "Commit", "Selection", "open_repo", "resolve", "select"]
+__all__ = ["DEFAULT_LAST", "Commit", "Selection", "default_branch", "open_repo", "resolve", "select"]
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,21 @@ def open_repo(path: Path) -> git.Repo:
     if not repo.head.is_valid():
         raise UserError(f"{path}: the repository has no commits yet; commit the project and its benchmarks first")
     return repo
+
+
+def default_branch(repo: git.Repo) -> str:
+    """The repository's default branch: the one its origin's HEAD names (a clone's), else the branch checked
+    out, else "HEAD" (a detached checkout, as CI makes). Not asv's fallback, the git setting init.defaultBranch
+    or "master", which names no branch of a repository whose default is main, trunk or develop."""
+    try:
+        ref = repo.git.symbolic_ref("--quiet", "--short", "refs/remotes/origin/HEAD")
+        return ref.split("/", 1)[1]
+    except (git.GitCommandError, IndexError):
+        pass
+    try:
+        return repo.active_branch.name
+    except TypeError:  # detached HEAD
+        return "HEAD"
 
 
 def resolve(repo: git.Repo, rev: str) -> Commit:

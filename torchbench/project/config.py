@@ -24,6 +24,7 @@ from pathlib import Path
 import git
 
 from .. import resources
+from . import commits, conda_names, installable
 from ..errors import UserError
 from .user_config import HONOURED, UserConfig
 from torchbench_core.storage import atomic_write_text
@@ -117,8 +118,9 @@ def check_torch_versions(versions: tuple[str, ...] | list[str]) -> None:
         raise UserError(f"--torch: a release is given twice ({', '.join(versions)})")
 
 
-def _layer(conf: dict, user: UserConfig, notes: list[str]) -> None:
-    """The user's configuration under ours: its honoured keys and its matrix (but torch) replace the base's."""
+def _layer(conf: dict, user: UserConfig, notes: list[str], env_dir: Path) -> dict:
+    """The user's configuration under ours: its honoured keys and its matrix (but torch) replace the base's.
+    Returns the matrix packages taken from the user's (pip's names, those that can be installed here)."""
     values = user.values
     taken = [k for k in HONOURED if k in values]
     for key in taken:
@@ -128,18 +130,33 @@ def _layer(conf: dict, user: UserConfig, notes: list[str]) -> None:
     if why:
         notes.append(why)
     matrix = user.matrix()
+    theirs = matrix.get("req", {})
+    if env_type != "conda":  # pip installs the environments: conda's names become pip's (conda_names.json)
+        theirs, renamed = conda_names.to_pip(theirs)
+        notes.extend(renamed)
+    asked_torch = next((theirs.pop(k) for k in list(theirs) if _normalise(k) in PINNED), None)
+    if env_type != "conda" and theirs:
+        theirs, left_out = installable.check(theirs, env_dir)
+        for name, why in left_out.items():
+            ours = conf["matrix"]["req"].get(name)
+            notes.append(f"matrix package {name} cannot be installed here, so it is left out"
+                         + (f" (torchbench's {name} {ours} instead)" if ours is not None else
+                            " (the rows that import it fail, each saying so)") + f": {why}")
     req = dict(conf["matrix"]["req"])
-    asked_torch = matrix.get("req", {}).pop("torch", None)
-    req.update(matrix.get("req", {}))
+    req.update(theirs)
+    matrix["req"] = theirs
     conf["matrix"] = {"req": req, **{k: v for k, v in matrix.items() if k != "req" and v}}
     if values.get("plugins"):
         conf["plugins"] = [*conf["plugins"], *(p for p in values["plugins"] if p not in conf["plugins"])]
     keys = ", ".join(taken + ["environment_type"] * ("environment_type" in values) + ["matrix"] * bool(matrix))
     notes.append(f"asv configuration {user.path}: its {keys or 'defaults'} and benchmark_dir "
                  f"{values.get('benchmark_dir', 'benchmarks')} are used as written")
-    if asked_torch is not None and asked_torch != conf["matrix"]["req"]["torch"]:
-        notes.append(f"its matrix asks torch {asked_torch or '(any)'}: torchbench measures the pinned "
-                     "release instead (--torch VERSION measures others)")
+    pinned = conf["matrix"]["req"]["torch"]
+    asked = [str(v) for v in (asked_torch if isinstance(asked_torch, list) else [asked_torch])]
+    if asked_torch is not None and asked != [""] and pinned not in asked:
+        notes.append(f"its matrix asks torch {', '.join(asked)}: torchbench measures the pinned release {pinned} "
+                     "instead (--torch VERSION measures others)")
+    return theirs
 
 
 def derive(*, repo: Path, project: Project, out: Path, env_dir: Path, benchmark_dir: Path,
@@ -153,10 +170,15 @@ def derive(*, repo: Path, project: Project, out: Path, env_dir: Path, benchmark_
     check_torch_versions(torch)
     notes = notes if notes is not None else []
     conf = base_config()
+    theirs: dict = {}
     if user is not None:
-        _layer(conf, user, notes)
+        theirs = _layer(conf, user, notes, env_dir)
     if torch:
         conf["matrix"]["req"]["torch"] = list(torch) if len(torch) > 1 else torch[0]
+    if user is not None and "branches" not in user.values:  # asv's default would be init.defaultBranch or master
+        branch = commits.default_branch(git.Repo(repo))
+        conf["branches"] = [branch]
+        notes.append(f"{user.path.name} names no branches: the repository's default branch, {branch}, is followed")
     conf.update(
         repo=str(repo),
         project=project.name,
@@ -168,7 +190,6 @@ def derive(*, repo: Path, project: Project, out: Path, env_dir: Path, benchmark_
     conf["plugins"] = [PLUGIN, PUBLISHER, *(p for p in conf["plugins"] if p not in (PLUGIN, PUBLISHER))]
     torch_line = conf["matrix"]["req"]["torch"]
     if user is not None:
-        theirs = user.matrix().get("req", {})
         pins = ", ".join(f"{k} {v}".strip() for k, v in base_config()["matrix"]["req"].items()
                          if k != "torch" and k not in theirs)
         notes.append(f"torchbench adds: torch {', '.join(torch_line) if isinstance(torch_line, list) else torch_line}"

@@ -15,7 +15,9 @@ import git
 from ..errors import UserError
 from .user_config import read_config
 
-__all__ = ["Subject", "choose"]
+__all__ = ["OUT_NAME", "Subject", "choose", "default_out", "repository_around"]
+
+OUT_NAME = ".torchbench"
 
 
 @dataclass(frozen=True)
@@ -27,11 +29,19 @@ class Subject:
     line: str
 
 
-def _repository_around(folder: Path) -> Path | None:
+def repository_around(folder: Path) -> Path | None:
+    """The root of the git repository FOLDER is in, or None."""
     try:
         return Path(git.Repo(folder, search_parent_directories=True).working_tree_dir).resolve()
     except (git.InvalidGitRepositoryError, git.NoSuchPathError, TypeError):  # TypeError: a bare repository
         return None
+
+
+def default_out(repo: Path | None) -> Path:
+    """A command's output folder when --out is not given: .torchbench at the root of the tracked repository,
+    wherever you stand in it (asv users keep their conf in benchmarks/ and run there); ./.torchbench for the
+    embedded example."""
+    return repo / OUT_NAME if repo is not None else Path(OUT_NAME)
 
 
 def choose(repo: Path | None = None, *, example: bool = False, config: Path | None = None,
@@ -46,7 +56,7 @@ def choose(repo: Path | None = None, *, example: bool = False, config: Path | No
         named = read_config(config.expanduser().resolve()).repo_path()
         if named is not None:
             return Subject(named, config, f"== tracking {named} (the repo that {config} names)")
-    here = _repository_around(cwd or Path.cwd())
+    here = repository_around(cwd or Path.cwd())
     if here is not None:
         return Subject(here, config, f"== tracking {here} (the git repository you are in; --example tracks the "
                                      "embedded example instead)")
