@@ -40,3 +40,22 @@ def make_repo(path: Path, commits: list[tuple[str, dict[str, str | None]]]) -> l
                 repo.index.add([rel])
         shas.append(repo.index.commit(message).hexsha)
     return shas
+
+
+def broken_links(site: Path) -> list[tuple[str, str]]:
+    """(page, link) of every relative link, stylesheet, script or image in SITE's pages whose target is missing."""
+    from urllib.parse import unquote, urlsplit
+
+    from bs4 import BeautifulSoup
+
+    bad = []
+    for page in sorted(site.rglob("*.html")):
+        soup = BeautifulSoup(page.read_text(), "html.parser")
+        for tag in soup.find_all(["a", "link", "script", "img"]):
+            ref = tag.get("href") or tag.get("src")
+            if not ref or urlsplit(ref).scheme or ref.startswith("#"):
+                continue
+            path = unquote(urlsplit(ref).path)
+            if path and not (page.parent / path).exists():
+                bad.append((str(page.relative_to(site)), ref))
+    return bad

@@ -12,7 +12,7 @@ import re
 import git
 import pytest
 
-from e2e import cli, explain
+from e2e import broken_links, cli, explain
 from torchbench.ab.count_decision import DRAWS
 from torchbench.ab.counts import VETO_PROCESSES
 from torchbench.ab.counts_cache import DRAWN, JITTERED
@@ -130,6 +130,11 @@ def test_the_regressing_commit_exits_1_with_the_right_rows_labelled_compute(exam
     assert confirmed == {"base": rows_confirmed, "head": rows_confirmed}, confirmed
     assert "jittered valgrind process 2 a side" not in proc.stdout
     evidence = json.loads((tmp_path / "out" / "alert" / f"{shas[1][:8]}..{shas[2][:8]}" / "evidence.json").read_text())
+    # the evidence site stands alone: its navigation links its own index and verdict page, and every link of
+    # every page resolves (issue 62 item 8: 20 of them pointed to an asv site and a Steps page it has not)
+    site = tmp_path / "out" / "alert" / f"{shas[1][:8]}..{shas[2][:8]}" / "site"
+    assert not broken_links(site), broken_links(site)
+    assert 'href="verdicts.html"' in (site / "index.html").read_text()
     for side in ("base", "head"):
         again_rows = {evidence["jobs"][key]["name"] for key in evidence["counts_again"][side]}
         assert len(again_rows) == rows_confirmed, again_rows

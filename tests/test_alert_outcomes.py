@@ -202,3 +202,20 @@ def test_no_compared_rows_says_nothing_compared_not_all_decided():
     r = AlertReport(Commit("a" * 40, "base"), Commit("b" * 40, "head"), rows, Policy(), 6, [], [])
     assert r.headline().startswith("➖ nothing compared") and "2 new, 1 removed" in r.headline()
     assert "all 0 compared" not in r.markdown()
+
+
+def test_what_it_would_take_for_one_row_among_several_undecided(real_values):
+    """Issue 62's noise: "needs about 6162 more rounds ... for all 1" where 3 rows were undecided."""
+    import dataclasses
+
+    r = report(real_values, UNDECIDED)
+    undecided = [v for v in r.rows if v.status == stats.INCONCLUSIVE]
+    kept = {id(undecided[0])}  # the others lose their comparison: their noise was not measured
+    rows = [v if v.status != stats.INCONCLUSIVE or id(v) in kept else dataclasses.replace(v, comparison=None)
+            for v in r.rows]
+    one = dataclasses.replace(r, rows=rows)
+    take = one.what_it_would_take()
+    assert take["rows"] == 1 and take["undecided"] == len(undecided) > 1
+    text = one.markdown()
+    assert f"needs about {take['all_rounds']} more rounds" in text and "for the one row whose noise was measured" in text
+    assert "for all 1" not in text and "for half of them" not in text

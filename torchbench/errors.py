@@ -14,13 +14,14 @@ one line naming the step and the error and the traceback kept in a file.
 
 from __future__ import annotations
 
-__all__ = ["EXIT_FAILURE", "EXIT_INCONCLUSIVE", "EXIT_OK", "EXIT_REGRESSION", "EXIT_STATUSES", "UserError",
+__all__ = ["EXIT_FAILURE", "EXIT_INCONCLUSIVE", "EXIT_OK", "EXIT_REGRESSION", "EXIT_STATUSES", "INTERRUPTED", "UserError",
            "last_line"]
 
 EXIT_OK = 0
 EXIT_REGRESSION = 1
 EXIT_FAILURE = 2
 EXIT_INCONCLUSIVE = 3
+INTERRUPTED = "torchbench: interrupted"  # the one line a Ctrl-C prints, whenever it comes (exit status 2)
 
 EXIT_STATUSES = {EXIT_OK: "done", EXIT_REGRESSION: "a regression (alert only)",
                  EXIT_FAILURE: "a failure (benchmark, build, input, option or the tool)",

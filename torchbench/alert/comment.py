@@ -182,7 +182,8 @@ class AlertReport:
         more.sort()
         rate = (self.time_spent or {}).get("rounds_per_minute")
         half, all_ = more[(len(more) - 1) // 2], more[-1]
-        return {"effect": EFFECT, "rows": len(more), "half_rounds": half, "all_rounds": all_,
+        undecided = sum(r.status == stats.INCONCLUSIVE for r in self.rows)
+        return {"effect": EFFECT, "rows": len(more), "undecided": undecided, "half_rounds": half, "all_rounds": all_,
                 "half_minutes": half / rate if rate else None, "all_minutes": all_ / rate if rate else None,
                 "rounds_per_minute": rate}
 
@@ -257,7 +258,7 @@ class AlertReport:
         return env.get_template("alert_verdicts.html.j2").render(
             root="", headline=self.headline(), base=self.base, head=self.head, rounds_text=self.rounds_text(),
             outcome=self.outcome(), exit_status=self.exit_status(), take=self.what_it_would_take(),
-            sections=sections, policy=self.policy)
+            sections=sections, policy=self.policy, evidence=True)
 
     def to_dict(self) -> dict:
         return {"schema": "torchbench.alert/1", "verdict": self.headline(), "outcome": self.outcome(),

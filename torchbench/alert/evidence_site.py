@@ -117,7 +117,7 @@ def build_site(measured: Measured, rows: list[Verdict], base: Commit, head: Comm
     compare_pages = publisher.render_pages(
         pages.records(found.rows), site, out_dir=out, revisions={base.sha: 0, head.sha: 1},
         subjects={base.sha: base.subject, head.sha: head.subject}, project=f"alert {base.short}..{head.short}",
-        commits={base.sha, head.sha}).compare_pages
+        commits={base.sha, head.sha}, evidence=True).compare_pages
     prefix = (site_url.rstrip("/") + "/") if site_url else ""
     by_label = {p.label: p for p in compare_pages}
     specs = {(rr.benchmark, rr.index): rr.task_spec() for rr in found.rows if rr.commit == head.sha}

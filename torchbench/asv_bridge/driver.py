@@ -11,11 +11,13 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
+from typing import Callable, Iterable, Iterator
 from pathlib import Path
 
 from torchbench_core.storage import atomic_write_text
@@ -23,8 +25,9 @@ from torchbench_core.storage import atomic_write_text
 from .. import resources
 from ..errors import UserError
 from ..project.config import Project, base_config
+from torchbench_core.skips import skipped_here
 
-__all__ = ["MACHINE_COMMAND", "Asv", "Environment", "PipIndex", "Timings", "harness_env", "install_env",
+__all__ = ["MACHINE_COMMAND", "Asv", "Environment", "PipIndex", "Timings", "end_group", "harness_env", "install_env",
            "machine_file", "machine_name", "write_machine_file"]
 
 
@@ -88,6 +91,58 @@ class Environment:
         return total
 
 
+# asv 0.6.6's `setup` returns its list of environments, which asv's main hands to sys.exit: printed, as
+# "[<asv.plugins.virtualenv.Virtualenv object at 0x7f...>]", on stderr
+SETUP_RETURN = re.compile(r"^\[<asv\.plugins\.[\w.]+ object at 0x[0-9a-f]+>(, <[^>]+>)*\]\s*$")
+
+
+# asv's console: a benchmark's stderr is a line "[ 8.33%] ···· ..." and the lines indented under it
+_STDERR_BLOCK = re.compile(r"^\[\s*\d+(\.\d+)?%\] ·{4} ")
+
+
+def without_hardware_tracebacks(lines: Iterable[str]) -> Iterator[str]:
+    """asv's output with each traceback of a row this machine cannot run (a "cuda" parameter without a CUDA
+    device: torchbench_core.skips) told in one line: the report lists the row skipped, with its reason, and the
+    outcome records keep its stderr. Any other traceback is shown whole."""
+    block: list[str] = []
+
+    def told() -> list[str]:
+        why = skipped_here("".join(block)) if block else None
+        if not why:
+            return block
+        indent = " " * (len(block[0]) - len(block[0].lstrip(" [0123456789.%]·")))
+        first = block[0] if "Traceback" not in block[0] else ""
+        return [first, f"{indent}{why} (its traceback is in the outcome record)\n"] if first else \
+            [f"{block[0][:block[0].index('····') + 4]} {why} (its traceback is in the outcome record)\n"]
+
+    for line in lines:
+        if _STDERR_BLOCK.match(line):
+            yield from told()
+            block = [line]
+        elif block and line.startswith(" "):
+            block.append(line)
+        else:
+            yield from told()
+            block = []
+            yield line
+    yield from told()
+
+
+def end_group(child: subprocess.Popen, grace: float = 10.0) -> None:
+    """End CHILD and every process it started (its process group: start_new_session): SIGTERM, then SIGKILL
+    after GRACE seconds."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(child.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            child.wait(grace)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
 class Asv:
     def __init__(self, conf_path: Path, timings: Timings, keep_fds: tuple[int, ...] = (),
                  pip: PipIndex = PipIndex()):
@@ -97,18 +152,26 @@ class Asv:
         self.keep_fds = keep_fds  # the run's locks: asv holds them too while it runs (see project/lock.py)
         self.environments: list[Environment] = []  # set by `setup`
 
-    def _run(self, step: str, cmd: list[str], *, check: bool = True, **kwargs) -> subprocess.CompletedProcess:
+    def _run(self, step: str, cmd: list[str], *, check: bool = True,
+             shown: Callable[[Iterable[str]], Iterable[str]] | None = None, **kwargs) -> subprocess.CompletedProcess:
+        """Run one step's command, its output relayed (through SHOWN, which may leave lines out)."""
         print(f"\n== {step}: {' '.join(cmd)}", flush=True)
         start = time.perf_counter()
         try:
             # the child's output is relayed line by line through our stdout, not inherited: when its reader goes
             # (`torchbench publish | head`), cli.ClosedPipeSafe absorbs it here and the child finishes its work
             # (asv's own BrokenPipeError would stop `asv publish` half-way, with a traceback)
+            # (and in a process group of its own, which an interrupt or a failure here ends whole: asv's pip
+            # installing torch would otherwise go on, orphaned, holding the folder's lock for minutes)
             with subprocess.Popen(cmd, env=self.env, pass_fds=self.keep_fds, stdout=subprocess.PIPE, text=True,
-                                  errors="replace", bufsize=1, **kwargs) as child:
-                for line in child.stdout:
-                    sys.stdout.write(line)
-                    sys.stdout.flush()
+                                  errors="replace", bufsize=1, start_new_session=True, **kwargs) as child:
+                try:
+                    for line in (shown or iter)(child.stdout):
+                        sys.stdout.write(line)
+                        sys.stdout.flush()
+                except BaseException:
+                    end_group(child)
+                    raise
             proc = subprocess.CompletedProcess(cmd, child.returncode)
         finally:
             self.timings.add(step, time.perf_counter() - start)
@@ -131,7 +194,8 @@ class Asv:
         if any(not env.check_presence() for env in envs):
             # asv 0.6.6's `setup` exits 1 on success (it returns its list of
             # environments as the status), so presence is the check.
-            self._run("environment build", self.asv("setup"), check=False)
+            self._run("environment build", self.asv("setup"), check=False, stderr=subprocess.STDOUT,
+                      shown=lambda lines: (line for line in lines if not SETUP_RETURN.match(line)))
         absent = [env.name for env in envs if not env.check_presence()]
         if absent or not envs:
             raise UserError(f"asv setup did not create the environment(s) {', '.join(absent) or '(none configured)'} "
@@ -191,7 +255,7 @@ class Asv:
         elif skip_existing:
             args += ["--skip-existing"]
         try:
-            proc = self._run("benchmarks", self.asv(*args), check=False)
+            proc = self._run("benchmarks", self.asv(*args), check=False, shown=without_hardware_tracebacks)
         finally:
             os.unlink(f.name)
         if proc.returncode not in (0, 2):

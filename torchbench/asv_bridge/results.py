@@ -119,8 +119,9 @@ class Row:
                         description=description, env=self.env, num_threads=threads)
 
     def measurement(self) -> Measurement | None:
-        """The row as a Measurement (raw samples when asv recorded them); None unless status is ok."""
-        if self.status != "ok":
+        """The row as a Measurement (raw samples when asv recorded them); None unless status is ok, and None for a
+        row in another unit than seconds (instruction counts, a track_'s own unit): a Measurement is a time."""
+        if self.status != "ok" or (self.unit or "seconds") != "seconds":
             return None
         number = self.number or 1
         per_call = self.samples if self.samples else (self.value,)

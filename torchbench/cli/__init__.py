@@ -25,7 +25,7 @@ from .. import __version__
 
 from torchbench_core.storage import atomic_write_text
 
-from ..errors import EXIT_FAILURE, EXIT_INCONCLUSIVE, EXIT_OK, EXIT_REGRESSION, UserError
+from ..errors import INTERRUPTED, EXIT_FAILURE, EXIT_INCONCLUSIVE, EXIT_OK, EXIT_REGRESSION, UserError
 from . import alert, find, merge, profile, run
 
 __all__ = ["ClosedPipeSafe", "build_parser", "main"]
@@ -103,6 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
     from ..asv_bridge import merge as merge_lib
     command("merge", merge_lib, merge.add_arguments, merge.main,
             "several machines' results into one history, published side by side")
+    parser.subcommands = sub.choices  # {name: its parser}: a flag the subcommand does not know is its error
     return parser
 
 
@@ -149,14 +150,21 @@ class ClosedPipeSafe:
 def main(argv: list[str] | None = None) -> int:
     if not isinstance(sys.stdout, ClosedPipeSafe):
         sys.stdout = ClosedPipeSafe(sys.stdout)
-    args = build_parser().parse_args(argv)  # a bad flag: argparse says so and exits 2
+    try:
+        parser = build_parser()
+        args, unknown = parser.parse_known_args(argv)  # a bad flag: argparse says so and exits 2
+    except KeyboardInterrupt:
+        print(INTERRUPTED, file=sys.stderr)
+        return EXIT_FAILURE
+    if unknown:  # with the subcommand's usage, not the top level's
+        parser.subcommands[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
     try:
         return args.func(args)
     except UserError as e:
         print(f"torchbench: error: {e}", file=sys.stderr)
         return EXIT_FAILURE
     except KeyboardInterrupt:
-        print("torchbench: interrupted", file=sys.stderr)
+        print(INTERRUPTED, file=sys.stderr)
         return EXIT_FAILURE
     except Exception as e:  # a bug or an unforeseen failure: never exit 1, which means "regression"
         path = _crash_file(args)

@@ -135,14 +135,19 @@ def _layer(conf: dict, user: UserConfig, notes: list[str], env_dir: Path) -> dic
         theirs, renamed = conda_names.to_pip(theirs)
         notes.extend(renamed)
     asked_torch = next((theirs.pop(k) for k in list(theirs) if _normalise(k) in PINNED), None)
+    ours = dict(conf["matrix"]["req"])
     if env_type != "conda" and theirs:
-        theirs, left_out = installable.check(theirs, env_dir)
-        for name, why in left_out.items():
-            ours = conf["matrix"]["req"].get(name)
+        checked = installable.check(theirs, ours, env_dir)
+        theirs, ours = checked.theirs, checked.ours
+        for name, why in checked.left_out.items():
+            pin = ours.get(name)
             notes.append(f"matrix package {name} cannot be installed here, so it is left out"
-                         + (f" (torchbench's {name} {ours} instead)" if ours is not None else
+                         + (f" (torchbench's {name} {pin} instead)" if pin is not None else
                             " (the rows that import it fail, each saying so)") + f": {why}")
-    req = dict(conf["matrix"]["req"])
+        for name, why in checked.ours_left_out.items():
+            notes.append(f"torchbench's pin of {name} is left out, the user's matrix wins: {why}"
+                         if name != "(none)" else f"before anything is built: {why}")
+    req = dict(ours)
     req.update(theirs)
     matrix["req"] = theirs
     conf["matrix"] = {"req": req, **{k: v for k, v in matrix.items() if k != "req" and v}}
@@ -191,7 +196,7 @@ def derive(*, repo: Path, project: Project, out: Path, env_dir: Path, benchmark_
     torch_line = conf["matrix"]["req"]["torch"]
     if user is not None:
         pins = ", ".join(f"{k} {v}".strip() for k, v in base_config()["matrix"]["req"].items()
-                         if k != "torch" and k not in theirs)
+                         if k != "torch" and k not in theirs and k in conf["matrix"]["req"])
         notes.append(f"torchbench adds: torch {', '.join(torch_line) if isinstance(torch_line, list) else torch_line}"
                      f"{' (--torch)' if torch else ' (pinned)'}, its pins of {pins or 'nothing else'}, its plugins "
                      f"({PLUGIN}, {PUBLISHER}), and the environments, results and site under {env_dir} and {out}")

@@ -623,11 +623,13 @@ def _render_site(conf, revisions: dict[str, int], shared: _Shared | None) -> lis
 def render_pages(found, site: Path, *, out_dir: Path, revisions: dict[str, int], subjects, project: str,
                  warnings: list[str] | None = None, commits: set[str] | None = None,
                  cache: page_cache.SiteCache | None = None,
-                 find_steps: Callable[[list[pages.SeriesPage]], list[dict]] | None = None) -> Rendered:
+                 find_steps: Callable[[list[pages.SeriesPage]], list[dict]] | None = None,
+                 evidence: bool = False) -> Rendered:
     """Our pages for `found` (pages.FileCells: pages.records of result rows, or the site cache's) in `site`,
     with the flame graphs under OUT/profiles (of `commits` only, when given) copied in; a label whose pages
     `cache` holds under the same digest is copied from it. `find_steps` gives the history's steps (as
-    steps_page.collect), marked on the series charts and listed on the index."""
+    steps_page.collect), marked on the series charts and listed on the index. `evidence`: the pages are an
+    alert's evidence site (no asv site around them, no Steps page; the navigation links its verdict page)."""
     warnings = warnings if warnings is not None else []
     compare_pages, series_pages = pages.build_from(found, revisions, subjects)
     steps = find_steps(series_pages) if find_steps else []
@@ -655,10 +657,11 @@ def render_pages(found, site: Path, *, out_dir: Path, revisions: dict[str, int],
         digest = _digest(page, up, up_diffs, project, page_steps) if cache else ""
         if cache and cache.page(page.slug, digest, targets):
             return False
-        text = env.get_template("compare.html.j2").render(**_compare_context(page, up, page_steps), root="../")
+        text = env.get_template("compare.html.j2").render(**_compare_context(page, up, page_steps), root="../",
+                                                          evidence=evidence)
         targets["compare.html"].write_text(text)
         text = env.get_template("series.html.j2").render(**_series_context(series, up, up_diffs, page_steps),
-                                                         root="../")
+                                                         root="../", evidence=evidence)
         targets["series.html"].write_text(text)
         if cache:
             cache.keep_page(page.slug, digest, targets)
@@ -669,7 +672,8 @@ def render_pages(found, site: Path, *, out_dir: Path, revisions: dict[str, int],
         cache.count_pages(rendered=sum(rendered), copied=len(rendered) - sum(rendered))
     index = env.get_template("index.html.j2").render(
         labels=_landing_context(compare_pages, series_pages, steps), warnings=warnings, root="",
-        profiles=len(profiles), project=project, percent=steps_page.percent, spark_commits=SPARK_COMMITS)
+        profiles=len(profiles), project=project, percent=steps_page.percent, spark_commits=SPARK_COMMITS,
+        evidence=evidence)
     (site / "index.html").write_text(index)
     return Rendered(compare_pages, series_pages, steps)
 

@@ -33,7 +33,7 @@ from ..history import changepoints
 from . import forked, pages
 from ..history.step_record import CONFIRMED, REFUTED, UNCONFIRMED, read_record, record_key
 
-__all__ = ["SCHEMA", "FEED", "anchor", "histories_of", "collect", "rewrite_feed", "write"]
+__all__ = ["SCHEMA", "FEED", "anchor", "histories_of", "collect", "row_title", "rewrite_feed", "write"]
 
 SCHEMA = "torchbench.regressions/1"
 FEED = "regressions.xml"  # asv's name, in html_dir
@@ -55,7 +55,7 @@ def histories_of(series_pages: list[pages.SeriesPage], revisions: dict[str, int]
     def histories() -> Iterator[changepoints.History]:
         for page in series_pages:
             for s in page.series:
-                title = " · ".join(x for x in (page.label, s.name, s.column) if x)
+                title = row_title(page.label, s.name, s.column)
                 c, envs = s.cells, s.envs()
                 by_row: dict[tuple[int, int], list[int]] = {}  # (benchmark, index) -> points on the branch
                 for k, (env, b, i) in enumerate(zip(envs, c.benchmark[s.at].tolist(), c.index[s.at].tolist())):
@@ -67,6 +67,12 @@ def histories_of(series_pages: list[pages.SeriesPage], revisions: dict[str, int]
                     yield changepoints.History(env.machine, env.env_name, c.benchmarks[b], index, title, page.unit_kind,
                                                [envs[k].commit for k in ks], intervals[:, 4].tolist(), intervals)
     return histories(), series_of
+
+
+def row_title(*parts: str | None) -> str:
+    """A step's row as the pages place it (label · sub-label · column), each part once: a plain asv row
+    without parameters is its own label and sub-label, and was named twice."""
+    return " · ".join(dict.fromkeys(x for x in parts if x))
 
 
 def collect(series_pages: list[pages.SeriesPage], revisions: dict[str, int], out_dir: Path,
