@@ -101,6 +101,9 @@ def test_a_conda_configuration_runs_in_virtualenvs_with_pips_names_and_the_users
     assert conf["matrix"]["req"] == {**{k: v for k, v in base.items() if k != "numpy"}, "scipy": "1.9.3"}, \
         conf["matrix"]
     assert conf["environment_type"] == "virtualenv" and conf["branches"] == ["trunk"]
+    # the rows that import a package left out are skipped here, with why (torchbench_core.skips)
+    assert conf[config.LEFT_OUT_KEY] == {"torch_scatter": "torch-scatter",
+                                         "torchbench_no_such_package": "torchbench-no-such-package"}
     text = "\n".join(notes)
     assert "pytorch -> torch" in text and "pytorch-scatter -> torch-scatter" in text
     assert "left out: pytorch-cuda (conda's CUDA selector" in text
@@ -264,3 +267,15 @@ def test_a_steps_row_is_named_once():
 
     assert row_title("bench.Sparse.time_spmm", "bench.Sparse.time_spmm", None) == "bench.Sparse.time_spmm"
     assert row_title("dispatch", "TensorLike", "torch.add(a, b)") == "dispatch · TensorLike · torch.add(a, b)"
+
+
+def test_a_row_that_imports_a_matrix_package_left_out_is_skipped_here(monkeypatch):
+    """Issue 62 part 1: a matrix package that cannot be installed here is left out; the rows that import it
+    are listed "skipped here" with why, as a row without its hardware is, not failed on every pull request."""
+    from torchbench_core import skips
+
+    error = "ModuleNotFoundError: No module named 'torch_scatter'"
+    assert skips.skipped_here(error) == ""  # nothing left out: a failure
+    monkeypatch.setenv(skips.LEFT_OUT_ENV, json.dumps({"torch_scatter": "torch-scatter"}))
+    assert skips.skipped_here(error) == "skipped here: its matrix package torch-scatter cannot be installed here"
+    assert skips.skipped_here("ModuleNotFoundError: No module named 'torch_sparse'") == ""  # not left out

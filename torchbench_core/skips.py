@@ -20,9 +20,11 @@ loads it through the plugin).
 
 from __future__ import annotations
 
+import json
+import os
 import re
 
-__all__ = ["NO_CUDA", "SKIPPED_BY_METHOD", "SKIPPED_BY_SETUP", "SKIPPED_HERE", "lacks_hardware", "missing_hardware", "skipped_here"]
+__all__ = ["LEFT_OUT_ENV", "NO_CUDA", "SKIPPED_BY_METHOD", "SKIPPED_BY_SETUP", "SKIPPED_HERE", "lacks_hardware", "missing_hardware", "skipped_here"]
 
 NO_CUDA = "no CUDA device"
 SKIPPED_HERE = "skipped here: "  # how a row skipped for hardware this machine lacks is listed, before what
@@ -41,15 +43,36 @@ _NO_CUDA = re.compile("|".join([
 ]))
 
 
+# {module: package} of the user's matrix packages that could not be installed here and were left out
+# (torchbench/project/installable.py), as JSON: set by the command for every process it starts
+LEFT_OUT_ENV = "TORCHBENCH_LEFT_OUT"
+_NO_MODULE = re.compile(r"No module named '([\w.]+)'")
+
+
 def missing_hardware(error: str) -> str:
     """The hardware an error says this machine lacks (NO_CUDA), or "" where it says no such thing."""
     return NO_CUDA if _NO_CUDA.search(error or "") else ""
 
 
+def missing_package(error: str) -> str:
+    """Where an error is the import of a matrix package that could not be installed here (LEFT_OUT_ENV), what
+    it lacks; else ""."""
+    found = _NO_MODULE.search(error or "")
+    if not found or not os.environ.get(LEFT_OUT_ENV):
+        return ""
+    try:
+        left_out = json.loads(os.environ[LEFT_OUT_ENV])
+    except ValueError:
+        return ""
+    package = left_out.get(found.group(1).split(".")[0])
+    return f"its matrix package {package} cannot be installed here" if package else ""
+
+
 def skipped_here(error: str) -> str:
     """How a row that failed with `error` is listed when the error is hardware this machine lacks
-    ("skipped here: no CUDA device"); "" for any other error (a failure)."""
-    missing = missing_hardware(error)
+    ("skipped here: no CUDA device") or a matrix package that could not be installed here; "" for any other
+    error (a failure)."""
+    missing = missing_hardware(error) or missing_package(error)
     return f"{SKIPPED_HERE}{missing}" if missing else ""
 
 

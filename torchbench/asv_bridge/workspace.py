@@ -10,6 +10,7 @@ install is never mistaken for a whole one and is redone next time.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tarfile
@@ -21,6 +22,8 @@ import git
 
 from ..project import commits, config
 from ..project.user_config import UserConfig
+from torchbench_core.skips import LEFT_OUT_ENV
+
 from .driver import Asv, PipIndex, Timings, install_commit
 
 __all__ = ["Workspace", "open_workspace"]
@@ -113,6 +116,9 @@ def open_workspace(*, out: Path, env_dir: Path, repo_path: Path, repo, project_s
     conf = config.derive(repo=repo_path, project=project, out=out, env_dir=env_dir, benchmark_dir=bench_dir,
                          torch=torch, user=user, notes=notes)
     notes += _matrix_environment(user)
+    left_out = json.loads(conf.read_text()).get(config.LEFT_OUT_KEY)
+    if left_out:  # this process is the command's: asv and the workers inherit it (torchbench_core.skips)
+        os.environ[LEFT_OUT_ENV] = json.dumps(left_out)
     for note in notes:
         print(f"== {note}", flush=True)
     return Workspace(out=out, env_dir=env_dir, repo_path=repo_path, repo=repo, project=project,

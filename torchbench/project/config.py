@@ -29,7 +29,7 @@ from ..errors import UserError
 from .user_config import HONOURED, UserConfig
 from torchbench_core.storage import atomic_write_text
 
-__all__ = ["PLUGIN", "PUBLISHER", "Project", "base_config", "benchmark_dir", "check_torch_versions", "derive",
+__all__ = ["LEFT_OUT_KEY", "PLUGIN", "PUBLISHER", "Project", "base_config", "benchmark_dir", "check_torch_versions", "derive",
            "read_project"]
 
 PLUGIN = ".torchbench.asv_bridge.plugin"  # the leading dot: asv ignores plugin names without it
@@ -38,6 +38,8 @@ PUBLISHER = ".torchbench.publish.publisher"  # our pages, in `torchbench publish
 LEGACY_BUILD_REQUIRES = ["setuptools>=40.8.0", "wheel"]
 # Never installed as a project dependency: the environment's torch is the pinned one.
 PINNED = {"torch"}
+# the derived configuration's {module: package} of the user's matrix packages left out (installable.py)
+LEFT_OUT_KEY = "torchbench_left_out"
 
 
 @dataclass(frozen=True)
@@ -139,6 +141,8 @@ def _layer(conf: dict, user: UserConfig, notes: list[str], env_dir: Path) -> dic
     if env_type != "conda" and theirs:
         checked = installable.check(theirs, ours, env_dir)
         theirs, ours = checked.theirs, checked.ours
+        if checked.left_out:  # the rows that import one are skipped here, with why (torchbench_core.skips)
+            conf[LEFT_OUT_KEY] = {name.split("+")[-1].replace("-", "_").lower(): name for name in checked.left_out}
         for name, why in checked.left_out.items():
             pin = ours.get(name)
             notes.append(f"matrix package {name} cannot be installed here, so it is left out"
