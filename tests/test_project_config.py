@@ -279,3 +279,19 @@ def test_a_row_that_imports_a_matrix_package_left_out_is_skipped_here(monkeypatc
     monkeypatch.setenv(skips.LEFT_OUT_ENV, json.dumps({"torch_scatter": "torch-scatter"}))
     assert skips.skipped_here(error) == "skipped here: its matrix package torch-scatter cannot be installed here"
     assert skips.skipped_here("ModuleNotFoundError: No module named 'torch_sparse'") == ""  # not left out
+
+
+def test_a_skipped_rows_traceback_is_told_in_one_line_and_any_other_is_shown_whole():
+    """Issue 62's noise: each cuda row printed ~20 lines of traceback a commit before the report called it
+    skipped. asv's console lines, as `asv run --show-stderr` prints them."""
+    from torchbench.asv_bridge.driver import without_skip_tracebacks
+
+    cuda = ["[75.00%] ···· For parameters: 64, 'cuda'\n", "              Traceback (most recent call last):\n",
+            '                File "bench.py", line 12, in setup\n',
+            "              AssertionError: Torch not compiled with CUDA enabled\n", "\n"]
+    other = ["[100.00%] ···· Traceback (most recent call last):\n",
+             "              NotImplementedError: no sparse kernel here\n"]
+    out = list(without_skip_tracebacks(["[75.00%] ··· bench.Softmax.time_x   ok\n", *cuda, *other]))
+    assert out == ["[75.00%] ··· bench.Softmax.time_x   ok\n", "[75.00%] ···· For parameters: 64, 'cuda'\n",
+                   "[75.00%] ···· skipped here: no CUDA device (its traceback is in the outcome record)\n", "\n",
+                   *other]

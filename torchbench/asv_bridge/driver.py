@@ -100,20 +100,20 @@ SETUP_RETURN = re.compile(r"^\[<asv\.plugins\.[\w.]+ object at 0x[0-9a-f]+>(, <[
 _STDERR_BLOCK = re.compile(r"^\[\s*\d+(\.\d+)?%\] ·{4} ")
 
 
-def without_hardware_tracebacks(lines: Iterable[str]) -> Iterator[str]:
+def without_skip_tracebacks(lines: Iterable[str]) -> Iterator[str]:
     """asv's output with each traceback of a row this machine cannot run (a "cuda" parameter without a CUDA
-    device: torchbench_core.skips) told in one line: the report lists the row skipped, with its reason, and the
-    outcome records keep its stderr. Any other traceback is shown whole."""
+    device, a matrix package that could not be installed here: torchbench_core.skips) told in one line: the
+    report lists the row skipped, with its reason, and the outcome records keep its stderr. Any other traceback
+    is shown whole."""
     block: list[str] = []
 
     def told() -> list[str]:
-        why = skipped_here("".join(block)) if block else None
+        why = skipped_here("".join(block)) if block else ""
         if not why:
             return block
-        indent = " " * (len(block[0]) - len(block[0].lstrip(" [0123456789.%]·")))
-        first = block[0] if "Traceback" not in block[0] else ""
-        return [first, f"{indent}{why} (its traceback is in the outcome record)\n"] if first else \
-            [f"{block[0][:block[0].index('····') + 4]} {why} (its traceback is in the outcome record)\n"]
+        head = block[0][:block[0].index("····") + 4]
+        lead = [] if block[0][len(head):].strip().startswith("Traceback") else [block[0]]  # "For parameters: .."
+        return lead + [f"{head} {why} (its traceback is in the outcome record)\n"]
 
     for line in lines:
         if _STDERR_BLOCK.match(line):
@@ -255,7 +255,7 @@ class Asv:
         elif skip_existing:
             args += ["--skip-existing"]
         try:
-            proc = self._run("benchmarks", self.asv(*args), check=False, shown=without_hardware_tracebacks)
+            proc = self._run("benchmarks", self.asv(*args), check=False, shown=without_skip_tracebacks)
         finally:
             os.unlink(f.name)
         if proc.returncode not in (0, 2):
