@@ -222,7 +222,7 @@ def trial(lib: dict, tmp: Path, pairs: tuple[str, ...] = ("aa", "slower")) -> di
             flagged = [r for r in rows if r["status"] in ("regressed", "improved") and r not in hit]
             step.update(verdict=doc["verdict"], statuses={s: sum(r["status"] == s for r in rows)
                                                           for s in {r["status"] for r in rows}},
-                        targets=[(r["name"], r["status"], r.get("decided_by")) for r in hit],
+                        targets=[(r["name"], r["status"], r.get("decided_by"), r.get("channels_text")) for r in hit],
                         false=[(r["name"], r["status"], r.get("decided_by")) for r in flagged],
                         failed=[(r["name"], r.get("error")) for r in rows if r["status"] == "failed"])
         else:
