@@ -150,7 +150,7 @@ def test_tools_beside_the_interpreter_come_first(tmp_path, monkeypatch):
 # -- the layout: imports point down ----------------------------------------------------------------------
 
 LAYERS = ["errors", "validate", "stats", "paired", "resources", "tools", "project", "asv_bridge", "profiling", "ab", "history",
-          "publish", "alert", "api", "cli", "__main__"]
+          "publish", "alert", "api", "cli", "console", "__main__"]
 
 
 def _imports(path: Path) -> set[str]:

@@ -25,6 +25,12 @@ except KeyboardInterrupt:
 '''
 
 
+def _sigint_default() -> None:
+    """In the child: SIGINT as a terminal delivers it (a CI job may start the tests with SIGINT ignored, which
+    every child would inherit, and Python then installs no KeyboardInterrupt for it)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _env() -> dict:
     return dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
 
@@ -39,7 +45,7 @@ def _alive(pid: int) -> bool:
 
 def test_an_interrupt_during_an_asv_step_ends_the_steps_whole_process_group(tmp_path):
     proc = subprocess.Popen([sys.executable, "-c", SCRIPT], cwd=tmp_path, env=_env(), stdout=subprocess.PIPE,
-                            text=True)
+                            text=True, preexec_fn=_sigint_default)
     try:
         lines = []
         while not any(line.startswith("grandchild ") for line in lines):
@@ -79,7 +85,7 @@ def test_an_interrupt_while_the_command_starts_or_builds_prints_one_line_and_lea
         out_dir = tmp_path / f"o{delay}"
         proc = subprocess.Popen([sys.executable, "-m", "torchbench", "run", "--example", "--last", "1", "--out",
                                  out_dir], cwd=tmp_path, env=_env(), stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
+                                stderr=subprocess.PIPE, text=True, preexec_fn=_sigint_default)
         time.sleep(delay)
         os.kill(proc.pid, signal.SIGINT)
         out, err = proc.communicate(timeout=120)

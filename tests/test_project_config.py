@@ -77,7 +77,9 @@ def test_the_users_configuration_is_layered_under_torchbenchs(tmp_path):
     assert with_torch["matrix"]["req"]["torch"] == "2.12.0"
 
 
-@pytest.mark.slow  # pip resolves each package beside the pinned torch (about a minute)
+# pip resolves each package beside the pinned torch (about a minute): with -m validation, so that the default run
+# stays under CI's 30 minutes; tests/test_user_project.py's newcomer test runs a conda conf end to end in CI
+@pytest.mark.validation
 def test_a_conda_configuration_runs_in_virtualenvs_with_pips_names_and_the_users_pins(tmp_path):
     """Issue 62 part 1-3: a conf written for conda (conda's names, no `branches`) on a machine without conda.
     Real pip answers (the package index, no install): conda's names become pip's, conda's CUDA selector is left

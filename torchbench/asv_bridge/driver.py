@@ -8,6 +8,7 @@ checked, and a failing step raises UserError naming the step.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -128,19 +129,42 @@ def without_skip_tracebacks(lines: Iterable[str]) -> Iterator[str]:
     yield from told()
 
 
-def end_group(child: subprocess.Popen, grace: float = 10.0) -> None:
-    """End CHILD and every process it started (its process group: start_new_session): SIGTERM, then SIGKILL
-    after GRACE seconds."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
+def _descendants(pid: int) -> list[int]:
+    """The processes PID started, and theirs, read from /proc (asv starts pip in a session of its own, out of
+    reach of a signal to PID's process group). Written here: psutil is not among torchbench's dependencies."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = [], [pid]
+    while todo:
+        for kid in children.get(todo.pop(), []):
+            found.append(kid)
+            todo.append(kid)
+    return found
+
+
+def end_group(child: subprocess.Popen, grace: float = 10.0) -> None:
+    """End CHILD and every process it started (its process group, start_new_session, and any descendant that
+    left it): SIGTERM, then SIGKILL after GRACE seconds."""
+    others = _descendants(child.pid)
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in others:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, sig)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(child.pid, sig)
-        except ProcessLookupError:
-            return
         try:
             child.wait(grace)
-            return
         except subprocess.TimeoutExpired:
             continue
+        others = [pid for pid in others if Path(f"/proc/{pid}").exists()]
+        if not others:
+            return
+        time.sleep(min(grace, 2.0))  # the descendants' own exit, before the next signal
 
 
 class Asv:
