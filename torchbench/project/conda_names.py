@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
-__all__ = ["CondaNames", "load", "to_pip"]
+__all__ = ["CondaNames", "load", "normalise", "to_pip"]
 
 DATA = Path(__file__).with_name("conda_names.json")
 
 
-def _key(name: str) -> str:
+def normalise(name: str) -> str:
     """Package names compare as pip compares them (PEP 503): lowercase, '-', '_' and '.' alike."""
     return re.sub(r"[-_.]+", "-", name).lower()
 
@@ -34,7 +34,7 @@ class CondaNames:
 @cache
 def load(path: Path = DATA) -> CondaNames:
     doc = json.loads(path.read_text())
-    return CondaNames({_key(k): v for k, v in doc["rename"].items()}, {_key(k): v for k, v in doc["drop"].items()})
+    return CondaNames({normalise(k): v for k, v in doc["rename"].items()}, {normalise(k): v for k, v in doc["drop"].items()})
 
 
 def to_pip(req: dict[str, object], names: CondaNames | None = None) -> tuple[dict[str, object], list[str]]:
@@ -44,14 +44,14 @@ def to_pip(req: dict[str, object], names: CondaNames | None = None) -> tuple[dic
     out: dict[str, object] = {}
     renamed, dropped = [], []
     for name, version in req.items():
-        key = _key(name)
+        key = normalise(name)
         if key in names.drop:
             dropped.append(f"{name} ({names.drop[key]})")
             continue
         pip_name = names.rename.get(key, name)
-        if _key(pip_name) != key:
+        if normalise(pip_name) != key:
             renamed.append(f"{name} -> {pip_name}")
-        if not any(_key(k) == _key(pip_name) for k in out):
+        if not any(normalise(k) == normalise(pip_name) for k in out):
             out[pip_name] = version
     lines = []
     if renamed or dropped:

@@ -57,8 +57,7 @@ def _requirement_name(requirement: str) -> str:
     return re.split(r"[\s<>=!~;\[(@]", requirement.strip(), maxsplit=1)[0]
 
 
-def _normalise(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
+_normalise = conda_names.normalise  # package names compare as pip compares them
 
 
 def read_project(repo: git.Repo, commit: str, fallback_name: str, subdir: str = "") -> Project:
@@ -147,7 +146,7 @@ def _layer(conf: dict, user: UserConfig, notes: list[str], env_dir: Path) -> dic
             pin = ours.get(name)
             notes.append(f"matrix package {name} cannot be installed here, so it is left out"
                          + (f" (torchbench's {name} {pin} instead)" if pin is not None else
-                            " (the rows that import it fail, each saying so)") + f": {why}")
+                            " (the rows that import it are skipped here, each saying why)") + f": {why}")
         for name, why in checked.ours_left_out.items():
             notes.append(f"torchbench's pin of {name} is left out, the user's matrix wins: {why}"
                          if name != "(none)" else f"before anything is built: {why}")
