@@ -111,6 +111,11 @@ def _selected(name: str, patterns: tuple[str, ...]) -> bool:
     return not patterns or any(re.search(p, name) for p in patterns)
 
 
+def _earlier(row, since: float | None) -> bool:
+    """Whether asv measured ROW before SINCE (seconds since the epoch): an earlier run's result, kept."""
+    return since is not None and row.started_at is not None and row.started_at < since * 1000
+
+
 def summarize(commits: list[Commit], results: ResultSet, timings: Timings, patterns: tuple[str, ...] = (),
               since: float | None = None) -> RunReport:
     """The report of a run that selected COMMITS and the benchmarks PATTERNS match (asv's -b), begun at SINCE
@@ -127,7 +132,7 @@ def summarize(commits: list[Commit], results: ResultSet, timings: Timings, patte
             report.counted += 1
         elif row.status == "ok":
             report.measured += 1
-            report.kept += since is not None and row.started_at is not None and row.started_at < since * 1000
+            report.kept += _earlier(row, since)
         elif row.status == "skipped":
             report.skipped += 1
             outcome = results.outcomes.get((row.machine, row.commit, row.env_name))
@@ -155,7 +160,7 @@ def summarize(commits: list[Commit], results: ResultSet, timings: Timings, patte
         failure = outcome.failures.get(row.benchmark) if outcome else None
         reason = (f"exit status {failure['errcode']}: {last_line(failure.get('stderr', ''))}" if failure
                   else "no result (see the benchmark's output above)")
-        if since is not None and row.started_at is not None and row.started_at < since * 1000:
+        if _earlier(row, since):
             reason += " (an earlier run's result)"
         report.failed.append((row.name, reason))
     return RunReport(list(by_sha.values()), timings, list(results.warnings), build_seconds, setup_cache)

@@ -6,8 +6,8 @@ pin older than this Python, a package that needs another torch than the pinned o
 environment, and nothing is measured. So each package of the user's matrix is first asked of pip beside the
 pinned torch (`pip install --dry-run`: the package index's answer and its dependencies' metadata, nothing
 installed), and one that cannot be installed is left out with one line, its reason pip's; the rows that
-import it are then skipped here, each saying why (torchbench_core.skips). Then the whole matrix is asked at once: where the user's pins cannot go
-with torchbench's own (numpy, scipy, setuptools: a history from 2022 needs the scipy of 2022), the user's
+import it are then skipped here, each saying why (torchbench_core.skips). Then the whole matrix is asked at
+once: where the user's pins cannot go with torchbench's own (numpy, scipy, setuptools: a history from 2022 needs the scipy of 2022), the user's
 win and torchbench's are left out, pip choosing their releases, with one line. The answers are kept beside
 the environments (ENV_DIR/installable.json), so a later run asks again only what changed.
 """
