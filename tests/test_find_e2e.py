@@ -92,8 +92,11 @@ def test_find_confirms_the_step_and_bisects_it_to_the_culprit_skipping_what_does
     assert f"{shas[4][:8]} does not build: skipped" in proc.stdout
     # each probe was compared with both ends
     assert [p["sha"] for p in culprit["probes"]] == [shas[5], shas[6]]
-    assert [(p["against_good"], p["against_bad"]) for p in culprit["probes"]] == [
-        (["same"], ["moved"]), (["moved"], ["same"])]
+    # a probe moved from the end it differs from, and never from the end it equals (which a busy machine may
+    # leave 'unclear' rather than 'same': the culprit is then bounded by the 'moved' verdicts alone)
+    verdicts = [(p["against_good"], p["against_bad"]) for p in culprit["probes"]]
+    assert [verdicts[0][1], verdicts[1][0]] == [["moved"], ["moved"]], verdicts
+    assert verdicts[0][0] in (["same"], ["unclear"]) and verdicts[1][1] in (["same"], ["unclear"]), verdicts
     # the flame graphs of the culprit and its parent, recorded by torchbench profile's code
     (roles,) = culprit["profiles"].values()
     assert set(roles) == {"culprit", "parent"}
