@@ -63,7 +63,7 @@ FIT_COMMITS = {"plain": 12, "timer": 8}
 # processes of one layout each ("j1", "j2") that the rules before the layout draws are replayed on
 ALIKE_POOL = ROOT / "evaluation" / "results" / "counts_noise_pool-2026-11-27.json.gz"
 # the track suite's rows time a Timer in track_ methods: counted as its statement (asv_worker.AsvTimed)
-KINDS = {"timer": STATEMENT, "plain": BY_CALL, "track": STATEMENT}
+KINDS = {"timer": STATEMENT, "plain": BY_CALL, "track": STATEMENT, "einops": BY_CALL}
 GRID = np.arange(0, 0.02, 0.0001)  # commit noise candidates, log sd
 LEVEL = 0.05  # the A/A p-values must hold here
 LEVELS = (LEVEL, COUNT_ALPHA)  # ... and at 1%

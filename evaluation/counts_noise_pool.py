@@ -9,6 +9,8 @@ counts (the code's layout in memory). This script records that noise on two suit
     plain   a plain asv suite, 42 `time_` rows (evaluation/plain_suite_counts.py's plainlib)
     track   a Timer-in-`track_` asv suite, 42 rows, functions passed as asv parameters (evaluation/track_suite.py's
             graphlib), counted as their Timers' statements in place
+    einops  einops 0.8.1 from the package index, its sources vendored, a plain asv suite of 42 `time_` rows
+            (evaluation/einops_suite.py), the helpers added to einops/einops.py
 
 For each suite it makes a chain of C commits after the suite's own, each adding one unused helper of its
 own size to the module the suite imports (a pull request that changes other code), installs every commit
@@ -74,6 +76,7 @@ from plain_suite_counts import make_repo as make_plain_repo  # noqa: E402
 from suite_validation import SUITE, SUITE_FILE, add_commit  # noqa: E402
 from track_suite import MODULE as TRACK_MODULE  # noqa: E402
 from track_suite import make_repo as make_track_repo  # noqa: E402
+import einops_suite  # noqa: E402
 
 from counts_calibration import KINDS  # noqa: E402
 
@@ -127,10 +130,20 @@ def track_repo(path: Path) -> tuple[git.Repo, str, str]:
     return git.Repo(path), base, TRACK_MODULE
 
 
+def einops_repo(path: Path) -> tuple[git.Repo, str, str]:
+    """einops 0.8.1 from the package index with its 42-row asv suite (evaluation/einops_suite.py): a real
+    library's code, the helpers added to the module every row runs through."""
+    path.mkdir(parents=True)
+    base, _, _ = einops_suite.make_repo(path, einops_suite.sources(path.parent / "einops-wheel"))
+    return git.Repo(path), base, "einops/einops.py"
+
+
 SUITES = {"timer": ("the example's 69-row TimerSuite (bench_dispatch 6, bench_suite 63)", timer_repo),
           "plain": ("a plain asv suite: plainlib's 42 time_ rows", plain_repo),
           "track": ("a Timer-in-track_ asv suite: graphlib's 42 rows, functions passed as asv parameters",
-                    track_repo)}
+                    track_repo),
+          "einops": ("einops 0.8.1's code with a plain asv suite of 42 time_ rows (evaluation/einops_suite.py)",
+                     einops_repo)}
 
 
 def chain(repo: git.Repo, base: str, module: str, n: int) -> list[str]:

@@ -94,14 +94,19 @@ def test_the_constants_are_fitted_on_every_commit_recorded(pool):
     sample are those of the procedure fitted on the first commits: test_the_rule_out_of_sample.)"""
     from torchbench.ab.channels import CYCLES_COMMIT_SD
 
+    def fitted(whole: dict, kind: str, value: float, field: str) -> bool:
+        """fit_commit_sd's answer, checked where it lies: the rule holds at `value` and not one grid step below
+        (fit_commit_sd bisects the grid for that value; two evaluations of the rule where it takes nine)."""
+        step = float(calibration.GRID[1] - calibration.GRID[0])
+        return calibration.holds(whole, kind, value, field) and (
+            value < step / 2 or not calibration.holds(whole, kind, value - step, field))
+
     for name, suite in pool["suites"].items():
         kind = calibration.KINDS[name]
         whole = calibration.subset(suite, calibration.jittered_commits(suite))
-        assert COMMIT_SD[kind] == calibration.fit_commit_sd(whole, kind), name
-        assert CYCLES_COMMIT_SD[kind] == calibration.fit_commit_sd(whole, kind, "cycles"), name
+        assert fitted(whole, kind, COMMIT_SD[kind], "counts"), name
+        assert fitted(whole, kind, CYCLES_COMMIT_SD[kind], "cycles"), name
         assert FIRST_MOVE[kind] == calibration.first_move(suite), name
-        if COMMIT_SD[kind] > 0:
-            assert not calibration.holds(whole, kind, COMMIT_SD[kind] - 0.0001)
 
 
 def test_the_rule_out_of_sample(pool):

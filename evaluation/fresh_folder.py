@@ -1,0 +1,164 @@
+"""A newcomer's first verdict: a 3x slowdown in a 3-minute budget, on a fresh output folder (issue 63).
+
+A small library of its author's (mylib: four tensor helpers, 1-60 us a call) with an asv suite of 8 `time_`
+rows written as asv's docs write one, in a repository of three commits: the base, a reworded docstring (A/A)
+and a commit that makes `normalize` three times the work (its 2 rows: counts about +200%). Each pair goes
+through `torchbench alert --budget-minutes 3` on an output folder that does not exist yet (its environment
+built in the run, as a newcomer's first run builds it), beside `asv continuous` with its defaults on the same
+pair. What it prints: the exit status, the verdict's rows, minutes to the verdict and, of them, the build's.
+
+    python evaluation/fresh_folder.py [--out FILE.json] [--budget-minutes 3] [--no-asv]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import git
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "evaluation"))
+
+LIBRARY = '''"""mylib: small tensor helpers."""
+import torch
+
+
+def normalize(x):
+    """Each row scaled to unit length."""
+    out = x / x.norm(dim=-1, keepdim=True).clamp_min(1e-12)
+{extra}    return out
+
+
+def pairwise_dist(a, b):
+    """Euclidean distances between the rows of a and of b."""
+    return torch.cdist(a, b)
+
+
+def smooth(x, k=3):
+    """A moving average of width k along the last dimension."""
+    kernel = torch.ones(1, 1, k) / k
+    return torch.nn.functional.conv1d(x.unsqueeze(1), kernel, padding=k // 2).squeeze(1)
+
+
+def topk_mask(x, k):
+    """True where an entry is among its row's k largest."""
+    idx = x.topk(k, dim=-1).indices
+    return torch.zeros_like(x, dtype=torch.bool).scatter_(-1, idx, True)
+'''
+EXTRA = ("    for _ in range(2):  # three times the work\n"
+         "        out = x / x.norm(dim=-1, keepdim=True).clamp_min(1e-12)\n")
+SUITE = '''import torch
+
+import mylib
+
+
+class Helpers:
+    params = [16, 128]
+    param_names = ["n"]
+
+    def setup(self, n):
+        torch.manual_seed(0)
+        self.x = torch.randn(n, 32)
+        self.y = torch.randn(n, 32)
+
+    def time_normalize(self, n):
+        mylib.normalize(self.x)
+
+    def time_pairwise_dist(self, n):
+        mylib.pairwise_dist(self.x, self.y)
+
+    def time_smooth(self, n):
+        mylib.smooth(self.x)
+
+    def time_topk_mask(self, n):
+        mylib.topk_mask(self.x, 4)
+'''
+CONF = {"version": 1, "project": "mylib", "repo": ".", "environment_type": "virtualenv",
+        "matrix": {"torch": ""}, "branches": ["main"], "benchmark_dir": "benchmarks"}
+PYPROJECT = '''[build-system]
+requires = ["setuptools>=61"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "mylib"
+version = "0.1"
+dependencies = ["torch"]
+
+[tool.setuptools]
+packages = ["mylib"]
+'''
+TARGET = "time_normalize"
+
+
+def make_repo(path: Path) -> tuple[str, str, str]:
+    """(base, a reworded docstring, normalize three times the work), the base checked out."""
+    repo = git.Repo.init(path, initial_branch="main")
+    with repo.config_writer() as cw:
+        cw.set_value("user", "name", "newcomer").set_value("user", "email", "newcomer@example.com")
+    files = {"pyproject.toml": PYPROJECT, "mylib/__init__.py": LIBRARY.format(extra=""),
+             "benchmarks/__init__.py": "", "benchmarks/bench_helpers.py": SUITE,
+             "asv.conf.json": json.dumps(CONF, indent=2)}
+    for rel, text in files.items():
+        (path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (path / rel).write_text(text)
+    repo.git.add(".")
+    base = repo.index.commit("mylib and its asv suite").hexsha
+    (path / "mylib/__init__.py").write_text(LIBRARY.format(extra="").replace("Each row scaled", "Every row scaled"))
+    repo.index.add(["mylib/__init__.py"])
+    docs = repo.index.commit("reword a docstring").hexsha
+    repo.git.checkout("--detach", base)
+    (path / "mylib/__init__.py").write_text(LIBRARY.format(extra=EXTRA))
+    repo.index.add(["mylib/__init__.py"])
+    slower = repo.index.commit("normalize: three times the work").hexsha
+    repo.git.checkout("--detach", base)
+    return base, docs, slower
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, help="write the summaries here as JSON")
+    parser.add_argument("--budget-minutes", type=float, default=3.0)
+    parser.add_argument("--no-asv", action="store_true", help="leave out asv continuous")
+    parser.add_argument("--pairs", nargs="+", default=["slower", "aa"], choices=["slower", "aa"])
+    args = parser.parse_args()
+    from track_suite import beside_asv, summary
+
+    found = []
+    with tempfile.TemporaryDirectory(prefix="fresh-folder-") as tmp_name:
+        tmp = Path(tmp_name)
+        path = tmp / "mylib"
+        path.mkdir()
+        base, docs, slower = make_repo(path)
+        for key in args.pairs:
+            name, head, target = {"slower": ("normalize three times the work", slower, TARGET),
+                                  "aa": ("A/A (a reworded docstring)", docs, None)}[key]
+            out = tmp / f"fresh-{key}"  # a folder of its own, made by the run: its environment built in it
+            report = out.parent / f"fresh-{key}.json"
+            start = time.perf_counter()
+            proc = subprocess.run([sys.executable, "-m", "torchbench", "alert", "--repo", str(path), "--base", base,
+                                   "--head", head, "--out", str(out), "--budget-minutes", str(args.budget_minutes),
+                                   "--no-profile", "--json", str(report)], capture_output=True, text=True,
+                                  cwd=ROOT, check=False)
+            seconds = time.perf_counter() - start
+            if not report.exists():
+                sys.exit(f"torchbench alert exited {proc.returncode}:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+            row = summary(name, json.loads(report.read_text()), seconds, target)
+            row["exit"] = proc.returncode
+            row["log"] = [line for line in proc.stdout.splitlines()
+                          if line.startswith(("== build", "== instruction", "   per row", "== round"))][-12:]
+            if not args.no_asv:
+                row["asv_continuous"] = beside_asv(out, tmp / f"asv-{key}", base, head, target)
+            found.append(row)
+            print(json.dumps(row, indent=1), flush=True)
+    if args.out:
+        args.out.write_text(json.dumps(found, indent=1))
+
+
+if __name__ == "__main__":
+    main()
