@@ -50,7 +50,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from torchbench.ab.channels import CYCLES_COMMIT_SD  # noqa: E402
-from torchbench.ab.count_decision import BY_CALL, COMMIT_SD, COUNT_ALPHA, DRAWS, STATEMENT, count_decision  # noqa: E402
+from torchbench.ab.count_decision import (BY_CALL, COMMIT_SD, COUNT_ALPHA, DRAWS, FIRST_CEILING, STATEMENT,  # noqa: E402
+                                         count_decision)
 from torchbench.ab.counts import NEAR  # noqa: E402
 from torchbench.ab.options import Policy  # noqa: E402
 
@@ -167,8 +168,9 @@ def holds(suite: dict, kind: str, commit_sd: float, field: str = "counts", floor
     if not all(np.mean(p <= level) <= level for level in LEVELS):
         return False
     alpha = alert_level(suite)
+    ceiling = FIRST_CEILING if field == "counts" else None
     return not any(rule(processes(suite, a, job, field=field), processes(suite, b, job, field=field), kind, floor,
-                        commit_sd, alpha) == "decided" for a, b, job in _rows(suite, field, True))
+                        commit_sd, alpha, ceiling) == "decided" for a, b, job in _rows(suite, field, True))
 
 
 def fit_commit_sd(suite: dict, kind: str, field: str = "counts") -> float:
@@ -265,7 +267,8 @@ def measure(suite: dict, kind: str, floor: float, commit_sd: float, cycles_sd: f
     for factor in (1.0, 1.02, 1.05):
         per_pair, flagged = {}, {}
         for a, b, job in _rows(suite, "counts", True):
-            verdict = rule(processes(suite, a, job), processes(suite, b, job, factor), kind, floor, commit_sd, alpha)
+            verdict = rule(processes(suite, a, job), processes(suite, b, job, factor), kind, floor, commit_sd, alpha,
+                           FIRST_CEILING)
             if factor == 1.0 and verdict != "decided" and (a, b) in cycle_pairs and \
                     all(job in suite["cycles"][c][layout] for c in (a, b) for layout in layouts(suite)):
                 flat = count_decision(processes(suite, a, job), processes(suite, b, job), kind, floor, alpha=alpha)
@@ -315,7 +318,11 @@ def candidate_pairs(suite: dict, kind: str, floor: float, commit_sd: float, cycl
             if not all(first):
                 continue
             in_pair += 1
-            moved = count_decision([first[0]], [first[1]], kind, floor).pending
+            first_test = count_decision([first[0]], [first[1]], kind, floor, ceiling=FIRST_CEILING)
+            if first_test.decides:  # beyond the ceiling on first processes alone: decided without draws
+                here += 1
+                continue
+            moved = first_test.pending
             cyc = [suite.get("cycles", {}).get(c, {}).get("0", {}).get(job) for c in (a, b)]
             flat_memory = cycles_sd is not None and all(cyc) and not moved and \
                 count_decision([cyc[0]], [cyc[1]], kind, floor).pending
@@ -345,11 +352,13 @@ def first_move(suite: dict, field: str = "counts") -> float:
 
 
 def rule(base: list[list[float]], head: list[list[float]], kind: str, floor: float, commit_sd: float,
-         alpha: float = COUNT_ALPHA) -> str:
+         alpha: float = COUNT_ALPHA, ceiling: float | None = None) -> str:
     """The alert's rule on one row: "decided", "near" (a second jittered process would count it: the pool
     has none, so it is not decided here) or "" (a first process a side, then the jittered layouts for a
-    candidate)."""
-    first = count_decision(base[:1], head[:1], kind, floor, commit_sd=commit_sd, alpha=alpha)
+    candidate). `ceiling`: the instruction counts' FIRST_CEILING (a first move past it decides alone)."""
+    first = count_decision(base[:1], head[:1], kind, floor, commit_sd=commit_sd, alpha=alpha, ceiling=ceiling)
+    if first is not None and first.decides:
+        return "decided"
     if first is None or not first.pending:
         return ""
     t = count_decision(base, head, kind, floor, commit_sd=commit_sd, alpha=alpha)

@@ -88,6 +88,43 @@ def test_the_pool_holds_commits_recorded_after_the_fit(pool):
     assert calibration.layouts(next(iter(suites.values())))[1:] == [f"j1d{d}" for d in range(DRAWS)]
 
 
+POOLS = ["counts_noise_pool-2026-11-27.json.gz", "counts_noise_pool-2026-11-28c.json.gz",
+         "counts_noise_pool-2026-11-29.json.gz", "counts_noise_pool-2026-11-29b.json.gz"]
+
+
+def test_a_first_move_past_the_ceiling_decides_without_layout_draws():
+    """A 3x slowdown's counts (+200%) on a first process a side decide the row (nothing to confirm in layout
+    draws, whose valgrind start-up a short budget may not afford); a +30% move, below the ceiling, stays a
+    candidate that its draws decide; without the ceiling (simulated cycles) a first process decides nothing."""
+    base, head = sides([20_000], [60_000], spread=0.001)
+    found = count_decision(base, head, BY_CALL, 0.01, ceiling=ct.FIRST_CEILING)
+    assert found.decides and not found.pending and found.p_value == 0.0 and found.delta == pytest.approx(2, rel=0.01)
+    assert count_decision(head, base, BY_CALL, 0.01, ceiling=ct.FIRST_CEILING).decides  # faster by as much
+    assert not count_decision(base, head, BY_CALL, 0.01).decides  # no ceiling given: a candidate
+    base, head = sides([20_000], [26_000], spread=0.001)
+    below = count_decision(base, head, STATEMENT, 0.01, ceiling=ct.FIRST_CEILING)
+    assert below.pending and not below.decides
+
+
+def test_the_ceiling_is_three_times_the_largest_first_move_of_identical_code():
+    """FIRST_CEILING against every pair of commits of every count pool (each commit's first process a side):
+    the largest A/A first move is at most a third of it, in the pools it was set on and in the pool recorded
+    after (counts_noise_pool-2026-11-29b: einops' suite, and the other chains grown to 60 commits)."""
+    import itertools
+
+    largest, pairs = 0.0, 0
+    for name in POOLS:
+        path = ROOT / "evaluation" / "results" / name
+        for suite in calibration.load(path)["suites"].values():
+            for a, b in itertools.combinations(sorted(suite["counts"], key=int), 2):
+                first = [suite["counts"][c].get("0", {}) for c in (a, b)]
+                for job in set(first[0]) & set(first[1]):
+                    if first[0][job] and first[1][job]:
+                        pairs += 1
+                        largest = max(largest, abs(float(np.log(np.mean(first[1][job]) / np.mean(first[0][job])))))
+    assert pairs > 190_000 and 0.1 < largest <= ct.FIRST_CEILING / 3, (pairs, largest)
+
+
 def test_the_constants_are_fitted_on_every_commit_recorded(pool):
     """COMMIT_SD, CYCLES_COMMIT_SD and FIRST_MOVE are what counts_calibration.py fits on every commit of the
     pool (COMMIT_RATIO's part beside them), not hand-set: not with a smaller constant. (Their figures out of

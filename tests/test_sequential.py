@@ -189,6 +189,28 @@ def test_count_change_counts_a_candidate_again_in_jittered_processes_before_it_d
     assert count_change(evidence, job, 0.01, COUNT_ALPHA).p_value < 1.0
 
 
+def test_counts_tripled_on_first_processes_decide_and_are_not_counted_again():
+    """Past count_decision.FIRST_CEILING (x1.5) the first processes decide: the row is not queued for layout
+    draws (neither for its counts nor for its cycles), and it leaves the rounds decided by its counts, saying so."""
+    evidence = Evidence()
+    job = ("b", 0)
+    evidence.jobs[job] = JobInfo("b", unit="seconds", on_base=True, on_head=True)
+    evidence.counts["base"][job], evidence.counts["head"][job] = [100.0, 100.01, 100.0], [300.0, 300.0, 300.02]
+    evidence.cycles["base"][job], evidence.cycles["head"][job] = [150.0] * 3, [420.0] * 3
+    change = count_change(evidence, job, 0.01, COUNT_ALPHA)
+    assert change.decides and not change.pending and change.label == COMPUTE and change.p_value == 0.0
+    assert to_confirm(evidence, [job], 0.01, 1, COUNT_ALPHA) == []
+    rng = np.random.default_rng(0)
+    evidence.values["base"][job] = list(rng.lognormal(0, 0.05, VETO_PROCESSES))
+    evidence.values["head"][job] = [3 * v for v in rng.lognormal(0, 0.05, VETO_PROCESSES)]
+    why = rounds._counts_stop(evidence, job, Policy(), COUNT_ALPHA)
+    assert why.startswith("decided by instruction counts (+200") and "on first processes" in why, why
+    # a 30% move stays a candidate for the draws
+    evidence.counts["head"][job] = [130.0] * 3
+    assert count_change(evidence, job, 0.01, COUNT_ALPHA).pending
+    assert to_confirm(evidence, [job], 0.01, 1, COUNT_ALPHA) == [job]
+
+
 def test_counts_that_differ_between_jittered_processes_do_not_decide_a_change_of_that_size():
     """The processes' difference is noise the change must clear: base processes 2% apart (a row the
     layout moves, and so a commit moves as far: count_decision.COMMIT_RATIO) leave a 3% change undecided."""

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from .. import stats
 from .contrast import compare_row
-from .count_decision import BY_CALL, DRAWS, MAX_PASSES, STATEMENT, count_decision
+from .count_decision import BY_CALL, DRAWS, FIRST_CEILING, MAX_PASSES, STATEMENT, count_decision
 from .counts import COMPUTE, NEAR, count_change, kind_of, processes
 from .evidence import Evidence, Job
 from .options import Policy
@@ -323,9 +323,11 @@ def to_confirm(evidence: Evidence, jobs: list[Job], floor: float, jitter: int, l
             first = {side: evidence.counts[side].get(job) for side in ("base", "head")}
             cycles = {side: evidence.cycles[side].get(job) for side in ("base", "head")}
             kind = kind_of(evidence, job)
-            moved = first["base"] and first["head"] and count_decision(
-                [first["base"]], [first["head"]], kind, floor).pending
-            flat_memory = cycles["base"] and cycles["head"] and not moved and count_decision(
+            first_test = count_decision([first["base"]], [first["head"]], kind, floor, ceiling=FIRST_CEILING) \
+                if first["base"] and first["head"] else None
+            moved = bool(first_test and first_test.pending)
+            decided = bool(first_test and first_test.decides)  # past the ceiling: nothing to confirm
+            flat_memory = not moved and not decided and bool(cycles["base"] and cycles["head"]) and count_decision(
                 [cycles["base"]], [cycles["head"]], kind, floor).pending
             if moved or flat_memory:
                 todo.append(job)

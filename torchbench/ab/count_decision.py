@@ -8,7 +8,8 @@ rows move, and how far, differs from row to row, so the noise is measured per ro
 
 1. **First process.** Each side counts every row once, in the default layout. A row whose counts moved by
    at least Policy.count_floor is a candidate; one that moved less decides nothing (and, below
-   FIRST_MOVE of its kind, is "flat": wall time only).
+   FIRST_MOVE of its kind, is "flat": wall time only). One that moved by half or more (FIRST_CEILING, three
+   times the largest first move of identical code in the pools) is decided there, without layout draws.
 2. **Layout draws.** A candidate is counted again in one valgrind process a side whose layout is jittered
    after the imports (torchbench_core._callgrind_worker._jitter_layout), in DRAWS layout draws: before each
    draw after the first, a drawn set of objects is allocated and the case's objects are made again after
@@ -42,7 +43,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["BY_CALL", "COMMIT_RATIO", "COMMIT_SD", "COUNT_ALPHA", "CountDecision", "DRAWS", "FIRST_MOVE", "JITTERS", "LABEL_ALPHA",
+__all__ = ["BY_CALL", "COMMIT_RATIO", "COMMIT_SD", "COUNT_ALPHA", "CountDecision", "DRAWS", "FIRST_CEILING", "FIRST_MOVE", "JITTERS", "LABEL_ALPHA",
            "MAX_PASSES", "STATEMENT", "count_decision"]
 
 STATEMENT, BY_CALL = "statement", "by call"  # a TimerSuite statement; an asv time_ method counted call by call
@@ -69,6 +70,15 @@ COMMIT_SD = {STATEMENT: 0.0016, BY_CALL: 0.0005}
 # +1.8% by one commit in every layout: its layouts spread 0.4%); at 1.0, none (evaluation/counts_calibration.py)
 COMMIT_RATIO = {STATEMENT: 1.0, BY_CALL: 1.0}
 FIRST_MOVE = {STATEMENT: 0.0194, BY_CALL: 0.0143}
+# A first process a side whose counts moved by half or more (|log| >= FIRST_CEILING: x1.5, or x2/3) decides the row
+# alone, without layout draws: no layout moved identical code that far. Over the count pools' every pair of
+# commits (evaluation/results/counts_noise_pool-2026-11-27, -28c, -28d and -29: 196,662 A/A row pairs of three
+# suites, each commit's first process), the largest first move was |log| 0.134 (a plain suite's torch-op row on
+# 16 elements), the TimerSuite's 0.039, the Timer-in-track_ suite's 0.077: the ceiling is three times the largest.
+# A change that large, a 3x slowdown (+200% counts), then needs no jittered process, whose valgrind start-up a
+# short budget may not afford (evaluation/fresh_folder.py). Counts only: simulated cycles moved identical code
+# by up to 0.29 (the plain suite's), so cycles keep their draws.
+FIRST_CEILING = math.log(1.5)
 
 
 @dataclass(frozen=True)
@@ -91,10 +101,12 @@ def _means(processes: list[list[float]]) -> np.ndarray:
 
 def count_decision(base: list[list[float]], head: list[list[float]], kind: str, floor: float, *,
                    commit_sd: float | None = None, commit_ratio: float | None = None,
-                   alpha: float = COUNT_ALPHA) -> CountDecision | None:
+                   alpha: float = COUNT_ALPHA, ceiling: float | None = None) -> CountDecision | None:
     """The test of one row from each side's valgrind processes (the first, then any jittered ones), each a
     list of per-call counts (one per repeat); None where a side has none or a count is not positive.
-    `commit_sd`, `commit_ratio`: the commit noise's constants (default COMMIT_SD and COMMIT_RATIO of `kind`)."""
+    `commit_sd`, `commit_ratio`: the commit noise's constants (default COMMIT_SD and COMMIT_RATIO of `kind`).
+    `ceiling` (instruction counts: FIRST_CEILING): on first processes alone, a move of at least this |log|
+    decides (p-value 0: beyond anything identical code did in the pools), where any smaller one is pending."""
     if not base or not head or any(min(p) <= 0 for p in base + head):
         return None
     from scipy import stats
@@ -107,7 +119,9 @@ def count_decision(base: list[list[float]], head: list[list[float]], kind: str, 
     n = min(len(mb), len(mh))
     sd = COMMIT_SD[kind] if commit_sd is None else commit_sd
     ratio = COMMIT_RATIO[kind] if commit_ratio is None else commit_ratio
-    if n < 2:  # first processes: a candidate or not, nothing decided
+    if n < 2:  # first processes: a candidate or not, nothing decided below the ceiling
+        if ceiling is not None and abs(d) >= ceiling and abs(delta) >= floor:
+            return CountDecision(delta, math.expm1(ceiling), 0.0, n, True, True, False)
         within = np.concatenate([np.log(p) - np.log(np.mean(p)) for p in base + head])
         moved = abs(d) >= max(FIRST_MOVE[kind], 2 * float(np.std(within)))
         return CountDecision(delta, math.inf, 1.0, n, moved, False, abs(d) >= floor)

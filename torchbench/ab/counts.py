@@ -73,7 +73,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import stats
-from .count_decision import BY_CALL, STATEMENT, count_decision
+from .count_decision import BY_CALL, FIRST_CEILING, STATEMENT, count_decision
 from .evidence import Evidence, Job
 
 __all__ = ["ADVISORY", "COMPUTE", "CountChange", "NO_COUNTS", "PRIOR_WEIGHT", "VETO_LEVEL", "WALL_ONLY",
@@ -132,7 +132,8 @@ def count_change(evidence: Evidence, job: Job, count_floor: float, level: float)
     """The counts of `job` on both sides, held against their noise (count_decision.py), decided at `level`
     (the alert's: channels.deterministic_level); None without counts on a side."""
     runs = {side: _processes(evidence, side, job) for side in ("base", "head")}
-    found = count_decision(runs["base"], runs["head"], kind_of(evidence, job), count_floor, alpha=level)
+    found = count_decision(runs["base"], runs["head"], kind_of(evidence, job), count_floor, alpha=level,
+                           ceiling=FIRST_CEILING)
     if found is None:
         return None
     mb, mh = (float(np.median(np.concatenate(runs[side]))) for side in ("base", "head"))

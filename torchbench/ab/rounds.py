@@ -207,7 +207,10 @@ def _counts_stop(evidence: Evidence, job: Job, policy: Policy, level: float) -> 
     if found is not None and min(len(base), len(head)) >= VETO_PROCESSES \
             and opposite_p(base, head, found.delta) > 0.5:
         n = len(processes(evidence.counts_again["base"], job)) + 1  # the first process's and the draws'
-        margin = f", noise margin {found.margin:.2%}, {n} layouts a side" if found.margin == found.margin else ""
+        if n == 1 and found.p_value == 0.0:  # count_decision.FIRST_CEILING: no layout moves identical code so far
+            margin = f", on first processes: beyond {found.margin:.0%}, which no layout of identical code reaches"
+        else:
+            margin = f", noise margin {found.margin:.2%}, {n} layouts a side" if found.margin == found.margin else ""
         return f"decided by {found.channel} ({found.text}{margin})"
     return None
 
