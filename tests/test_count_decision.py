@@ -88,8 +88,8 @@ def test_the_pool_holds_commits_recorded_after_the_fit(pool):
     assert calibration.layouts(next(iter(suites.values())))[1:] == [f"j1d{d}" for d in range(DRAWS)]
 
 
-POOLS = ["counts_noise_pool-2026-11-27.json.gz", "counts_noise_pool-2026-11-28c.json.gz",
-         "counts_noise_pool-2026-11-29.json.gz", "counts_noise_pool-2026-11-29b.json.gz"]
+# the pool drawn alike for every commit, and the one that holds every later chain (-28c's, -28d's and -29's, grown)
+POOLS = ["counts_noise_pool-2026-11-27.json.gz", "counts_noise_pool-2026-11-29b.json.gz"]
 
 
 def test_a_first_move_past_the_ceiling_decides_without_layout_draws():
@@ -122,7 +122,7 @@ def test_the_ceiling_is_three_times_the_largest_first_move_of_identical_code():
                     if first[0][job] and first[1][job]:
                         pairs += 1
                         largest = max(largest, abs(float(np.log(np.mean(first[1][job]) / np.mean(first[0][job])))))
-    assert pairs > 190_000 and 0.1 < largest <= ct.FIRST_CEILING / 3, (pairs, largest)
+    assert pairs > 124_044 and 0.1 < largest <= ct.FIRST_CEILING / 3, (pairs, largest)  # more than it was set on
 
 
 def test_the_constants_are_fitted_on_every_commit_recorded(pool):
@@ -182,28 +182,33 @@ def test_a_suite_none_was_fitted_on_decides_no_row_in_its_disjoint_a_a_pairs():
     assert found["decided"] == 0 and found["flagged"] == 0, found
 
 
-def test_three_suites_commit_disjoint_a_a_pairs_out_of_sample_decide_no_row():
-    """Issue 61 part 3: every suite of the pool recorded after the fit (counts_noise_pool-2026-11-29: the timer
-    and plain chains grown to 40 commits each, the track suite's 40), its commit-disjoint adjacent A/A pairs
-    whose commits no constant was fitted on (timer from commit 8, plain from 12: FIT_COMMITS; track: none),
-    counted as the alert counts them (a first process a side, the candidates' draws), at the alert's level with
-    the shipped constants: no row decided, so no A/A suite ends "regression". 50 pairs: a 95% bound of 7.1% a
-    suite (the goal's 1% needs ~370 such pairs with none flagged)."""
-    pool = calibration.load(ROOT / "evaluation" / "results" / "counts_noise_pool-2026-11-29.json.gz")
-    pool = calibration.repriced(pool, 362)
+def test_four_suites_commit_disjoint_a_a_pairs_out_of_sample_decide_no_row():
+    """Issue 61 part 3: every suite of the pool recorded after the fit (counts_noise_pool-2026-11-29b: the
+    timer, plain and track chains of 40 commits or more, and einops 0.8.1's 42-row plain suite, 40 commits, no
+    constant fitted on it), its commit-disjoint adjacent A/A pairs whose commits no constant was fitted on (timer
+    from commit 8, plain from 12: FIT_COMMITS; track and einops: none), counted as the alert counts them (a first
+    process a side, the candidates' draws), at the alert's level with the shipped constants: no row decided, so
+    no A/A suite ends "regression". Replayed with a last-level miss priced as the pool chose its candidates (100:
+    every candidate drawn) and as this project's machines pay it (362: a few cycles-only candidates the pool did
+    not draw). 70 pairs: a 95% bound of 5.1% a suite (the goal's 1% needs ~370 with none flagged)."""
     from torchbench.ab.channels import CYCLES_COMMIT_SD
 
-    pairs = rows = 0
-    for name, suite in pool["suites"].items():
-        kind = calibration.KINDS[name]
-        fitted = calibration.FIT_COMMITS.get(name, 0)
-        held = calibration.subset(suite, [c for c in suite["counts"] if int(c) >= fitted])
-        found = calibration.candidate_pairs(held, kind, 0.01, COMMIT_SD[kind], CYCLES_COMMIT_SD[kind],
-                                            calibration.alert_level(suite))
-        assert found["undrawn"] <= 0.15 * found["candidates"], (name, found)  # the candidates were drawn
-        assert found["decided"] == 0 and found["flagged"] == 0, (name, found)
-        pairs, rows = pairs + found["pairs"], rows + found["rows"]
-    assert pairs >= 50 and rows >= 2500, (pairs, rows)
+    for price in (100, 362):
+        pool = calibration.load(ROOT / "evaluation" / "results" / "counts_noise_pool-2026-11-29b.json.gz")
+        pool = calibration.repriced(pool, price) if price != 100 else pool
+        pairs = rows = 0
+        for name, suite in pool["suites"].items():
+            kind = calibration.KINDS[name]
+            fitted = calibration.FIT_COMMITS.get(name, 0)
+            held = calibration.subset(suite, [c for c in suite["counts"] if int(c) >= fitted])
+            found = calibration.candidate_pairs(held, kind, 0.01, COMMIT_SD[kind], CYCLES_COMMIT_SD[kind],
+                                                calibration.alert_level(suite))
+            # the candidates were drawn (at the price they were chosen at, every one)
+            assert found["undrawn"] <= (0 if price == 100 else 0.3 * found["candidates"]), (name, price, found)
+            assert found["decided"] == 0 and found["flagged"] == 0, (name, price, found)
+            pairs, rows = pairs + found["pairs"], rows + found["rows"]
+        assert set(pool["suites"]) == {"timer", "plain", "track", "einops"}
+        assert pairs >= 70 and rows >= 3370, (pairs, rows)
 
 
 def test_without_the_ratio_held_out_a_a_suites_end_in_regression(pool, monkeypatch):

@@ -71,10 +71,12 @@ COMMIT_SD = {STATEMENT: 0.0016, BY_CALL: 0.0005}
 COMMIT_RATIO = {STATEMENT: 1.0, BY_CALL: 1.0}
 FIRST_MOVE = {STATEMENT: 0.0194, BY_CALL: 0.0143}
 # A first process a side whose counts moved by half or more (|log| >= FIRST_CEILING: x1.5, or x2/3) decides the row
-# alone, without layout draws: no layout moved identical code that far. Over the count pools' every pair of
-# commits (evaluation/results/counts_noise_pool-2026-11-27, -28c, -28d and -29: 196,662 A/A row pairs of three
-# suites, each commit's first process), the largest first move was |log| 0.134 (a plain suite's torch-op row on
-# 16 elements), the TimerSuite's 0.039, the Timer-in-track_ suite's 0.077: the ceiling is three times the largest.
+# alone, without layout draws: no layout moved identical code that far. Over every pair of commits of the count
+# pools it was set on (evaluation/results/counts_noise_pool-2026-11-27 and -29, the latter holding -28c's and
+# -28d's chains: 124,044 A/A row pairs of three suites, each commit's first process), the largest first move was
+# |log| 0.134 (a plain suite's torch-op row on 16 elements), the TimerSuite's 0.039, the Timer-in-track_ suite's
+# 0.077: the ceiling is three times the largest (tests/test_count_decision.py checks it on the pool recorded
+# after, -29b, einops' suite among them).
 # A change that large, a 3x slowdown (+200% counts), then needs no jittered process, whose valgrind start-up a
 # short budget may not afford (evaluation/fresh_folder.py). Counts only: simulated cycles moved identical code
 # by up to 0.29 (the plain suite's), so cycles keep their draws.
