@@ -210,3 +210,19 @@ def test_suite_validation_rotates_the_designs_so_each_runs_first_once_over_as_ma
     assert all(sorted(order) == sorted(designs) for order in orders)  # every design in every repeat
     assert [order.index("auto") for order in orders] == [0, 2, 1]  # and in every place once
     assert rotated(designs, 3) == orders[0] and rotated(["duet"], 5) == ("duet",)
+
+
+@pytest.mark.validation  # 4 minutes (a fresh environment built, a 3-minute alert): `pytest -m validation` runs it
+def test_fresh_folder_decides_a_3x_slowdown_by_its_counts_in_a_3_minute_budget(tmp_path):
+    """evaluation/fresh_folder.py's slowed pair alone (asv continuous left out): the alert exits 1 with the
+    two target rows regressed by instruction counts (past count_decision.FIRST_CEILING on first processes)
+    and no other row flagged."""
+    import json
+
+    out = tmp_path / "fresh.json"
+    proc = subprocess.run([sys.executable, "evaluation/fresh_folder.py", "--pairs", "slower", "--no-asv", "--out",
+                           str(out)], cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    (row,) = json.loads(out.read_text())
+    assert row["exit"] == 1 and not row["false"], row
+    assert [(status, by) for _, status, by, _ in row["targets"]] == [("regressed", "instruction counts")] * 2, row
