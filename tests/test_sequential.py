@@ -190,7 +190,7 @@ def test_count_change_counts_a_candidate_again_in_jittered_processes_before_it_d
 
 
 def test_counts_tripled_on_first_processes_decide_and_are_not_counted_again():
-    """Past count_decision.FIRST_CEILING (x1.5) the first processes decide: the row is not queued for layout
+    """Past count_decision.FIRST_CEILING (x2) the first processes decide: the row is not queued for layout
     draws (neither for its counts nor for its cycles), and it leaves the rounds decided by its counts, saying so."""
     evidence = Evidence()
     job = ("b", 0)
@@ -205,8 +205,8 @@ def test_counts_tripled_on_first_processes_decide_and_are_not_counted_again():
     evidence.values["head"][job] = [3 * v for v in rng.lognormal(0, 0.05, VETO_PROCESSES)]
     why = rounds._counts_stop(evidence, job, Policy(), COUNT_ALPHA)
     assert why.startswith("decided by instruction counts (+200") and "on first processes" in why, why
-    # a 30% move stays a candidate for the draws
-    evidence.counts["head"][job] = [130.0] * 3
+    # a 60% move stays a candidate for the draws
+    evidence.counts["head"][job] = [160.0] * 3
     assert count_change(evidence, job, 0.01, COUNT_ALPHA).pending
     assert to_confirm(evidence, [job], 0.01, 1, COUNT_ALPHA) == [job]
 
