@@ -1,13 +1,13 @@
 """A newcomer's first verdict: a 3x slowdown in a 3-minute budget, on a fresh output folder (issue 63).
 
-A small library of its author's (mylib: four tensor helpers, 1-60 us a call) with an asv suite of 8 `time_`
+A small library of its author's (mylib: four tensor helpers, 10-100 us a call) with an asv suite of 8 `time_`
 rows written as asv's docs write one, in a repository of three commits: the base, a reworded docstring (A/A)
 and a commit that makes `normalize` three times the work (its 2 rows: counts about +200%). Each pair goes
 through `torchbench alert --budget-minutes 3` on an output folder that does not exist yet (its environment
 built in the run, as a newcomer's first run builds it), beside `asv continuous` with its defaults on the same
 pair. What it prints: the exit status, the verdict's rows, minutes to the verdict and, of them, the build's.
 
-    python evaluation/fresh_folder.py [--out FILE.json] [--budget-minutes 3] [--no-asv]
+    python evaluation/fresh_folder.py [--out FILE.json] [--budget-minutes 3] [--no-asv] [--pairs slower aa]
 """
 
 from __future__ import annotations

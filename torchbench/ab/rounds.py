@@ -41,7 +41,7 @@ from ..errors import last_line
 from . import design_choice, sequential
 from .allocation import allocate
 from .contrast import compare_row, slow_processes_moved
-from .channels import deterministic_level, findings, wall_fdr
+from .channels import COUNTS, deterministic_level, findings, wall_fdr
 from .counts import NO_COUNTS, VETO_PROCESSES, count_change, opposite_p, processes, weights
 from .evidence import Evidence, Job, Side
 from .options import Policy, Rounds
@@ -207,7 +207,7 @@ def _counts_stop(evidence: Evidence, job: Job, policy: Policy, level: float) -> 
     if found is not None and min(len(base), len(head)) >= VETO_PROCESSES \
             and opposite_p(base, head, found.delta) > 0.5:
         n = len(processes(evidence.counts_again["base"], job)) + 1  # the first process's and the draws'
-        if n == 1 and found.p_value == 0.0:  # count_decision.FIRST_CEILING: no layout moves identical code so far
+        if found.channel == COUNTS and n == 1:  # counts decide on first processes past FIRST_CEILING alone
             margin = f", on first processes: beyond {found.margin:.0%}, which no layout of identical code reaches"
         else:
             margin = f", noise margin {found.margin:.2%}, {n} layouts a side" if found.margin == found.margin else ""

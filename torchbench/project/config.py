@@ -57,9 +57,6 @@ def _requirement_name(requirement: str) -> str:
     return re.split(r"[\s<>=!~;\[(@]", requirement.strip(), maxsplit=1)[0]
 
 
-_normalise = conda_names.normalise  # package names compare as pip compares them
-
-
 def read_project(repo: git.Repo, commit: str, fallback_name: str, subdir: str = "") -> Project:
     """The project as its pyproject.toml at `commit` describes it (in SUBDIR: asv's repo_subdir)."""
     where = f"{subdir.strip('/')}/pyproject.toml" if subdir.strip("/") else "pyproject.toml"
@@ -78,7 +75,7 @@ def read_project(repo: git.Repo, commit: str, fallback_name: str, subdir: str = 
     dependencies = list(project.get("dependencies", []))
     if not dependencies and isinstance(poetry.get("dependencies"), dict):
         dependencies = [n for n in poetry["dependencies"] if n != "python"]
-    dependencies = [d for d in dependencies if _normalise(_requirement_name(d)) not in PINNED]
+    dependencies = [d for d in dependencies if conda_names.normalise(_requirement_name(d)) not in PINNED]
     return Project(name, list(build_requires), dependencies)
 
 
@@ -135,7 +132,7 @@ def _layer(conf: dict, user: UserConfig, notes: list[str], env_dir: Path) -> dic
     if env_type != "conda":  # pip installs the environments: conda's names become pip's (conda_names.json)
         theirs, renamed = conda_names.to_pip(theirs)
         notes.extend(renamed)
-    asked_torch = next((theirs.pop(k) for k in list(theirs) if _normalise(k) in PINNED), None)
+    asked_torch = next((theirs.pop(k) for k in list(theirs) if conda_names.normalise(k) in PINNED), None)
     ours = dict(conf["matrix"]["req"])
     if env_type != "conda" and theirs:
         checked = installable.check(theirs, ours, env_dir)
