@@ -268,8 +268,9 @@ def test_a_plain_time_method_is_timed_for_its_allotted_seconds_with_asv_semantic
         # calls a sample that each process calibrates, which load on the machine moves)
         timed = {name: r["number"] * sum(r["samples"]) for name, r in (("default", default), ("allotted", allotted))}
         assert timed["allotted"] > 2 * timed["default"] and len(default["samples"]) > 10, (timed, default, allotted)
-        # 2 ms samples: about 25 in 50 ms, where asv's own 10 ms samples give at most 5
-        assert len(shorter["samples"]) >= 12 and 0.05 <= shorter["elapsed"], shorter
+        # 2 ms samples: about 25 in 50 ms (fewer on a loaded machine, where the per-call setup's share grows:
+        # 10 seen in CI), where asv's own 10 ms samples give at most 5
+        assert len(shorter["samples"]) >= 8 and 0.05 <= shorter["elapsed"], shorter
     for name in ("default", "allotted", "short"):
         pinned = results[name, "bench_ops.Pinned.time_pop"]
         assert pinned["number"] == 3 and len(pinned["samples"]) == 4, pinned
