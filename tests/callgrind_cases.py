@@ -13,3 +13,9 @@ FAILING_DEFINITIONS = {
             py_setup="x = torch.ones(4)"))},
     "broken": __import__("torchbench_core.grouped", fromlist=["TimerArgs"]).TimerArgs("undefined_name + 1"),
 }
+
+
+def log_call(path, word="call"):
+    """Appends `word` to the file at `path`: the calls a valgrind process made, read back by the test."""
+    with open(path, "a") as f:
+        f.write(word + "\n")

@@ -106,3 +106,25 @@ def test_timer_collect_callgrind_single_and_repeats():
     t = tb.Timer("torch.add(x, x)", setup="x = torch.ones(4)")
     (one,) = collect_callgrind_many([t], number=50, retain_out_file=True)
     assert one[0].number_per_run == 50 and "events: Ir" in one[0].stmt_callgrind_out
+
+
+def test_later_layout_draws_warm_up_briefly_and_count_as_many_calls(tmp_path):
+    """Issue 63: a case counted in layout draws specialises in its first draw's warm-up; the later draws run
+    the same code, so they warm up for LATER_WARMUP calls, not the whole plan's again (8 draws of 128 warm-up
+    calls were most of a jittered process's time). Each draw still counts its `number` calls, and a statement's
+    template is compiled once a case (the same code objects, specialised in place)."""
+    import functools
+
+    from torchbench_core._callgrind_worker import LATER_WARMUP, _compiled
+    from torchbench_core.callgrind import CallCase
+
+    from callgrind_cases import log_call
+
+    log = tmp_path / "calls.txt"
+    case = CallCase(functools.partial(log_call, str(log)), label="logged", number=4, warmup=64)
+    (stats,) = collect_callgrind_many([case], number=4, repeats=1, draws=3, on_error="raise")
+    assert len(stats) == 3 and all(s.counts(subtract_baseline=True) > 0 for s in stats)
+    # the first draw: 64 warm-up calls, one settling block (the process's first case) and its counted block;
+    # each later draw: LATER_WARMUP warm-up calls and its counted block
+    assert log.read_text().count("call\n") == 64 + 4 + 4 + 2 * (LATER_WARMUP + 4) < 64 * 3
+    assert _compiled("x = 1") is _compiled("x = 1")
