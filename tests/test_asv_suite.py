@@ -457,3 +457,30 @@ def test_a_plain_asv_suite_is_counted_call_by_call_with_asv_setup_outside_the_co
         "uncountable": "track_ returns its own measurement and times no Timer"}
     assert result["bench_ops.Plain.timeraw_import|0"] == {
         "uncountable": "timeraw_ times a fresh interpreter of its own"}
+
+
+def test_a_setup_slower_than_a_sample_is_not_timed_again_to_choose_the_calls_a_sample(tmp_path):
+    """Issue 63: where a `time_` method's setup alone takes a sample's time or more (a suite whose setups run
+    a 15 s forward pass), a sample is one call, as asv times it, without three calls (each after its setup)
+    timed first to choose that: every call the method gets is one of its samples (the suite sets no warm-up)."""
+    import json
+
+    suite = write_suite(tmp_path, """
+        import os
+        import time
+
+        class Slow:
+            warmup_time = 0
+
+            def setup(self):
+                time.sleep(0.03)  # longer than a sample (at most asv's 10 ms)
+
+            def time_call(self):
+                with open(os.environ["CALLS_LOG"], "a") as f:
+                    f.write("call\\n")
+        """)
+    jobs, log = tmp_path / "jobs.json", tmp_path / "calls.txt"
+    jobs.write_text(json.dumps([["bench_ops.Slow.time_call", 0]]))
+    (result,) = worker_run(suite, jobs, tmp_path / "out.jsonl", {"CALLS_LOG": str(log)})
+    assert result["number"] == 1 and len(result["samples"]) >= 2, result
+    assert log.read_text().count("call\n") == len(result["samples"]), result

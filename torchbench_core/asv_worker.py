@@ -437,7 +437,7 @@ def _user_set(benchmark, name: str) -> bool:
     return any(getattr(source, name, None) is not None for source in benchmark._attr_sources)
 
 
-def _allot(benchmark, run_time: float) -> None:
+def _allot(benchmark, run_time: float, set_up: float = 0.0) -> None:
     """asv's own timing of a plain `time_` method, given this process's seconds for it, as a TimerSuite case
     gets its seconds of blocks: samples are taken until `run_time` has passed (asv's `repeat` as (min, max,
     max time)), and where the benchmark has a setup (asv then re-runs it before every timed call and, with
@@ -448,12 +448,16 @@ def _allot(benchmark, run_time: float) -> None:
     50 ms a row, was 8.2 s, and what the timing inside a process adds to a row's spread 0.019 (log, robust),
     was 0.022, the twin TimerSuite's 0.016 (evaluation/results/plain_timing-2026-11-26.txt). A `repeat`,
     `number`, `sample_time` or `warmup_time` the suite sets is its own and kept, as are `timeout` and the
-    setups. Called after asv's setup; a setup (asv re-runs it between timed calls) reloads those attributes,
-    so they are set last."""
+    setups. Called after asv's setup, which took `set_up` seconds: where that alone is a sample's time or
+    more, a sample is one call without timing any to choose (each of those 3 calls re-ran the setup: 45 s
+    a row a process for a suite whose setups run a 15 s forward pass). A setup (asv re-runs it between timed
+    calls) reloads those attributes, so they are set last."""
     sample_time = (benchmark.sample_time if _user_set(benchmark, "sample_time")
                    else min(ASV_SAMPLE_TIME, max(MIN_SAMPLE_TIME, run_time / SAMPLES_A_RUN)))
     number = None
-    if benchmark._setups and not _user_set(benchmark, "number"):
+    if benchmark._setups and not _user_set(benchmark, "number") and set_up >= sample_time:
+        number = 1  # one call a sample, as asv times a benchmark with a setup
+    elif benchmark._setups and not _user_set(benchmark, "number"):
         timer = benchmark._get_interleaved_timer(*benchmark._build_params())
         benchmark._redo_setup_next = False  # the setup has just run: the first call uses it
         each = math.inf
@@ -536,12 +540,14 @@ def _run_one(benchmark, index: int, cache, run_time: float | None = None, meet=N
         suite_instance.min_run_time = run_time  # this process's share of time for the case (torchbench alert)
     benchmark.set_cache(cache)
     with _timeout(benchmark):  # as asv_runner's run: teardown after a skip too, not after a failed setup
+        start = time.perf_counter()
         skip = benchmark.do_setup()
+        set_up = time.perf_counter() - start
         try:
             if skip:
                 return _skip(benchmark)
             if _plain_time(benchmark):
-                _allot(benchmark, DEFAULT_RUN_TIME if run_time is None else run_time)
+                _allot(benchmark, DEFAULT_RUN_TIME if run_time is None else run_time, set_up)
             if meet is not None:
                 meet()  # a duet's two processes start this case's timing together
             result = benchmark.do_run()
