@@ -240,3 +240,44 @@ def test_a_row_whose_first_counts_moved_is_confirmed_while_the_first_processes_c
     assert len(confirming) == 2 and max(confirming) < first_end - 1.0, events  # beside the first processes
     assert {job for job in (moved, flat, last) if evidence.counts_again["base"].get(job)} == {moved}
     assert all(t["confirmed"] == 1 for t in evidence.count_tally.values()), evidence.count_tally
+
+
+SLOW_SETUP = '''
+import time
+
+
+class Slow:
+    def setup(self):
+        time.sleep(0.3)  # a setup that dwarfs its call: a round costs seconds, as a 15 s forward pass costs minutes
+
+    def time_call(self):
+        pass
+'''
+
+
+def test_the_budget_ends_the_default_rounds_within_a_round_of_its_end_whatever_a_round_costs(tmp_path):
+    """Issue 63: by default the rounds go on past the budget until every row can reach its bar (6 rounds at
+    least); where a round costs so much that those rounds outlast the budget by more than a round (a suite
+    whose setups run a 15 s forward pass: 3 minutes a round, 6 of them in a 4-minute budget), the budget ends
+    them after the round in progress, and the notes say so and what budget would hold them."""
+    from torchbench.ab.rounds import measure_rounds
+
+    suite = tmp_path / "benchmarks"
+    suite.mkdir()
+    (suite / "__init__.py").write_text("")
+    (suite / "bench_slow.py").write_text(SLOW_SETUP)
+    sides = {}
+    for name in ("base", "head"):
+        (tmp_path / name).mkdir()
+        sides[name] = Side(name, name, tmp_path / name, Path(sys.executable))
+    job = ("bench_slow.Slow.time_call", 0)
+    evidence = Evidence()
+    for name in sides:
+        evidence.add_job(job, JobInfo("bench_slow.Slow.time_call"), name)
+    rounds = Rounds(budget_minutes=0.05, counts=False, schedule="alternating")
+    assert rounds.until_reachable and rounds.min_rounds >= 6  # the defaults: rounds until the bar is reachable
+    measure_rounds(suite, sides, [job], evidence, rounds=rounds, policy=Policy(), deadline=time.monotonic() + 3,
+                   cache_dir=tmp_path / "cache")
+    assert evidence.rounds == 1 and len(evidence.values["base"][job]) == 1, evidence.rounds
+    (note,) = [n for n in evidence.notes if "the budget holds 1 round(s)" in n]
+    assert "--budget-minutes" in note and "to reach its bar" in note, note

@@ -23,6 +23,7 @@ rounds each benchmark's time per process is set where its variance is
 from __future__ import annotations
 
 import json
+import math
 import os
 import random
 import subprocess
@@ -310,8 +311,18 @@ def measure_rounds(suite: Path, sides: dict[str, Side], jobs: list[Job], evidenc
             # min_rounds, so nothing has been looked at yet; the rate says nothing about any p-value)
             per_round = time.monotonic() - round_started
             left = max(0.0, deadline - time.monotonic())
-            plan_design(evidence, jobs, policy, rounds, 1 + int(left / per_round) if per_round > 0 else None)
+            fit = 1 + int(left / per_round) if per_round > 0 else None
+            plan_design(evidence, jobs, policy, rounds, fit)
             least = _least_rounds(evidence, rounds)
+            if rounds.until_reachable and fit is not None and fit < least:
+                # the budget ends the rounds within one round of its end, whatever a round costs (a suite whose
+                # set-ups run a 15 s forward pass: 3 minutes a round); only --min-rounds, given, outlasts it
+                evidence.notes.append(
+                    f"wall time: the budget holds {fit} round(s) of {per_round:.0f} s, where every row needs "
+                    f"{least} to reach its bar: rows the counts do not decide may end inconclusive; "
+                    f"--budget-minutes {math.ceil(rounds.budget_minutes + (least - fit) * per_round / 60)} "
+                    f"would hold {least}")
+                least = fit
         allocate(evidence, active)
         if r + 1 == len(trial):
             design_choice.go_on(evidence, active, policy, seconds_left=deadline - time.monotonic(),
