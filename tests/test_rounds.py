@@ -259,7 +259,8 @@ def test_the_budget_ends_the_default_rounds_within_a_round_of_its_end_whatever_a
     """Issue 63: by default the rounds go on past the budget until every row can reach its bar (6 rounds at
     least); where a round costs so much that those rounds outlast the budget by more than a round (a suite
     whose setups run a 15 s forward pass: 3 minutes a round, 6 of them in a 4-minute budget), the budget ends
-    them after the round in progress, and the notes say so and what budget would hold them."""
+    them after the round in progress, and the notes say so and what budget would hold them; a row with one
+    process a side is then undecided, not failed."""
     from torchbench.ab.rounds import measure_rounds
 
     suite = tmp_path / "benchmarks"
@@ -281,3 +282,9 @@ def test_the_budget_ends_the_default_rounds_within_a_round_of_its_end_whatever_a
     assert evidence.rounds == 1 and len(evidence.values["base"][job]) == 1, evidence.rounds
     (note,) = [n for n in evidence.notes if "the budget holds 1 round(s)" in n]
     assert "--budget-minutes" in note and "to reach its bar" in note, note
+    # one process a side and nothing failed: undecided, saying why, not a failure (exit 2)
+    from torchbench.ab.verdict import decide
+    from torchbench.stats import INCONCLUSIVE
+
+    (row,) = decide(evidence, Policy())
+    assert row.status == INCONCLUSIVE and "the budget held one round" in row.error, row

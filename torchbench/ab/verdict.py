@@ -153,6 +153,9 @@ def _rows(evidence: Evidence) -> tuple[list[Verdict], list[tuple[Verdict, list, 
             row.status = NEW
         elif not info.on_head:
             row.status = REMOVED
+        elif (len(base) < 2 or len(head) < 2) and base and head and evidence.rounds < 2:
+            # nothing failed: the budget ended the rounds after the first (a round of minutes, rounds.py)
+            row.status, row.error = stats.INCONCLUSIVE, "one process a side: the budget held one round"
         elif len(base) < 2 or len(head) < 2:
             row.status, row.error = FAILED, "fewer than 2 processes measured it on a side"
         else:
