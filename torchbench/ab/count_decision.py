@@ -78,8 +78,9 @@ FIRST_MOVE = {STATEMENT: 0.0194, BY_CALL: 0.0143}
 # times the largest move of the pools before, 0.134), failed its check on the chains recorded after it (0.136, 2.97
 # times): the ceiling was raised to x2, five times the largest. Its held-out test, the plain chain's 40 commits
 # recorded after it was set (counts_noise_pool-2026-11-29c: 133,560 A/A row pairs with one of them): the largest
-# first move 14.8% (|log| 0.138), again five times below (tests/test_count_decision.py asserts a third of it). A change that large, a 3x slowdown (+200%
-# counts), then needs no jittered process, whose valgrind start-up a short budget may not afford
+# first move 14.8% (|log| 0.138), again five times below (tests/test_count_decision.py asserts a third of it).
+# A change that large, a 3x slowdown (+200% counts), then needs no jittered process, whose valgrind start-up a
+# short budget may not afford
 # (evaluation/fresh_folder.py). Counts only: simulated cycles moved identical code by up to 0.29 (the plain
 # suite's), so cycles keep their draws.
 FIRST_CEILING = math.log(2.0)
