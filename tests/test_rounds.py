@@ -277,8 +277,11 @@ def test_the_budget_ends_the_default_rounds_within_a_round_of_its_end_whatever_a
         evidence.add_job(job, JobInfo("bench_slow.Slow.time_call"), name)
     rounds = Rounds(budget_minutes=0.05, counts=False, schedule="alternating")
     assert rounds.until_reachable and rounds.min_rounds >= 6  # the defaults: rounds until the bar is reachable
-    measure_rounds(suite, sides, [job], evidence, rounds=rounds, policy=Policy(), deadline=time.monotonic() + 3,
+    # a round (two processes, each running the setup 3-4 times) ends past this deadline, whatever the machine's
+    # speed: one that ended before it would rightly start another (3 s let a fast CI machine run two)
+    measure_rounds(suite, sides, [job], evidence, rounds=rounds, policy=Policy(), deadline=time.monotonic() + 0.5,
                    cache_dir=tmp_path / "cache")
+    assert evidence.round_seconds[0] > 0.5, evidence.round_seconds
     assert evidence.rounds == 1 and len(evidence.values["base"][job]) == 1, evidence.rounds
     (note,) = [n for n in evidence.notes if "the budget holds 1 round(s)" in n]
     assert "--budget-minutes" in note and "to reach its bar" in note, note
