@@ -141,10 +141,9 @@ def make_repo(path: Path, heavy_seconds: float = 0.0) -> tuple[str, str, str]:
     repo = git.Repo.init(path, initial_branch="main")
     with repo.config_writer() as cw:
         cw.set_value("user", "name", "newcomer").set_value("user", "email", "newcomer@example.com")
+    suite = SUITE + (HEAVY.format(steps=heavy_steps(heavy_seconds), seconds=heavy_seconds) if heavy_seconds else "")
     files = {"pyproject.toml": PYPROJECT, "mylib/__init__.py": LIBRARY.format(extra=""),
-             "benchmarks/__init__.py": "",
-             "benchmarks/bench_helpers.py": SUITE + (HEAVY.format(steps=heavy_steps(heavy_seconds), seconds=heavy_seconds)
-                                                     if heavy_seconds else ""),
+             "benchmarks/__init__.py": "", "benchmarks/bench_helpers.py": suite,
              "asv.conf.json": json.dumps(CONF, indent=2)}
     for rel, text in files.items():
         (path / rel).parent.mkdir(parents=True, exist_ok=True)

@@ -261,16 +261,11 @@ def test_the_budget_ends_the_default_rounds_within_a_round_of_its_end_whatever_a
     whose setups run a 15 s forward pass: 3 minutes a round, 6 of them in a 4-minute budget), the budget ends
     them after the round in progress, and the notes say so and what budget would hold them; a row with one
     process a side is then undecided, not failed."""
+    from one_side import side_of, suite_of
     from torchbench.ab.rounds import measure_rounds
 
-    suite = tmp_path / "benchmarks"
-    suite.mkdir()
-    (suite / "__init__.py").write_text("")
-    (suite / "bench_slow.py").write_text(SLOW_SETUP)
-    sides = {}
-    for name in ("base", "head"):
-        (tmp_path / name).mkdir()
-        sides[name] = Side(name, name, tmp_path / name, Path(sys.executable))
+    suite = suite_of(tmp_path, "bench_slow", SLOW_SETUP)
+    sides = {name: side_of(tmp_path, name) for name in ("base", "head")}
     job = ("bench_slow.Slow.time_call", 0)
     evidence = Evidence()
     for name in sides:

@@ -277,9 +277,9 @@ def test_a_table_walk_is_decided_from_its_simulated_events_at_this_machines_pric
     """Issue 63: a change that only moves memory (one lookup a call in a 4M-entry table instead of a 64-entry
     one: wall +16% on this machine, counts flat) is decided by the simulated cycles at the price a miss costs
     here (362 cycles: memory_price.py, measured on this machine), with counts flat; at KCachegrind's 100 a
-    miss it was +0.6% (the issue's +0.59%; +1.0% in one CI run), at or under the 1% floor. One jittered valgrind process counts both rows
-    in 8 layout draws each (as the alert's confirming process does), the small table's as the base, the
-    big's as the head, decided at the level of a 64-row suite."""
+    miss it was +0.6% (the issue's +0.59%; +1.0% in one CI run), at or under the 1% floor. One jittered
+    valgrind process counts both rows in 8 layout draws each (as the alert's confirming process does), the
+    small table's as the base, the big's as the head, decided at the level of a 64-row suite."""
     from torchbench.ab.channels import COUNTS, CYCLES, SimulatedCycles, findings
     from torchbench.ab.options import Policy
     from torchbench_core.asv_worker import DRAWS_ENV

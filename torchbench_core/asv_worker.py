@@ -455,18 +455,9 @@ def _allot(benchmark, run_time: float, set_up: float = 0.0) -> None:
     sample_time = (benchmark.sample_time if _user_set(benchmark, "sample_time")
                    else min(ASV_SAMPLE_TIME, max(MIN_SAMPLE_TIME, run_time / SAMPLES_A_RUN)))
     number = None
-    if benchmark._setups and not _user_set(benchmark, "number") and set_up >= sample_time:
-        number = 1  # one call a sample, as asv times a benchmark with a setup
-    elif benchmark._setups and not _user_set(benchmark, "number"):
-        timer = benchmark._get_interleaved_timer(*benchmark._build_params())
-        benchmark._redo_setup_next = False  # the setup has just run: the first call uses it
-        each = math.inf
-        for _ in range(3):  # the first calls of a torch op are the slowest
-            start = time.perf_counter()
-            timer.timeit(1)
-            each = min(each, time.perf_counter() - start)
-        number = max(1, min(MAX_CALLS_A_SAMPLE, int(sample_time / max(each, 1e-9))))
-        benchmark._redo_setup_next = True  # asv's first timed call gets a fresh set-up too
+    if benchmark._setups and not _user_set(benchmark, "number"):
+        # where the setup alone fills a sample, one call a sample (as asv times a benchmark with a setup)
+        number = 1 if set_up >= sample_time else _calls_a_sample(benchmark, sample_time)
     if not _user_set(benchmark, "repeat"):
         benchmark.repeat = (2, 10**6, run_time)
     benchmark.sample_time = sample_time
@@ -474,6 +465,20 @@ def _allot(benchmark, run_time: float, set_up: float = 0.0) -> None:
         benchmark.warmup_time = WARMUP_SAMPLES * sample_time
     if number is not None:
         benchmark.number = number
+
+
+def _calls_a_sample(benchmark, sample_time: float) -> int:
+    """The calls a sample of a benchmark with a setup takes to fill `sample_time`, each after its setup: the
+    fastest of 3 calls timed with their setups (the first uses the setup that has just run)."""
+    timer = benchmark._get_interleaved_timer(*benchmark._build_params())
+    benchmark._redo_setup_next = False  # the setup has just run: the first call uses it
+    each = math.inf
+    for _ in range(3):  # the first calls of a torch op are the slowest
+        start = time.perf_counter()
+        timer.timeit(1)
+        each = min(each, time.perf_counter() - start)
+    benchmark._redo_setup_next = True  # asv's first timed call gets a fresh set-up too
+    return max(1, min(MAX_CALLS_A_SAMPLE, int(sample_time / max(each, 1e-9))))
 
 
 class BenchmarkTimeout(TimeoutError):

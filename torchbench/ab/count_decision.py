@@ -80,9 +80,8 @@ FIRST_MOVE = {STATEMENT: 0.0194, BY_CALL: 0.0143}
 # recorded after it was set (counts_noise_pool-2026-11-29c: 133,560 A/A row pairs with one of them): the largest
 # first move 14.8% (|log| 0.138), again five times below (tests/test_count_decision.py asserts a third of it).
 # A change that large, a 3x slowdown (+200% counts), then needs no jittered process, whose valgrind start-up a
-# short budget may not afford
-# (evaluation/fresh_folder.py). Counts only: simulated cycles moved identical code by up to 0.29 (the plain
-# suite's), so cycles keep their draws.
+# short budget may not afford (evaluation/fresh_folder.py). Counts only: simulated cycles moved identical code
+# by up to 0.29 (the plain suite's), so cycles keep their draws.
 FIRST_CEILING = math.log(2.0)
 
 
