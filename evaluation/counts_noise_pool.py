@@ -190,7 +190,7 @@ def record(name: str, n: int, jittered: list[int], jitters: int, tmp: Path, pool
         jobs = select_jobs({"base": list_benchmarks(python, suite, side_env(sides[0]))}, (), evidence)
         jobs = [job for job in jobs if not evidence.jobs[job].uncountable]
         cache_dir = tmp / f"{name}-setup-cache"
-        plans = count_plans(folders.out / "counts", suite, sides[:1], jobs, evidence, cache_dir)
+        plans, _ = count_plans(folders.out / "counts", suite, sides[:1], jobs, evidence, cache_dir)
         planned = [(*job, *plans[job]) if job in plans else job for job in jobs]
         entry = pool["suites"].setdefault(name, {"counts": {}, "seconds": []})
         trees = [repo.commit(sha).tree.hexsha for sha in shas]

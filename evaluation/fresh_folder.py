@@ -200,6 +200,8 @@ def main() -> None:
             row["within_budget_and_a_round"] = seconds <= args.budget_minutes * 60 + longest
             row["log"] = [line for line in proc.stdout.splitlines()
                           if line.startswith(("== build", "== instruction", "   per row", "== round"))][-12:]
+            row["notes"] = [n for n in json.loads(report.read_text()).get("notes", [])
+                            if n.startswith(("instruction counts", "system calls", "wall time"))]
             if not args.no_asv:
                 row["asv_continuous"] = beside_asv(out, tmp / f"asv-{key}", base, head, target)
             found.append(row)

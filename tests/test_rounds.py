@@ -138,9 +138,9 @@ def test_a_sides_setup_cache_is_made_once_for_its_plan_its_counts_and_its_rounds
     job, cache_dir = ("bench_meet.Made.time_read", 0), tmp_path / "cache"
     evidence = Evidence()
     evidence.add_job(job, JobInfo("bench_meet.Made.time_read", by_call=True), "base")
-    plans, statements, problems = plan_counts(suite, [sides["base"]], [job], cache_dir)
-    assert not problems and job in plans
-    tally = collect_counts(suite, sides["base"], [job], evidence, plans=plans, cache_dir=cache_dir)
+    made = plan_counts(suite, [sides["base"]], [job], cache_dir)
+    assert not made.problems and job in made.plans and made.setups[job] >= 0
+    tally = collect_counts(suite, sides["base"], [job], evidence, plans=made.plans, cache_dir=cache_dir)
     assert tally["counted"] == 1 and evidence.counts["base"][job], evidence.notes
     results, died = _one_process(suite, sides["base"], [job], cache_dir, 120, {})
     assert died is None and results[job]["samples"], results

@@ -120,6 +120,9 @@ DUET_ENV = "TORCHBENCH_DUET_FDS"
 # "0": `counts` counts instructions alone; otherwise it simulates the caches and branches in the same valgrind
 # process and adds each job's estimated "cycles" and simulated "events" (callgrind.simulated_per_run)
 SIMULATE_ENV = "TORCHBENCH_COUNTS_SIMULATE"
+# plan: a job whose setup (with one run of its method) takes longer than this many seconds natively is not
+# planned (its setup is only timed)
+SETUP_LIMIT_ENV = "TORCHBENCH_PLAN_SETUP_LIMIT"
 DRAWS_ENV = "TORCHBENCH_COUNTS_DRAWS"  # counts: each case in this many layout draws (collect_callgrind_many(draws))
 DEADLINE_ENV = "TORCHBENCH_COUNTS_DEADLINE"  # counts: a time.time() when counting stops, keeping what it counted
 # counts: a file each row's answer is appended to as one JSON line ({"key": job key, **answer}) as soon as it is
@@ -364,25 +367,36 @@ def _counted_timer(timer):
                  language="cpp" if cpp else "python")
 
 
-def _timed_statements(benchmarks: dict, jobs: list[list], tmp: Path, result: dict, types=("track", "time")) -> dict:
+def _timed_statements(benchmarks: dict, jobs: list[list], tmp: Path, result: dict, types=("track", "time"),
+                      seconds: dict | None = None) -> dict:
     """{job key: the Timer it times} for the jobs of `types` (not TimerSuite cases) whose method times one
     (_capture). setup_cache's value is made here, natively, into `tmp`. In `result`: {"uncountable": why} for
     a `track_` that times none, {"skipped": true} for what asv skips, {"error": why} for what raises; a
-    `time_` method that times none is left to _by_call (counted call by call)."""
+    `time_` method that times none is left to _by_call (counted call by call). `seconds`: each captured job's
+    seconds here (its setup, its method's run until its Timer, its teardown), by key."""
     found = {}
+    if seconds is not None:
+        with _capturing():  # its imports (torch's Timer) paid here, not in the first job's seconds
+            pass
     for name, index, *_ in jobs:
         key, benchmark = f"{name}|{index}", benchmarks.get(name)
         if (benchmark is None or benchmark.type not in types or _timer_suite(benchmark) is not None
                 or uncountable(benchmark) or key in result):
             continue
+        start = None
         try:
-            timer = _capture(benchmark, index, _load_cache(benchmark, tmp))
+            cache = _load_cache(benchmark, tmp)  # (made once, natively; valgrind reads it from its file)
+            start = time.perf_counter()
+            timer = _capture(benchmark, index, cache)
         except _SetupSkipped:
             result[key] = _skip(benchmark)
             continue
         except Exception as e:
             result[key] = _not_measured(f"{type(e).__name__}: {e}")
             continue
+        finally:
+            if seconds is not None and start is not None:
+                seconds[key] = time.perf_counter() - start
         if timer is not None:
             found[key] = timer
         elif benchmark.type != "time":
@@ -742,20 +756,32 @@ def _by_call(benchmarks: dict, jobs: list[list], tmp: Path, fail, done=()) -> li
 
 
 def plan(suite: Path, jobs: list[list], out: Path, cache_dir: Path | None = None) -> None:
-    """{job key: {"plan": [calls per counted run, warm-up calls]} or {"error": why}} for the countable `time_`
-    jobs among `jobs`, with "statement": true for those that time a Timer (a Python one's plan is [runs per
-    counted run, warm-up runs] of its statement: _plan_statement; a C++ one's is fixed); others are left out
-    (a TimerSuite case's plan is fixed, COUNT_NUMBER; a `track_` method is planned by the counting worker). setup_cache's values are read from, or made into, `cache_dir` (a
-    temporary folder where None)."""
+    """{job key: {"plan": [calls per counted run, warm-up calls], "setup": seconds} or {"error": why}} for the
+    countable `time_` jobs among `jobs`, with "statement": true for those that time a Timer (a Python one's
+    plan is [runs per counted run, warm-up runs] of its statement: _plan_statement; a C++ one's is fixed);
+    others are left out (a TimerSuite case's plan is fixed, COUNT_NUMBER; a `track_` method is planned by the
+    counting worker). "setup": the seconds its setup, one run of its method (until its Timer, where it times
+    one) and its teardown took here, natively. Where SETUP_LIMIT_ENV is set, a job that took longer is not
+    planned ({"setup": seconds} alone): a setup that long cannot be counted in the counting's share (the
+    parent leaves it to wall time), and planning it would run its setup again. setup_cache's values are
+    read from, or made into, `cache_dir` (a temporary folder where None)."""
     import tempfile
 
     result: dict = {}
     benchmarks = _discover(suite)
+    limit = float(os.environ[SETUP_LIMIT_ENV]) if os.environ.get(SETUP_LIMIT_ENV) else math.inf
+    seconds: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="torchbench_plan_") as tmp:
         # time_ methods only: a track_ method is run natively by the counting worker's own capture, where one
         # that crashes or hangs costs its own row (here it would cost every row its plan)
-        timed = _timed_statements(benchmarks, jobs, cache_dir or Path(tmp), result, types=("time",))
+        timed = _timed_statements(benchmarks, jobs, cache_dir or Path(tmp), result, types=("time",),
+                                  seconds=seconds)
+        costly = {key for key, took in seconds.items() if took > limit and key not in result}
+        for key in costly:
+            result[key] = {}
         for key, timer in timed.items():  # a Python statement's runs (a C++ one's are fixed); either is counted
+            if key in costly:
+                continue
             result[key] = {"statement": True}  # as a statement, not call by call
             if timer.language.name != "CPP":
                 try:
@@ -766,6 +792,9 @@ def plan(suite: Path, jobs: list[list], out: Path, cache_dir: Path | None = None
                                       lambda key, error: result.__setitem__(key, _not_measured(error)),
                                       set(timed) | set(result)):
             result[key] = {"plan": list(made)}
+        for key, took in seconds.items():
+            if key in result and "error" not in result[key] and "skipped" not in result[key]:
+                result[key]["setup"] = round(took, 3)
     out.write_text(json.dumps(result))
 
 

@@ -13,10 +13,10 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 from torchbench_core._callgrind_worker import JITTER_ENV, LAYOUT_ENV
-from torchbench_core.asv_worker import COUNT_NUMBER, DEADLINE_ENV, DRAWS_ENV, PROGRESS_ENV
+from torchbench_core.asv_worker import COUNT_NUMBER, DEADLINE_ENV, DRAWS_ENV, PROGRESS_ENV, SETUP_LIMIT_ENV
 from torchbench_core.callgrind import DEADLINE_PASSED, SHARE_PASSED
 from torchbench_core.memory_price import PRICE_ENV
 from torchbench_core.syscalls import DEADLINE_ENV as SYSCALLS_DEADLINE_ENV
@@ -28,17 +28,21 @@ from .counts_cache import DRAWN, JITTERED, REPEATED, CountsCache
 from .evidence import Evidence, Job, Side
 from .sides import setup_cache_of, side_env
 
-__all__ = ["COUNTS_WRAP_UP", "collect_counts", "collect_syscalls", "plan_counts"]
+__all__ = ["COUNTS_WRAP_UP", "Planned", "collect_counts", "collect_syscalls", "plan_counts"]
 
 # seconds before a counting process's timeout at which it stops counting and reports what it has
 COUNTS_WRAP_UP = 30
+# native setup seconds from which a row is counted after the rest (5 s or more under valgrind): the rows before
+# it keep their order (a row's counts depend on what ran before it in its process, and kept counts on it)
+SLOW_SETUP = 0.1
 
 
 def collect_counts(suite: Path, side: Side, jobs: list[Job], evidence: Evidence,
                    cache: CountsCache | None = None, jitter: int = 0,
                    plans: dict[Job, tuple[int, int]] | None = None,
                    cache_dir: Path | None = None, timeout: float = 3600, draws: int = 1,
-                   on_row: Callable[[Job], Any] | None = None) -> dict[str, int]:
+                   on_row: Callable[[Job], Any] | None = None,
+                   setups: dict[Job, float] | None = None) -> dict[str, int]:
     """Instruction counts of the countable cases among `jobs` (TimerSuite cases and asv time_ methods), from
     the cache where it has them, the rest in one valgrind process for this side (then cached). Each job left
     without counts gets its reason in evidence.uncounted. `jitter` k > 0: the k-th valgrind process whose
@@ -57,9 +61,10 @@ def collect_counts(suite: Path, side: Side, jobs: list[Job], evidence: Evidence,
     counting process found timing a Timer (a Timer-in-`track_` row, which no plan tells) is marked counted as
     a statement in evidence.jobs (by_call False), and its plan, where the process made it, is returned
     ("statements": {job: (runs per counted run, warm-up runs)}: schedule.count_both keeps it).
-    Rows are counted cheapest first (by their plans: a row planned to few calls a run is a costly one), so that
-    a deadline leaves the fewest rows uncounted; both sides count in the same order (a row's counts depend on
-    what ran before it in its process).
+    Rows are counted cheapest first (by their plans: a row planned to few calls a run is a costly one; a row
+    whose setup takes SLOW_SETUP seconds or more natively, by `setups`, after the others, the slowest last),
+    so that a deadline leaves the fewest rows uncounted; both sides count in the same order (a row's counts
+    depend on what ran before it in its process).
     `on_row(job)` (the first process, jitter 0): called, from another thread, as each job's first counts are
     in the evidence (those from the cache at once, the others as the valgrind process counts them), so that a
     caller can confirm a row whose counts moved while the rest are counted (schedule.count_both)."""
@@ -79,8 +84,10 @@ def collect_counts(suite: Path, side: Side, jobs: list[Job], evidence: Evidence,
     cached = cache.load(side.commit) if cache else {}
     cached_simulated = cache.load_simulated(side.commit) if cache else {}
     origins = cache.origins(side.commit) if cache else {}
+    setups = setups or {}
     missing = sorted((job for job in countable if cases[job] not in cached),
-                     key=lambda job: -plans[job][0] if job in plans else -COUNT_NUMBER)
+                     key=lambda job: (setups.get(job, 0.0) if setups.get(job, 0.0) >= SLOW_SETUP else 0.0,
+                                      -plans[job][0] if job in plans else -COUNT_NUMBER))
 
     def place(job: Job, counts: list[float] | None, sim: dict | None) -> None:
         """A job's counts (and simulated cycles) in the evidence: a first process's, or a jittered one's draws."""
@@ -235,33 +242,43 @@ def collect_syscalls(suite: Path, side: Side, jobs: list[Job], evidence: Evidenc
             "failed": sum(len(names) for names in failures.values())}
 
 
-def plan_counts(suite: Path, sides: list[Side], jobs: list[Job], cache_dir: Path | None = None
-                ) -> tuple[dict[Job, tuple[int, int]], set[Job], list[str]]:
+class Planned(NamedTuple):
+    """What plan_counts made: the plans, the jobs counted as a statement, each timed job's setup seconds
+    (natively: its setup, one run of its method and its teardown), and one problem per side whose planning
+    process failed."""
+    plans: dict[Job, tuple[int, int]]
+    statements: set[Job]
+    setups: dict[Job, float]
+    problems: list[str]
+
+
+def plan_counts(suite: Path, sides: list[Side], jobs: list[Job], cache_dir: Path | None = None,
+                setup_limit: float | None = None) -> Planned:
     """Plans (calls per counted run, warm-up calls) for the `time_` cases among `jobs`, and (runs per counted
     run, warm-up runs) for the `track_` and `time_` cases that time a Timer (counted as its statement), made
     natively by the first side's code, and by the next side's for the cases the first could not plan (a
-    benchmark that fails there). Returns the plans, the jobs counted as a statement, and one problem per side
-    whose planning process failed; a job without a plan is planned by each valgrind process itself (and may
-    then differ between sides by a few percent)."""
-    plans: dict[Job, tuple[int, int]] = {}
-    statements: set[Job] = set()
-    problems = []
+    benchmark that fails there), with each case's setup seconds. A job whose setup took longer than
+    `setup_limit` seconds is timed, not planned (asv_worker.SETUP_LIMIT_ENV). A job without a plan is
+    planned by each valgrind process itself (and may then differ between sides by a few percent)."""
+    made = Planned({}, set(), {}, [])
+    env = {SETUP_LIMIT_ENV: repr(setup_limit)} if setup_limit is not None else None
     for side in sides:
-        todo = [job for job in jobs if job not in plans]
+        todo = [job for job in jobs if job not in made.plans and job not in made.setups]
         if not todo:
             break
-        found = _worker(suite, side, "plan", todo, timeout=600, cache_dir=cache_dir)
+        found = _worker(suite, side, "plan", todo, timeout=600, env=env, cache_dir=cache_dir)
         if "error" in found:
-            problems.append(f"planning instruction counts with the {side.name} commit failed: {found['error']}")
+            made.problems.append(f"planning instruction counts with the {side.name} commit failed: {found['error']}")
             continue
         for job in todo:
             answer = found.get(f"{job[0]}|{job[1]}", {})
-            made = answer.get("plan")
-            if made:
-                plans[job] = (int(made[0]), int(made[1]))
+            if answer.get("plan"):
+                made.plans[job] = (int(answer["plan"][0]), int(answer["plan"][1]))
             if answer.get("statement"):
-                statements.add(job)
-    return plans, statements, problems
+                made.statements.add(job)
+            if "setup" in answer:
+                made.setups[job] = float(answer["setup"])
+    return made
 
 
 def _count(suite: Path, side: Side, jobs: list[tuple], layout: int = 0, cache_dir: Path | None = None,
@@ -272,14 +289,24 @@ def _count(suite: Path, side: Side, jobs: list[tuple], layout: int = 0, cache_di
     `jitter` after them, each case in `draws` layout draws (torchbench_core._callgrind_worker): {"name|index":
     result}. Counting stops COUNTS_WRAP_UP seconds (or a tenth) before `timeout`, keeping what it counted.
     `miss_cycles`: the price of a simulated last-level miss in its estimated cycles (memory_price.py).
-    `on_line(answer)`: each row's answer ({"key": "name|index", ...}) as soon as it is counted."""
+    `on_line(answer)`: each row's answer ({"key": "name|index", ...}) as soon as it is counted. Where the
+    process fails or is stopped, the rows it had counted (its progress file) keep their counts, the others
+    the reason."""
     wrap_up = min(COUNTS_WRAP_UP, timeout / 10)
     env = (({LAYOUT_ENV: str(layout)} if layout else {}) | ({JITTER_ENV: str(jitter)} if jitter else {})
            | ({DRAWS_ENV: str(draws)} if draws > 1 else {}) | {DEADLINE_ENV: repr(time.time() + timeout - wrap_up)}
            | ({PRICE_ENV: str(miss_cycles)} if miss_cycles else {}))
-    found = _worker(suite, side, "counts", jobs, timeout=timeout, env=env, cache_dir=cache_dir, on_line=on_line)
-    if "error" in found:
-        return {f"{job[0]}|{job[1]}": {"error": found["error"]} for job in jobs}  # each job keeps the reason
+    streamed: dict[str, dict] = {}
+
+    def line_in(line: dict) -> None:
+        streamed[line.get("key")] = {k: v for k, v in line.items() if k != "key"}
+        if on_line is not None:
+            on_line(line)
+
+    found = _worker(suite, side, "counts", jobs, timeout=timeout, env=env, cache_dir=cache_dir, on_line=line_in)
+    if "error" in found:  # a process that died or was stopped: the rows it counted keep their counts
+        return {key: streamed.get(key) or {"error": found["error"]}
+                for key in (f"{job[0]}|{job[1]}" for job in jobs)}
     return found
 
 

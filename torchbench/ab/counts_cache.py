@@ -249,13 +249,32 @@ class CountPlans:
             return set()
         return set(found)
 
-    def store(self, made: dict[str, tuple[int, int]], statements: set[str] = frozenset()) -> None:
-        """Add `made` (and which of them are `statements`) to the kept plans (atomically); a case keeps its
-        first plan."""
-        if not made and not statements:
+    def setups(self) -> dict[str, float]:
+        """Each kept case's setup seconds, natively (its setup, one run of its method, its teardown: what its
+        plan timed); empty for a file written before they were kept."""
+        if not self.path.exists():
+            return {}
+        try:
+            found = json.loads(self.path.read_text()).get("setups", {})
+            if not isinstance(found, dict) or not all(
+                    isinstance(v, (int, float)) and v >= 0 for v in found.values()):
+                raise ValueError("'setups' is not a mapping of case to seconds")
+        except (OSError, ValueError, TypeError, AttributeError) as e:
+            self.problems.append(f"{self.path}: unreadable setup seconds ({e}); planning again")
+            return {}
+        return {case: float(v) for case, v in found.items()}
+
+    def store(self, made: dict[str, tuple[int, int]], statements: set[str] = frozenset(),
+              setups: dict[str, float] | None = None) -> None:
+        """Add `made` (and which of them are `statements`, and the cases' `setups` seconds) to the kept plans
+        (atomically); a case keeps its first plan and its first setup seconds."""
+        if not made and not statements and not setups:
             return
         plans = {**made, **self.load()}
         kept = sorted(self.statements() | set(statements))
+        timed = {**(setups or {}), **self.setups()}
         self.path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(self.path, json.dumps({"plans": {c: list(v) for c, v in sorted(plans.items())},
-                                                 **({"statements": kept} if kept else {})}, indent=1))
+                                                 **({"statements": kept} if kept else {}),
+                                                 **({"setups": dict(sorted(timed.items()))} if timed else {})},
+                                                indent=1))

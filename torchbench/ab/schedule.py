@@ -9,9 +9,13 @@ halves the wait), in this order:
    and every later commit count a row under one plan. A `time_` method that times a Timer is planned as its
    statement's runs. A Timer-in-`track_` row is planned by the counting process itself the first time (running
    a suite's `track_` methods to plan them lost every row's plan when one crashed or hung); its plan and its
-   kind (a statement's noise, count_decision.STATEMENT) are kept from that count on.
+   kind (a statement's noise, count_decision.STATEMENT) are kept from that count on. A plan also times the
+   row's setup natively; a row whose setup alone, at valgrind's least slowdown (VALGRIND_SLOWDOWN_FLOOR),
+   would outlast the first processes' share is not planned further and never started under valgrind: its
+   wall time decides it, with that reason (_left_to_wall_time).
 2. **First counting processes** (one valgrind process a side, collect.collect_counts): every countable row, in
-   one order for both sides, cheapest first by plan, so that a deadline leaves the fewest rows uncounted.
+   one order for both sides, cheapest first by plan (rows with a slow setup last), so that a deadline leaves
+   the fewest rows uncounted; a process stopped keeps the rows it counted.
    They may take FIRST_SHARE of the counting's share (Rounds.count_share of the budget); each row its share
    of the time left (callgrind._case_limit, at least 30 s): a row past it is stopped alone, the rest are
    counted in a fresh process, and what was counted is kept (cached by commit: a base counted once is never
@@ -46,7 +50,7 @@ from .counts_cache import CountPlans, CountsCache
 from .evidence import SIDES, Evidence, Job, Side
 from .options import Policy, Rounds
 
-__all__ = ["FIRST_SHARE", "GATHER_SECONDS", "count_both", "count_plans", "deterministic", "learn", "trace_both"]
+__all__ = ["FIRST_SHARE", "GATHER_SECONDS", "VALGRIND_SLOWDOWN_FLOOR", "count_both", "count_plans", "deterministic", "learn", "trace_both"]
 
 # the first valgrind processes' share of the counting's time; the rest confirms the rows that moved last (those
 # that moved before are confirmed beside the first processes: _Confirming)
@@ -54,6 +58,10 @@ FIRST_SHARE = 0.8
 # seconds a jittered pass beside the first processes waits, from its first row, for more rows that move (each
 # pass costs a valgrind process's start-up, ~15 s: rows that move together are confirmed together)
 GATHER_SECONDS = 15.0
+# valgrind's least slowdown of a setup's code (measured here, callgrind instrumenting: a Python loop 50-80x,
+# small torch ops 60x, a 256x256 matmul loop 1300x and more): a row whose native setup times this outlasts the
+# first processes' share is never started under valgrind (_left_to_wall_time)
+VALGRIND_SLOWDOWN_FLOOR = 50
 
 
 def deterministic(root: Path, valgrind: Path | None, suite: Path, sides: dict[str, Side], jobs: list[Job],
@@ -93,16 +101,23 @@ def count_both(root: Path, valgrind: Path, suite: Path, sides: dict[str, Side], 
     evidence.count_tally say, a side, what had counted the rows that came from the cache (`origin` is kept with
     these counts): a base counted by the history's nightly `torchbench run` costs the alert nothing."""
     caches = caches or _caches(root, valgrind, suite, sides, origin)
-    plans = count_plans(root, suite, [sides[name] for name in SIDES], jobs, evidence, cache_dir)
+    # the native setup seconds the first processes could run under valgrind, at valgrind's least slowdown (a
+    # setup quicker than collect.SLOW_SETUP is never the reason: such a row is tried, and stopped by its share)
+    setup_limit = max(collect.SLOW_SETUP,
+                      FIRST_SHARE * max(0.0, deadline - time.monotonic()) / VALGRIND_SLOWDOWN_FLOOR)
+    plans, setups = count_plans(root, suite, [sides[name] for name in SIDES], jobs, evidence, cache_dir,
+                                setup_limit)
     print(f"== simulated cycles weigh a last-level miss at {caches['base'].miss_cycles} cycles (what one costs on "
           f"this machine: torchbench_core.memory_price)", flush=True)
+    jobs = _left_to_wall_time(jobs, setups, setup_limit, evidence)
 
     def both_sides(todo: list[Job], jitter: int, until: float, on_row=None) -> dict[str, dict[str, int]]:
         left = max(1.0, until - time.monotonic())
         with ThreadPoolExecutor(max_workers=len(SIDES)) as pool:
             return dict(zip(SIDES, pool.map(lambda name: collect.collect_counts(
                 suite, sides[name], todo, evidence, caches[name].view() if jitter else caches[name], jitter=jitter,
-                plans=plans, cache_dir=cache_dir, timeout=left, draws=DRAWS if jitter else 1, on_row=on_row),
+                plans=plans, cache_dir=cache_dir, timeout=left, draws=DRAWS if jitter else 1, on_row=on_row,
+                setups=setups),
                 SIDES)))
 
     confirming = _Confirming(evidence, policy, lambda todo: both_sides(todo, 1, deadline), deadline)
@@ -140,6 +155,26 @@ def count_both(root: Path, valgrind: Path, suite: Path, sides: dict[str, Side], 
         for name in SIDES:
             tally[name]["confirmed"] += again[name]["counted"] + again[name]["cached"]
     evidence.count_tally = tally
+
+
+def _left_to_wall_time(jobs: list[Job], setups: dict[Job, float], limit: float, evidence: Evidence) -> list[Job]:
+    """`jobs` less those whose setup alone, natively, takes longer than `limit` seconds (at valgrind's least
+    slowdown, past the first counting processes' share): never started under valgrind, each with that reason
+    on both sides (their wall time decides them), and one note naming them."""
+    costly = [job for job in jobs if setups.get(job, 0.0) > limit]
+    for job in costly:
+        for name in SIDES:
+            evidence.uncounted[name][job] = (
+                f"not counted: its set-up takes {setups[job]:.1f} s natively, {VALGRIND_SLOWDOWN_FLOOR * setups[job]:.0f} "
+                f"s or more under valgrind, past the counting's share of the budget (its wall time decides it)")
+    if costly:
+        names = [evidence.jobs[job].name for job in costly]
+        evidence.notes.append(
+            f"instruction counts: {len(costly)} row(s) left to wall time before counting, their set-up alone "
+            f"({', '.join(f'{setups[job]:.1f} s' for job in costly[:3])} natively) past the counting's share of "
+            f"the budget at valgrind's least slowdown ({VALGRIND_SLOWDOWN_FLOOR}x): {', '.join(names[:3])}"
+            + (f" and {len(names) - 3} more" if len(names) > 3 else ""))
+    return [job for job in jobs if job not in costly]
 
 
 def _said(again: dict[str, dict], jitter: int, rows: list[Job]) -> None:
@@ -285,26 +320,33 @@ def trace_both(root: Path, valgrind: Path | None, suite: Path, sides: dict[str, 
 
 
 def count_plans(root: Path, suite: Path, sides: list[Side], jobs: list[Job], evidence: Evidence,
-                cache_dir: Path | None = None) -> dict[Job, tuple[int, int]]:
+                cache_dir: Path | None = None, setup_limit: float | None = None
+                ) -> tuple[dict[Job, tuple[int, int]], dict[Job, float]]:
     """The plan of every countable `time_` case, and of every `track_` or `time_` case that times a Timer (its
-    statement's runs), among `jobs`: kept ones (CountPlans), the rest made now by the base's code (natively, a
-    few seconds) and kept, so that both sides, and every later commit, count a case under one plan. A case
-    counted as its Timer's statement is marked so in evidence.jobs (by_call False): its counts' noise is a
-    statement's."""
+    statement's runs), among `jobs`, and each one's setup seconds (natively): kept ones (CountPlans), the rest
+    made now by the base's code (natively, a few seconds) and kept, so that both sides, and every later commit,
+    count a case under one plan. A case whose setup takes longer than `setup_limit` is timed, not planned
+    (collect.plan_counts), and one kept so is not planned again while that holds. A case counted as its
+    Timer's statement is marked so in evidence.jobs (by_call False): its counts' noise is a statement's."""
     store = CountPlans(root, suite)
-    kept, kept_statements = store.load(), store.statements()
+    kept, kept_statements, kept_setups = store.load(), store.statements(), store.setups()
     wanted = {job: CountsCache.case(job, evidence.jobs[job].params) for job in jobs
               if evidence.jobs[job].by_call and not evidence.jobs[job].uncountable}
     plans = {job: kept[case] for job, case in wanted.items() if case in kept}
     statements = {job for job, case in wanted.items() if case in kept_statements}
-    todo = [job for job in wanted if job not in plans and job not in statements]
+    setups = {job: kept_setups[case] for job, case in wanted.items() if case in kept_setups}
+    todo = [job for job in wanted if job not in plans and job not in statements
+            and not (setup_limit is not None and setups.get(job, 0.0) > setup_limit)]
     if todo:
-        made, made_statements, problems = collect.plan_counts(suite, sides, todo, cache_dir)
-        evidence.notes.extend(problems)
-        store.store({wanted[job]: plan for job, plan in made.items()}, {wanted[job] for job in made_statements})
-        plans.update(made)
-        statements |= made_statements
+        made = collect.plan_counts(suite, sides, todo, cache_dir, setup_limit)
+        evidence.notes.extend(made.problems)
+        store.store({wanted[job]: plan for job, plan in made.plans.items()},
+                    {wanted[job] for job in made.statements},
+                    {wanted[job]: seconds for job, seconds in made.setups.items()})
+        plans.update(made.plans)
+        statements |= made.statements
+        setups.update(made.setups)
     for job in statements:
         evidence.jobs[job].by_call = False
     evidence.notes.extend(store.problems)
-    return plans
+    return plans, setups

@@ -168,7 +168,7 @@ def _count_environment(ws: Workspace, python: Path, files: list[_File], valgrind
         return
     listed = set(select_jobs({SIDE: listing}, patterns, evidence))
     cache = CountsCache(ws.out / "counts", python, ws.bench_dir, valgrind, origin="torchbench run")
-    plans = count_plans(ws.out / "counts", ws.bench_dir, [newest], sorted(listed), evidence)
+    plans, _ = count_plans(ws.out / "counts", ws.bench_dir, [newest], sorted(listed), evidence)
 
     def count(f: _File) -> tuple[_File, Evidence, dict[str, int]]:
         mine = Evidence(jobs=evidence.jobs)  # the jobs as listed; its own counts and reasons

@@ -1,0 +1,150 @@
+"""The deterministic channels' schedule (torchbench/ab/schedule.py, collect.py) on a suite whose setups cost
+what a real suite's can (issue 63: a setup that runs a 15 s forward pass cannot be counted in a budget, and
+rows counted before it were lost with it). Real worker and valgrind processes on a tiny asv suite: two light
+rows and rows whose setup sleeps (what valgrind cannot speed up either), each setup run logged to a file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from torchbench import tools
+from torchbench.ab.collect import SLOW_SETUP, collect_counts
+from torchbench.ab.counts_cache import CountsCache
+from torchbench.ab.evidence import Evidence, JobInfo, Side
+from torchbench.ab.options import Policy
+from torchbench.ab.schedule import FIRST_SHARE, VALGRIND_SLOWDOWN_FLOOR, count_both
+
+pytestmark = pytest.mark.skipif(tools.find("valgrind") is None, reason="counts need valgrind")
+
+SUITE = '''
+import time
+
+LOG = {log!r}
+
+
+class Light:
+    params = [0, 1]
+
+    def time_sum(self, i):
+        sum(range(100 + i))
+
+
+class Slow:
+    def setup(self):
+        with open(LOG, "a") as f:  # one line each time this setup runs
+            f.write("slow\\n")
+        time.sleep({slow})
+
+    def time_sum(self):
+        sum(range(100))
+
+
+class Later:
+    def setup(self):
+        time.sleep({later})
+
+    def time_sum(self):
+        sum(range(100))
+'''
+LIGHT = [("bench_setups.Light.time_sum", 0), ("bench_setups.Light.time_sum", 1)]
+SLOW, LATER = ("bench_setups.Slow.time_sum", 0), ("bench_setups.Later.time_sum", 0)
+
+
+def _suite(tmp_path: Path, slow: float, later: float) -> tuple[Path, dict[str, Side], Evidence]:
+    suite = tmp_path / "benchmarks"
+    suite.mkdir()
+    (suite / "__init__.py").write_text("")
+    (suite / "bench_setups.py").write_text(SUITE.format(log=str(tmp_path / "setups.log"), slow=slow, later=later))
+    sides = {}
+    for name in ("base", "head"):
+        (tmp_path / name).mkdir()
+        sides[name] = Side(name, name, tmp_path / name, Path(sys.executable))
+    evidence = Evidence()
+    for job in [*LIGHT, SLOW, LATER]:
+        for name in sides:
+            evidence.add_job(job, JobInfo(job[0], params=[str(job[1])] if job in LIGHT else [], by_call=True), name)
+    return suite, sides, evidence
+
+
+def test_a_row_whose_setup_alone_outlasts_the_counting_share_is_left_to_wall_time_before_valgrind(tmp_path):
+    """A 60 s counting share: the first processes may run 48 s, so a setup of 2 s natively (100 s or more under
+    valgrind) cannot be counted. Its setup runs once, natively, to time it (not again to plan it, and never
+    under valgrind), it gets that reason on both sides, and the light rows are counted on both; the kept
+    setup seconds spare it the next commit's planning too."""
+    suite, sides, evidence = _suite(tmp_path, slow=2.0, later=0.0)
+    assert 2.0 > FIRST_SHARE * 60 / VALGRIND_SLOWDOWN_FLOOR  # (what the test is about)
+    jobs = [*LIGHT, SLOW]
+    count_both(tmp_path / "counts", tools.find("valgrind"), suite, sides, jobs, evidence,
+               Policy(count_floor=0.01), tmp_path / "cache", deadline=time.monotonic() + 60)
+    for name in sides:
+        assert all(evidence.counts[name].get(job) for job in LIGHT), (name, evidence.uncounted, evidence.notes)
+        assert SLOW not in evidence.counts[name]
+        assert evidence.uncounted[name][SLOW].startswith("not counted: its set-up takes 2.0 s natively"), \
+            evidence.uncounted
+    assert any("1 row(s) left to wall time before counting" in note for note in evidence.notes), evidence.notes
+    assert (tmp_path / "setups.log").read_text().split() == ["slow"]  # timed once, natively; never planned
+    kept = json.loads(next((tmp_path / "counts" / "plans").glob("*.json")).read_text())
+    assert not any("Slow" in case for case in kept["plans"]) and any("Slow" in case for case in kept["setups"])
+
+    again = Evidence()  # a later commit of the same suite: the kept seconds say so without running it
+    for job in jobs:
+        for name in sides:
+            again.add_job(job, JobInfo(job[0], params=[str(job[1])] if job in LIGHT else [], by_call=True), name)
+    count_both(tmp_path / "counts", tools.find("valgrind"), suite, sides, jobs, again,
+               Policy(count_floor=0.01), tmp_path / "cache", deadline=time.monotonic() + 60)
+    assert (tmp_path / "setups.log").read_text().split() == ["slow"]
+    assert all(again.uncounted[name][SLOW].startswith("not counted: its set-up") for name in sides)
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every living process under `pid` (from /proc: the counting worker and the valgrind process it started)."""
+    parents = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(stat.parent.name)] = int(fields[1])
+    found, todo = [], [pid]
+    while todo:
+        parent = todo.pop()
+        children = [child for child, p in parents.items() if p == parent]
+        found += children
+        todo += children
+    return found
+
+
+def test_a_slow_setups_row_is_counted_last_and_a_stopped_process_keeps_the_rows_it_counted(tmp_path):
+    """Rows whose setup takes SLOW_SETUP or more natively are counted after the others, so a process stopped
+    while it counts them (here killed, with its valgrind process, once two rows are in: a Ctrl-C, the OOM
+    killer, a time-out) has counted the quick ones; those keep their counts, in the evidence and the cache,
+    and the row it was counting says why it has none."""
+    suite, sides, evidence = _suite(tmp_path, slow=0.0, later=3.0)
+    assert 3.0 >= SLOW_SETUP
+    order: list = []
+
+    def stop_after_two(job) -> None:
+        order.append(job)
+        if len(order) == 2:
+            for pid in _descendants(os.getpid()):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+
+    side = sides["base"]
+    cache = CountsCache(tmp_path / "counts", side.python, suite, tools.find("valgrind"))
+    tally = collect_counts(suite, side, [LATER, *LIGHT], evidence, cache, cache_dir=tmp_path / "cache",
+                           setups={LATER: 3.0}, on_row=stop_after_two)
+    assert order == LIGHT  # the row with the slow setup was left for last, and never reached
+    assert all(evidence.counts["base"].get(job) for job in LIGHT) and tally["counted"] == 2, (tally, evidence.notes)
+    assert LATER not in evidence.counts["base"] and evidence.uncounted["base"][LATER].startswith("counting failed")
+    assert len(cache.load(side.commit)) == 2  # kept: a later alert does not count them again
