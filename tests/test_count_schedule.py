@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -22,7 +23,7 @@ from torchbench.ab.evidence import Evidence, JobInfo, Side
 from torchbench.ab.options import Policy
 from torchbench.ab.schedule import FIRST_SHARE, VALGRIND_SLOWDOWN_FLOOR, count_both
 
-pytestmark = pytest.mark.skipif(tools.find("valgrind") is None, reason="counts need valgrind")
+needs_valgrind = pytest.mark.skipif(tools.find("valgrind") is None, reason="counts need valgrind")
 
 SUITE = '''
 import time
@@ -74,6 +75,7 @@ def _suite(tmp_path: Path, slow: float, later: float) -> tuple[Path, dict[str, S
     return suite, sides, evidence
 
 
+@needs_valgrind
 def test_a_row_whose_setup_alone_outlasts_the_counting_share_is_left_to_wall_time_before_valgrind(tmp_path):
     """A 60 s counting share: the first processes may run 48 s, so a setup of 2 s natively (100 s or more under
     valgrind) cannot be counted. Its setup runs once, natively, to time it (not again to plan it, and never
@@ -122,6 +124,7 @@ def _descendants(pid: int) -> list[int]:
     return found
 
 
+@needs_valgrind
 def test_a_slow_setups_row_is_counted_last_and_a_stopped_process_keeps_the_rows_it_counted(tmp_path):
     """Rows whose setup takes SLOW_SETUP or more natively are counted after the others, so a process stopped
     while it counts them (here killed, with its valgrind process, once two rows are in: a Ctrl-C, the OOM
@@ -148,3 +151,26 @@ def test_a_slow_setups_row_is_counted_last_and_a_stopped_process_keeps_the_rows_
     assert all(evidence.counts["base"].get(job) for job in LIGHT) and tally["counted"] == 2, (tally, evidence.notes)
     assert LATER not in evidence.counts["base"] and evidence.uncounted["base"][LATER].startswith("counting failed")
     assert len(cache.load(side.commit)) == 2  # kept: a later alert does not count them again
+
+
+def test_a_call_of_a_tenth_of_a_millisecond_or_more_warms_up_eight_calls(tmp_path):
+    """asv_worker.SHORT_WARMUP_CALL: a row whose call takes 0.1 ms or more natively is planned to 8 warm-up
+    calls (a layer's kernels run 500-1300x slower under valgrind, and its counts moved at most 0.05% between 8
+    and 16-32 warm-up calls), a 10 us row to WARMUP_SECONDS of calls (128): its interpreted part specialises
+    over many more calls. Each plan carries its setup's seconds."""
+    suite = tmp_path / "benchmarks"
+    suite.mkdir()
+    (suite / "__init__.py").write_text("")
+    (suite / "bench_calls.py").write_text(
+        "import time\n\n\nclass Calls:\n    def time_short(self):\n        sum(range(300))\n\n"
+        "    def time_long(self):\n        time.sleep(0.0004)\n")
+    jobs, out = tmp_path / "jobs.json", tmp_path / "plans.json"
+    jobs.write_text(json.dumps([["bench_calls.Calls.time_short", 0], ["bench_calls.Calls.time_long", 0]]))
+    proc = subprocess.run([sys.executable, "-m", "torchbench_core.asv_worker", "plan", str(suite), "--jobs",
+                           str(jobs), "--out", str(out)], capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1])))
+    assert proc.returncode == 0, proc.stderr
+    plans = json.loads(out.read_text())
+    assert plans["bench_calls.Calls.time_long|0"]["plan"][1] == 8, plans
+    assert plans["bench_calls.Calls.time_short|0"]["plan"][1] == 128, plans
+    assert all(0 <= plan["setup"] < 1 for plan in plans.values()), plans

@@ -106,6 +106,12 @@ COUNT_NUMBER, COUNT_REPEATS = 100, 3
 STATEMENT_WARMUP = 128  # a statement's warm-up runs at most (the counting worker's WARMUP_RUNS)
 CALLS_SECONDS, WARMUP_SECONDS = 2e-3, 0.05  # a time_ case's calls per counted run, and its warm-up (native time)
 PLAN_CALLS, PLAN_SECONDS = 5, 0.2  # a plan times up to this many calls, and stops once they took this long
+# a call of this many seconds or more (natively, its setup apart) warms up 8 calls: its interpreted part, which
+# specialises over the first calls, is a small share of its instructions, and its calls cost most under
+# valgrind (a convolution's or matmul's kernels run 500-1300x slower there). Six layer rows of 0.15-0.5 ms
+# moved 0.004-0.05% between 8 and their 16-32 warm-up calls, at half the valgrind seconds
+# (evaluation/warmup_ab.py; results/warmup_ab-2026-11-29.txt); einops rows of 1-100 us moved up to 1.4% at 4-32.
+SHORT_WARMUP_CALL = 1e-4
 DEFAULT_RUN_TIME = 0.2  # a time_ method's seconds of samples a process until `torchbench alert` allots its own
 MAX_CALLS_A_SAMPLE = 10_000
 # A time_ method's samples a process, where the suite leaves asv's `sample_time` to it: asv's 10 ms samples
@@ -696,7 +702,7 @@ def _power_of_two(x: float, low: int, high: int) -> int:
 def _plan_calls(benchmark, index: int, cache) -> tuple[int, int]:
     """(calls per counted run, warm-up calls) for a `time_` case, from its set-up and its calls timed here
     (natively): about CALLS_SECONDS of calls per run (at most 64), WARMUP_SECONDS of warm-up (8 to
-    128 calls), powers of two, each call's cost counting the set-up and teardown that run before it where the
+    128 calls; 8 for a call of SHORT_WARMUP_CALL or more), powers of two, each call's cost counting the set-up and teardown that run before it where the
     benchmark has them (asv re-runs them between timed calls), so that a slow benchmark, or a slow set-up,
     costs seconds under valgrind, not minutes. A call's cost is the fastest of up to PLAN_CALLS calls after
     one untimed call (a first call pays lazy initialisation: torch's first op on a new shape can be 100x).
@@ -727,7 +733,8 @@ def _plan_calls(benchmark, index: int, cache) -> tuple[int, int]:
         benchmark.do_teardown()
         set_up += time.perf_counter() - start
     each = max(seconds + (set_up if benchmark._setups else 0.0), 1e-7)
-    return _power_of_two(CALLS_SECONDS / each, 1, 64), _power_of_two(WARMUP_SECONDS / each, 8, 128)
+    warmup = 8 if seconds >= SHORT_WARMUP_CALL else _power_of_two(WARMUP_SECONDS / each, 8, 128)
+    return _power_of_two(CALLS_SECONDS / each, 1, 64), warmup
 
 
 def _by_call(benchmarks: dict, jobs: list[list], tmp: Path, fail, done=()) -> list[tuple]:
