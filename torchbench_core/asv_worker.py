@@ -701,11 +701,12 @@ def _power_of_two(x: float, low: int, high: int) -> int:
 
 def _plan_calls(benchmark, index: int, cache) -> tuple[int, int]:
     """(calls per counted run, warm-up calls) for a `time_` case, from its set-up and its calls timed here
-    (natively): about CALLS_SECONDS of calls per run (at most 64), WARMUP_SECONDS of warm-up (8 to
-    128 calls; 8 for a call of SHORT_WARMUP_CALL or more), powers of two, each call's cost counting the set-up and teardown that run before it where the
-    benchmark has them (asv re-runs them between timed calls), so that a slow benchmark, or a slow set-up,
-    costs seconds under valgrind, not minutes. A call's cost is the fastest of up to PLAN_CALLS calls after
-    one untimed call (a first call pays lazy initialisation: torch's first op on a new shape can be 100x).
+    (natively): about CALLS_SECONDS of calls per run (at most 64), WARMUP_SECONDS of warm-up (8 to 128
+    calls; 8 for a call of SHORT_WARMUP_CALL or more), powers of two, each call's cost counting the set-up and
+    teardown that run before it where the benchmark has them (asv re-runs them between timed calls), so that
+    a slow benchmark, or a slow set-up, costs seconds under valgrind, not minutes. A call's cost is the
+    fastest of up to PLAN_CALLS calls after one untimed call (a first call pays lazy initialisation: torch's
+    first op on a new shape can be 100x).
     Raises what its setup or call raises.
 
     The plan changes a case's counts (a call's average over the run moves by up to 3% with the number of

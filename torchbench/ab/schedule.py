@@ -50,7 +50,8 @@ from .counts_cache import CountPlans, CountsCache
 from .evidence import SIDES, Evidence, Job, Side
 from .options import Policy, Rounds
 
-__all__ = ["FIRST_SHARE", "GATHER_SECONDS", "VALGRIND_SLOWDOWN_FLOOR", "count_both", "count_plans", "deterministic", "learn", "trace_both"]
+__all__ = ["FIRST_SHARE", "GATHER_SECONDS", "VALGRIND_SLOWDOWN_FLOOR", "count_both", "count_plans", "deterministic",
+           "learn", "trace_both"]
 
 # the first valgrind processes' share of the counting's time; the rest confirms the rows that moved last (those
 # that moved before are confirmed beside the first processes: _Confirming)
@@ -165,8 +166,9 @@ def _left_to_wall_time(jobs: list[Job], setups: dict[Job, float], limit: float, 
     for job in costly:
         for name in SIDES:
             evidence.uncounted[name][job] = (
-                f"not counted: its set-up takes {setups[job]:.1f} s natively, {VALGRIND_SLOWDOWN_FLOOR * setups[job]:.0f} "
-                f"s or more under valgrind, past the counting's share of the budget (its wall time decides it)")
+                f"not counted: its set-up takes {setups[job]:.1f} s natively, "
+                f"{VALGRIND_SLOWDOWN_FLOOR * setups[job]:.0f} s or more under valgrind, past the counting's share of "
+                f"the budget (its wall time decides it)")
     if costly:
         names = [evidence.jobs[job].name for job in costly]
         evidence.notes.append(
