@@ -20,19 +20,19 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "evaluation"))
 sys.path.insert(0, str(ROOT))
 
-from costly_rows import SUITE, _combinations  # noqa: E402
-from counting_speed import worker  # noqa: E402
+from costly_rows import make_suite  # noqa: E402
+from counting_speed import _combinations, worker  # noqa: E402
 
 from torchbench_core.asv_worker import WARMUP_SECONDS, _power_of_two  # noqa: E402
 
 
 def main() -> None:
+    import argparse
+
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args()
     with tempfile.TemporaryDirectory(prefix="warmup_ab_") as name:
         tmp = Path(name)
-        suite = tmp / "benchmarks"
-        suite.mkdir()
-        (suite / "__init__.py").write_text("")
-        (suite / "bench_layers.py").write_text(SUITE)
+        suite = make_suite(tmp)
         for folder in ("c1", "c2"):
             (tmp / folder).mkdir()
         env = dict(os.environ, PYTHONHASHSEED="0")
