@@ -40,11 +40,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "evaluation"))
 
-from counting_speed import _combinations, worker  # noqa: E402
+from counting_speed import worker  # noqa: E402
 
 from torchbench import tools  # noqa: E402
-from torchbench.ab.evidence import Evidence, JobInfo, Side  # noqa: E402
+from torchbench.ab.evidence import Evidence, Side  # noqa: E402
 from torchbench.ab.options import Policy, Rounds  # noqa: E402
+from torchbench.ab.pair import select_jobs  # noqa: E402
 from torchbench.ab.schedule import count_both  # noqa: E402
 
 SUITE = '''import torch
@@ -212,18 +213,14 @@ def main() -> None:
         (tmp / "cache").mkdir()
         env = dict(os.environ, PYTHONHASHSEED="0")
         listing, _ = worker("list", suite, [], env, tmp / "cache")
-        jobs = [(b["name"], i) for b in listing for i in range(_combinations(b))]
-        native, anchor = worker("run", suite, [list(j) for j in jobs], env, tmp / "cache")
-        call_ms = sorted(1e3 * min(r["samples"]) for r in native if "samples" in r)
         sides = {}
-        evidence = Evidence()
         for name in ("base", "head"):
             (tmp / name).mkdir()
             sides[name] = Side(name, name, tmp / name, Path(sys.executable))
-        names = {b["name"]: b for b in listing}
-        for job in jobs:
-            for name in sides:
-                evidence.add_job(job, JobInfo(job[0], params=_params(names[job[0]], job[1]), by_call=True), name)
+        evidence = Evidence()
+        jobs = select_jobs({name: listing for name in sides}, [], evidence)  # both sides' rows, as the alert's
+        native, anchor = worker("run", suite, [list(j) for j in jobs], env, tmp / "cache")
+        call_ms = sorted(1e3 * min(r["samples"]) for r in native if "samples" in r)
         share = 60 * args.budget_minutes * Rounds().count_share
         started = time.monotonic()
         count_both(tmp / "counts", valgrind, suite, sides, jobs, evidence, Policy(), tmp / "cache",
@@ -255,15 +252,6 @@ def _reason(text: str) -> str:
     if "outlasted its share" in text:
         return "its set-up and runs outlasted its share"
     return text.split(":")[0] or "no reason"
-
-
-def _params(benchmark: dict, index: int) -> list[str]:
-    """The parameter values (asv's repr strings) of combination `index`, the last parameter varying fastest."""
-    values, out = benchmark.get("params") or [], []
-    for options in reversed(values):
-        out.append(options[index % len(options)])
-        index //= len(options)
-    return list(reversed(out))
 
 
 if __name__ == "__main__":

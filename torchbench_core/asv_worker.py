@@ -379,7 +379,8 @@ def _timed_statements(benchmarks: dict, jobs: list[list], tmp: Path, result: dic
     (_capture). setup_cache's value is made here, natively, into `tmp`. In `result`: {"uncountable": why} for
     a `track_` that times none, {"skipped": true} for what asv skips, {"error": why} for what raises; a
     `time_` method that times none is left to _by_call (counted call by call). `seconds`: each captured job's
-    seconds here (its setup, its method's run until its Timer, its teardown), by key."""
+    seconds here (its setup, its method's run until its Timer, its teardown), by key; none for one that
+    raised or was skipped."""
     found = {}
     if seconds is not None:
         with _capturing():  # its imports (torch's Timer) paid here, not in the first job's seconds
@@ -389,7 +390,6 @@ def _timed_statements(benchmarks: dict, jobs: list[list], tmp: Path, result: dic
         if (benchmark is None or benchmark.type not in types or _timer_suite(benchmark) is not None
                 or uncountable(benchmark) or key in result):
             continue
-        start = None
         try:
             cache = _load_cache(benchmark, tmp)  # (made once, natively; valgrind reads it from its file)
             start = time.perf_counter()
@@ -400,9 +400,8 @@ def _timed_statements(benchmarks: dict, jobs: list[list], tmp: Path, result: dic
         except Exception as e:
             result[key] = _not_measured(f"{type(e).__name__}: {e}")
             continue
-        finally:
-            if seconds is not None and start is not None:
-                seconds[key] = time.perf_counter() - start
+        if seconds is not None:
+            seconds[key] = time.perf_counter() - start
         if timer is not None:
             found[key] = timer
         elif benchmark.type != "time":
