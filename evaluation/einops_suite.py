@@ -180,13 +180,17 @@ def main() -> None:
     import argparse
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import track_suite
     from track_suite import trial
 
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("--out", type=Path, help="write the summaries here as JSON")
     parser.add_argument("--no-asv", action="store_true", help="leave out asv continuous")
     parser.add_argument("--pairs", nargs="+", default=["aa", "slower"], choices=["aa", "slower"])
+    parser.add_argument("--alert-args", default="", metavar="FLAGS",
+                        help="flags added to each alert, e.g. \"--max-rounds 2\" to look at the counting alone")
     args = parser.parse_args()
+    track_suite.ALERT_ARGS[:] = args.alert_args.split()
 
     def make(tmp: Path):
         path = tmp / "einops-repo"

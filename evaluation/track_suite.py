@@ -164,8 +164,13 @@ def make_repo(path: Path) -> tuple[str, str, str]:
 TARGET = "segment_softmax"  # the rows the slower commit changes (their name holds the function's repr)
 
 
+# flags added to every alert (--alert-args: e.g. "--max-rounds 2" where only the counting is looked at)
+ALERT_ARGS: list[str] = []
+
+
 def alert(repo: Path, base: str, head: str, out: Path, log: Path) -> tuple[dict, float]:
-    """`torchbench alert` with its defaults (the 9-minute budget, counts on), no flame graphs; its report."""
+    """`torchbench alert` with its defaults (the 9-minute budget, counts on; ALERT_ARGS added), no flame graphs;
+    its report."""
     import json
     import subprocess
     import sys
@@ -176,7 +181,7 @@ def alert(repo: Path, base: str, head: str, out: Path, log: Path) -> tuple[dict,
     with open(log, "w") as f:
         proc = subprocess.run([sys.executable, "-m", "torchbench", "alert", "--repo", str(repo), "--base", base,
                                "--head", head, "--out", str(out), "--env-dir", str(out.parent / "envs"),
-                               "--no-profile", "--json", str(log.with_suffix(".json"))], stdout=f,
+                               "--no-profile", "--json", str(log.with_suffix(".json")), *ALERT_ARGS], stdout=f,
                               stderr=subprocess.STDOUT, text=True, cwd=root, check=False)
     report = log.with_suffix(".json")
     if proc.returncode not in (0, 1, 3) or not report.exists():

@@ -127,7 +127,7 @@ def test_the_regressing_commit_exits_1_with_the_right_rows_labelled_compute(exam
     # the floor (the LoggingTensor's torch.add, by ~1%, as the harness's own code changes) is confirmed in a
     # jittered process a side in DRAWS layout draws and decides nothing (the draws' path end to end:
     # test_a_failing_benchmark_exits_2_with_the_report_and_new_and_slower_rows)
-    passes = re.findall(rf"jittered valgrind process 1 a side \({DRAWS} layout draws\) for the (\d) row\(s\) whose "
+    passes = re.findall(rf"jittered valgrind process 1 a side \({DRAWS} layout draws, [a-z ]+\) for the (\d) row\(s\) whose "
                         r"counts moved beyond the floor: (\d) counted", proc.stdout)
     rows_confirmed = sum(int(n) for n, _ in passes)
     assert rows_confirmed <= 1 and sum(int(c) for _, c in passes) == 2 * rows_confirmed, explain(proc)
@@ -259,12 +259,17 @@ def test_a_failing_benchmark_exits_2_with_the_report_and_new_and_slower_rows(alt
     # the rows that moved beyond the floor were counted again by each side in a jittered process's layout
     # draws, cached apart (the plain row's among them where the counting's share of the budget lasted: on a
     # loaded machine it may not, and the row keeps its first counts and its wall time)
-    by_commit = {f.parent.name: json.loads(f.read_text())["cases"] for f in files}
+    by_commit = {f.parent.name: json.loads(f.read_text()) for f in files}
     passes = [j for j in (1, 2) if f"jittered valgrind process {j} a side" in proc.stdout]
     assert passes[:1] == [1], explain(proc)
     drawn = JITTERED.format(1) + DRAWN.format(DRAWS)
     for sha in shas[:2]:
-        assert any(k.endswith(drawn) for k in by_commit[sha]), by_commit[sha].keys()
+        assert any(k.endswith(drawn) for k in by_commit[sha]["cases"]), by_commit[sha]["cases"].keys()
+        # rows whose counts moved are confirmed by counts alone: the jittered process simulated no caches
+        # (channels.simulating), the first processes did
+        simulated = by_commit[sha].get("simulated", {})
+        assert not any(k.endswith(drawn) for k in simulated) and any(k.startswith(case) for k in simulated), \
+            simulated.keys()
     # a track_ method is counted where it times a Timer (its statement): one that times none says so, and one
     # that raises before it could has its counts fail with its error, as a time_ method's do
     assert rows["bench_alt.Plain.track_digits(200)"]["label"] == \

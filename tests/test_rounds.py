@@ -202,44 +202,143 @@ def test_the_first_counting_processes_leave_time_to_confirm_their_candidates(tmp
     assert len(confirming) == 2 and all(t > (1 - schedule.FIRST_SHARE) * share for t in confirming), given
 
 
-def test_a_row_whose_first_counts_moved_is_confirmed_while_the_first_processes_count_the_rest(tmp_path, monkeypatch):
-    """schedule._Confirming: the first row's first counts move on both sides; its jittered processes start
-    while the first processes still count the other rows, not after them (a suite whose first processes took
-    the share confirmed none of its candidates: issue 63), and each of its rows is confirmed once. A row that
-    did not move is not confirmed. The processes are recorded, not run: what is checked is when each starts."""
+def _confirming_trial(tmp_path, monkeypatch, cores: int, share: float, rows: int = 3, row_seconds: float = 1.0,
+                      moving: tuple[int, ...] = (0,), cached: tuple[str, ...] = (), pass_seconds: float = 0.0):
+    """count_both on `rows` rows whose first processes take `row_seconds` a row, those at `moving` moved 20% on
+    the head, on a machine of `cores` cores, the counting's share `share` seconds. The processes are recorded,
+    not run (collect.collect_counts replaced): the events (side, jitter, start or end, when, simulate), the
+    rows and the evidence. The sides in `cached` have their first counts at once (from the cache, as a base a
+    nightly run counted); a jittered process takes `pass_seconds`."""
     from torchbench.ab import collect, schedule
 
     suite, sides = _sides(tmp_path)
-    moved, flat, last = (("bench_meet.Made.time_read", i) for i in range(3))
+    jobs = [("bench_meet.Made.time_read", i) for i in range(rows)]
     evidence = Evidence()
     for name in sides:
-        for job in (moved, flat, last):
+        for job in jobs:
             evidence.add_job(job, JobInfo(job[0], by_call=True), name)
     events = []
 
-    def counted(suite, side, todo, evidence, cache=None, jitter=0, on_row=None, **_):
-        events.append((side.name, jitter, "start", time.monotonic()))
+    def counted(suite, side, todo, evidence, cache=None, jitter=0, on_row=None, simulate=True, **_):
+        events.append((side.name, jitter, "start", time.monotonic(), simulate))
         if jitter:
+            time.sleep(pass_seconds)
             for job in todo:
                 evidence.counts_again[side.name].setdefault(job, []).extend([[1.0]] * 8)
         else:
-            for job in todo:  # a row's first counts as the process counts it, the moved one first
-                evidence.counts[side.name][job] = [1.2 if side.name == "head" and job == moved else 1.0] * 3
+            for job in todo:  # a row's first counts as the process counts it
+                time.sleep(0 if side.name in cached else row_seconds)
+                evidence.counts[side.name][job] = [1.2 if side.name == "head" and job[1] in moving else 1.0] * 3
                 on_row(job)
-                time.sleep(1.0)
-        events.append((side.name, jitter, "end", time.monotonic()))
+        events.append((side.name, jitter, "end", time.monotonic(), simulate))
         return {"counted": len(todo), "cached": 0, "uncountable": 0, "failed": 0}
 
     monkeypatch.setattr(collect, "collect_counts", counted)
     monkeypatch.setattr(schedule, "GATHER_SECONDS", 0.5)  # (15 s here: rows that move together, one process)
-    schedule.count_both(tmp_path / "counts", tools.find("valgrind") or Path("valgrind"), suite, sides,
-                        [moved, flat, last], evidence, Policy(count_floor=0.01), tmp_path / "cache",
-                        deadline=time.monotonic() + 100)
-    first_end = min(t for _, jitter, what, t in events if jitter == 0 and what == "end")
-    confirming = [t for _, jitter, what, t in events if jitter == 1 and what == "start"]
+    monkeypatch.setattr(schedule, "_cores", lambda: cores)
+    schedule.count_both(tmp_path / "counts", tools.find("valgrind") or Path("valgrind"), suite, sides, jobs, evidence,
+                        Policy(count_floor=0.01), tmp_path / "cache", deadline=time.monotonic() + share)
+    return events, jobs, evidence
+
+
+def test_with_cores_to_spare_a_row_whose_first_counts_moved_is_confirmed_while_the_first_processes_count(
+        tmp_path, monkeypatch):
+    """schedule._Confirming on four cores: the first row's first counts move on both sides; its jittered
+    processes start while the first processes still count the other rows, not after them (a suite whose first
+    processes took the share confirmed none of its candidates: issue 63), and each of its rows is confirmed
+    once. A row that did not move is not confirmed."""
+    events, (moved, flat, last), evidence = _confirming_trial(tmp_path, monkeypatch, cores=4, share=100)
+    first_end = min(t for _, jitter, what, t, _ in events if jitter == 0 and what == "end")
+    confirming = [t for _, jitter, what, t, _ in events if jitter == 1 and what == "start"]
     assert len(confirming) == 2 and max(confirming) < first_end - 1.0, events  # beside the first processes
     assert {job for job in (moved, flat, last) if evidence.counts_again["base"].get(job)} == {moved}
     assert all(t["confirmed"] == 1 for t in evidence.count_tally.values()), evidence.count_tally
+
+
+def test_on_two_cores_the_rows_that_moved_are_confirmed_in_one_pass_after_the_first_processes(tmp_path, monkeypatch):
+    """schedule._Confirming on two cores, the first processes filling them, with time to spare: the two rows
+    that moved (the first and the third of four) wait for the first processes' end and are confirmed in one
+    jittered process a side (one valgrind start-up, and no core running two valgrind processes: confirming
+    beside them cost einops' slowed pair a third more of its counting). The pass counts without simulating
+    caches and branches: the rows' counts moved, which simulated cycles do not decide (channels.simulating)."""
+    events, jobs, evidence = _confirming_trial(tmp_path, monkeypatch, cores=2, share=100, rows=4, row_seconds=0.5,
+                                               moving=(0, 2))
+    first_end = min(t for _, jitter, what, t, _ in events if jitter == 0 and what == "end")
+    confirming = [(t, simulate) for _, jitter, what, t, simulate in events if jitter == 1 and what == "start"]
+    assert len(confirming) == 2 and min(t for t, _ in confirming) >= first_end, events  # one pass, after them
+    assert {job for job in jobs if evidence.counts_again["head"].get(job)} == {jobs[0], jobs[2]}
+    assert all(t["confirmed"] == 2 for t in evidence.count_tally.values()), evidence.count_tally
+    assert not any(simulate for _, simulate in confirming), events
+
+
+def test_on_two_cores_beside_a_lone_first_process_a_pass_runs_its_sides_one_after_the_other(tmp_path, monkeypatch):
+    """schedule._Confirming on two cores, the base's first counts from the cache: the head's first process runs
+    alone, one core idle; the moved row's pass starts beside it, on that core, its base's and head's jittered
+    processes one after the other (_at_once), so that no core runs two valgrind processes."""
+    events, jobs, evidence = _confirming_trial(tmp_path, monkeypatch, cores=2, share=100, rows=6, row_seconds=0.5,
+                                               cached=("base",), pass_seconds=0.5)
+    head_end = max(t for side, jitter, what, t, _ in events if side == "head" and jitter == 0 and what == "end")
+    spans = {side: [t for s, jitter, _, t, _ in events if s == side and jitter == 1] for side in ("base", "head")}
+    assert all(len(span) == 2 for span in spans.values()), events
+    assert min(min(span) for span in spans.values()) < head_end - 0.5, events  # beside the head's first process
+    first, second = sorted(spans.values())
+    assert first[1] <= second[0], events  # one after the other
+    assert {job for job in jobs if evidence.counts_again["head"].get(job)} == {jobs[0]}
+
+
+def test_on_two_cores_a_pass_that_would_not_fit_after_the_first_processes_starts_beside_them(tmp_path, monkeypatch):
+    """schedule._Confirming on two cores with a share too short to wait: the pass's estimated cost (its rows'
+    seconds in the first processes, PASS_ROW_COST each, and a start-up), at half speed beside the first
+    processes, leaves the moved row no time after them, so its pass starts while they still count."""
+    events, jobs, evidence = _confirming_trial(tmp_path, monkeypatch, cores=2, share=5, rows=10, row_seconds=0.3)
+    first_end = min(t for _, jitter, what, t, _ in events if jitter == 0 and what == "end")
+    confirming = [t for _, jitter, what, t, _ in events if jitter == 1 and what == "start"]
+    assert len(confirming) == 2 and max(confirming) < first_end - 0.5, events  # beside them
+    assert {job for job in jobs if evidence.counts_again["base"].get(job)} == {jobs[0]}
+
+
+def test_a_jittered_pass_simulates_only_where_it_must_and_a_row_kept_without_cycles_is_counted_again(
+        tmp_path, monkeypatch):
+    """collect.collect_counts(simulate=False), a jittered pass of rows whose counts moved: its valgrind process
+    is told not to simulate (asv_worker.SIMULATE_ENV "0"), and what it counts is kept without simulated
+    cycles; a later pass of the same jittered process that must simulate (a row moved by its cycles) counts
+    that row again instead of reading its cycles-less counts from the cache, and one that need not reads them.
+    The valgrind processes are recorded, not run (collect._count replaced)."""
+    from torchbench.ab import collect
+    from torchbench.ab.counts_cache import CountsCache
+    from torchbench_core.asv_worker import SIMULATE_ENV
+
+    suite, sides = _sides(tmp_path)
+    job = ("bench_meet.Made.time_read", 0)
+    runs = []
+
+    def count(suite, side, jobs, simulate=True, draws=1, **_):
+        runs.append(([tuple(j[:2]) for j in jobs], simulate))
+        found = {"counts": [1.0] * draws, "draws": draws}
+        return {f"{j[0]}|{j[1]}": found | ({"cycles": [2.0] * draws, "events": [{}] * draws} if simulate else {})
+                for j in jobs}
+
+    monkeypatch.setattr(collect, "_count", count)
+    cache = CountsCache(tmp_path / "counts", Path(sys.executable), suite, None)
+    for simulate, counted in ((False, True), (False, False), (True, True)):
+        evidence = Evidence()
+        evidence.add_job(job, JobInfo(job[0], by_call=True), "base")
+        tally = collect_counts(suite, sides["base"], [job], evidence, cache.view(), jitter=1, draws=8,
+                               simulate=simulate)
+        assert tally["counted"] == int(counted) and tally["cached"] == int(not counted), (simulate, tally)
+        assert len(evidence.counts_again["base"][job]) == 8
+        assert bool(evidence.cycles_again["base"].get(job)) == simulate
+    assert runs == [([job], False), ([job], True)]
+    # the process's environment says so: collect._count passes SIMULATE_ENV "0" where it must not simulate
+    monkeypatch.undo()
+    seen = {}
+    monkeypatch.setattr(collect, "_worker", lambda suite, side, mode, jobs, timeout, env=None, **_: seen.update(env)
+                        or {})
+    collect._count(suite, sides["base"], [job], jitter=1, simulate=False)
+    assert seen.get(SIMULATE_ENV) == "0"
+    seen.clear()
+    collect._count(suite, sides["base"], [job], jitter=1)
+    assert SIMULATE_ENV not in seen
 
 
 SLOW_SETUP = '''

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any, Callable, NamedTuple
 
 from torchbench_core._callgrind_worker import JITTER_ENV, LAYOUT_ENV
-from torchbench_core.asv_worker import COUNT_NUMBER, DEADLINE_ENV, DRAWS_ENV, PROGRESS_ENV, SETUP_LIMIT_ENV
+from torchbench_core.asv_worker import (COUNT_NUMBER, DEADLINE_ENV, DRAWS_ENV, PROGRESS_ENV, SETUP_LIMIT_ENV,
+                                        SIMULATE_ENV)
 from torchbench_core.callgrind import DEADLINE_PASSED, SHARE_PASSED
 from torchbench_core.memory_price import PRICE_ENV
 from torchbench_core.syscalls import DEADLINE_ENV as SYSCALLS_DEADLINE_ENV
@@ -42,7 +43,7 @@ def collect_counts(suite: Path, side: Side, jobs: list[Job], evidence: Evidence,
                    plans: dict[Job, tuple[int, int]] | None = None,
                    cache_dir: Path | None = None, timeout: float = 3600, draws: int = 1,
                    on_row: Callable[[Job], Any] | None = None,
-                   setups: dict[Job, float] | None = None) -> dict[str, int]:
+                   setups: dict[Job, float] | None = None, simulate: bool = True) -> dict[str, int]:
     """Instruction counts of the countable cases among `jobs` (TimerSuite cases and asv time_ methods), from
     the cache where it has them, the rest in one valgrind process for this side (then cached). Each job left
     without counts gets its reason in evidence.uncounted. `jitter` k > 0: the k-th valgrind process whose
@@ -67,7 +68,10 @@ def collect_counts(suite: Path, side: Side, jobs: list[Job], evidence: Evidence,
     depend on what ran before it in its process).
     `on_row(job)` (the first process, jitter 0): called, from another thread, as each job's first counts are
     in the evidence (those from the cache at once, the others as the valgrind process counts them), so that a
-    caller can confirm a row whose counts moved while the rest are counted (schedule.count_both)."""
+    caller can confirm a row whose counts moved while the rest are counted (schedule.count_both).
+    `simulate` False (a jittered process, jitter > 0): counts alone, no simulated caches and branches (half
+    the valgrind seconds of a small row: for rows whose counts moved, which simulated cycles cannot decide,
+    channels.SimulatedCycles); a row cached without them is then enough."""
     plans = plans or {}
     uncounted = evidence.uncounted[side.name]
     countable = []
@@ -85,7 +89,10 @@ def collect_counts(suite: Path, side: Side, jobs: list[Job], evidence: Evidence,
     cached_simulated = cache.load_simulated(side.commit) if cache else {}
     origins = cache.origins(side.commit) if cache else {}
     setups = setups or {}
-    missing = sorted((job for job in countable if cases[job] not in cached),
+    # a jittered process that simulates counts again a row kept without simulated cycles (counted by one that
+    # did not simulate)
+    missing = sorted((job for job in countable if cases[job] not in cached
+                      or (again and simulate and cases[job] not in cached_simulated)),
                      key=lambda job: (setups.get(job, 0.0) if setups.get(job, 0.0) >= SLOW_SETUP else 0.0,
                                       -plans[job][0] if job in plans else -COUNT_NUMBER))
 
@@ -120,7 +127,7 @@ def collect_counts(suite: Path, side: Side, jobs: list[Job], evidence: Evidence,
                 place(job, cached[cases[job]], cached_simulated.get(cases[job]))
                 on_row(job)
     found = _count(suite, side, [(*job, *plans.get(job, ())) for job in missing], cache_dir=cache_dir,
-                   jitter=jitter, timeout=timeout, draws=draws if again else 1,
+                   jitter=jitter, timeout=timeout, draws=draws if again else 1, simulate=simulate or not again,
                    miss_cycles=cache.miss_cycles if cache else None,
                    on_line=streamed if follow else None) if missing else {}
     counted, simulated, failures, cost, learned = {}, {}, {}, {}, {}
@@ -160,8 +167,8 @@ def collect_counts(suite: Path, side: Side, jobs: list[Job], evidence: Evidence,
         evidence.notes.extend(cache.problems)
         cache.problems.clear()
     for job in countable:  # (a first process's streamed rows again: the same counts, placed once more)
-        place(job, cached.get(cases[job]) or counted.get(cases[job]),
-              cached_simulated.get(cases[job]) or simulated.get(cases[job]))
+        place(job, counted.get(cases[job]) or cached.get(cases[job]),
+              simulated.get(cases[job]) or cached_simulated.get(cases[job]))
     return {"counted": len(counted), "cached": len(countable) - len(missing),
             "uncountable": sum(1 for j in jobs if uncounted.get(j, "").startswith("not countable")),
             "failed": sum(len(names) for names in failures.values()), "seconds": cost, "statements": learned,
@@ -283,19 +290,20 @@ def plan_counts(suite: Path, sides: list[Side], jobs: list[Job], cache_dir: Path
 
 def _count(suite: Path, side: Side, jobs: list[tuple], layout: int = 0, cache_dir: Path | None = None,
            jitter: int = 0, timeout: float = 3600, draws: int = 1, miss_cycles: int | None = None,
-           on_line: Callable[[dict], Any] | None = None) -> dict:
+           on_line: Callable[[dict], Any] | None = None, simulate: bool = True) -> dict:
     """One valgrind process for this side counts every case among `jobs` ((name, index) or (name, index,
     calls per run, warm-up calls)), its memory layout shifted by `layout` before the imports and jittered by
     `jitter` after them, each case in `draws` layout draws (torchbench_core._callgrind_worker): {"name|index":
     result}. Counting stops COUNTS_WRAP_UP seconds (or a tenth) before `timeout`, keeping what it counted.
-    `miss_cycles`: the price of a simulated last-level miss in its estimated cycles (memory_price.py).
-    `on_line(answer)`: each row's answer ({"key": "name|index", ...}) as soon as it is counted. Where the
+    `miss_cycles`: the price of a simulated last-level miss in its estimated cycles (memory_price.py);
+    `simulate` False: counts alone (asv_worker.SIMULATE_ENV). `on_line(answer)`: each row's answer ({"key": "name|index", ...}) as soon as it is counted. Where the
     process fails or is stopped, the rows it had counted (its progress file) keep their counts, the others
     the reason."""
     wrap_up = min(COUNTS_WRAP_UP, timeout / 10)
     env = (({LAYOUT_ENV: str(layout)} if layout else {}) | ({JITTER_ENV: str(jitter)} if jitter else {})
            | ({DRAWS_ENV: str(draws)} if draws > 1 else {}) | {DEADLINE_ENV: repr(time.time() + timeout - wrap_up)}
-           | ({PRICE_ENV: str(miss_cycles)} if miss_cycles else {}))
+           | ({PRICE_ENV: str(miss_cycles)} if miss_cycles else {})
+           | ({} if simulate else {SIMULATE_ENV: "0"}))
     streamed: dict[str, dict] = {}
 
     def line_in(line: dict) -> None:

@@ -22,10 +22,14 @@ halves the wait), in this order:
    counted again).
 3. **Confirming processes** (a valgrind process a side whose layout is jittered, each row in
    count_decision.DRAWS layout draws): the rows whose first counts or cycles moved beyond the floor
-   (channels.to_confirm), counted **beside** the first processes as soon as a row's first counts are in on
-   both sides (the worker streams them; _Confirming: rows that move within GATHER_SECONDS share a process);
-   then, up to count_decision.MAX_PASSES, those still near their bar. A pass that would start after the
-   counting's share does not, and its rows keep their wall time.
+   (channels.to_confirm), queued as soon as a row's first counts are in on both sides (the worker streams
+   them) and counted as soon as a core is idle: on a machine with cores to spare, beside the first processes
+   (rows that move within GATHER_SECONDS share a process); where the first processes fill the cores, once
+   they end, every candidate in one pass, or earlier, sharing the cores, where waiting would leave the pass
+   too little of the counting's share (_Confirming); then, up to count_decision.MAX_PASSES, those still near
+   their bar. A pass simulates caches and branches only where simulated cycles may decide one of its rows
+   (channels.simulating). A pass that would start after the counting's share does not, and its rows keep
+   their wall time.
 4. **System calls** (one process a side under strace, collect.collect_syscalls): every row, in the phase's
    own share (Rounds.syscall_share), each row its share of what is left; then the rows whose calls differed
    in a call that may decide are traced again in another process state (channels.to_retrace, SYSCALL_TRACES).
@@ -38,20 +42,22 @@ an earlier alert: CountsCache.origins).
 
 from __future__ import annotations
 
+import math
+import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from . import collect
-from .channels import SYSCALL_TRACES, deterministic_level, to_confirm, to_retrace
+from .channels import SYSCALL_TRACES, deterministic_level, simulating, to_confirm, to_retrace
 from .count_decision import DRAWS, MAX_PASSES
 from .counts_cache import CountPlans, CountsCache
 from .evidence import SIDES, Evidence, Job, Side
 from .options import Policy, Rounds
 
-__all__ = ["FIRST_SHARE", "GATHER_SECONDS", "VALGRIND_SLOWDOWN_FLOOR", "count_both", "count_plans", "deterministic",
-           "learn", "trace_both"]
+__all__ = ["FIRST_SHARE", "GATHER_SECONDS", "PASS_ROW_COST", "VALGRIND_SLOWDOWN_FLOOR", "count_both", "count_plans",
+           "deterministic", "learn", "trace_both"]
 
 # the first valgrind processes' share of the counting's time; the rest confirms the rows that moved last (those
 # that moved before are confirmed beside the first processes: _Confirming)
@@ -59,6 +65,10 @@ FIRST_SHARE = 0.8
 # seconds a jittered pass beside the first processes waits, from its first row, for more rows that move (each
 # pass costs a valgrind process's start-up, ~15 s: rows that move together are confirmed together)
 GATHER_SECONDS = 15.0
+# a confirmed row's seconds in a jittered pass (DRAWS layout draws, each its setup, 8 warm-up calls and a counted
+# run) over its seconds in a first process (128 warm-up calls and three counted runs): 3.75 measured for
+# einops' pack rows (4 rows, 1.2 s each in a first process, 18 s of draws beside a 17 s start-up)
+PASS_ROW_COST = 4.0
 # valgrind's least slowdown of a setup's code (measured here, callgrind instrumenting: a Python loop 50-80x,
 # small torch ops 60x, a 256x256 matmul loop 1300x and more): a row whose native setup times this outlasts the
 # first processes' share is never started under valgrind (_left_to_wall_time)
@@ -89,10 +99,10 @@ def count_both(root: Path, valgrind: Path, suite: Path, sides: dict[str, Side], 
                origin: str = "torchbench alert", caches: dict[str, CountsCache] | None = None) -> None:
     """Both sides' instruction counts at once, one valgrind process each: counts do not depend on what else
     runs, and on two cores this halves the wait. As soon as a row's first counts are in on both sides and
-    moved beyond the floor (channels.to_confirm), it is counted in a jittered process a side, in
-    count_decision.DRAWS layout draws, beside the first processes, which go on (_Confirming: the rows that
-    moved while a jittered pass ran are its next pass). Then, up to count_decision.MAX_PASSES, a row still near
-    its bar gets another jittered process, so that a count decision holds against the counts' noise between
+    moved beyond the floor (channels.to_confirm), it is queued to be counted in a jittered process a side, in
+    count_decision.DRAWS layout draws, as soon as a core is idle (_Confirming: beside the first processes
+    where cores are to spare, after them, or as late as still fits, where they fill the cores). Then, up to
+    count_decision.MAX_PASSES, a row still near its bar gets another jittered process, so that a count decision holds against the counts' noise between
     layouts (count_decision.py). Each valgrind process may take what is left until `deadline` (the counting's
     share of the budget), the first processes FIRST_SHARE of it, so that a row that moves last can still be
     confirmed; a pass that would start after it does not, and its rows keep their wall time. A row whose
@@ -112,25 +122,39 @@ def count_both(root: Path, valgrind: Path, suite: Path, sides: dict[str, Side], 
           f"this machine: torchbench_core.memory_price)", flush=True)
     jobs = _left_to_wall_time(jobs, setups, setup_limit, evidence)
 
-    def both_sides(todo: list[Job], jitter: int, until: float, on_row=None) -> dict[str, dict[str, int]]:
-        left = max(1.0, until - time.monotonic())
-        with ThreadPoolExecutor(max_workers=len(SIDES)) as pool:
-            return dict(zip(SIDES, pool.map(lambda name: collect.collect_counts(
-                suite, sides[name], todo, evidence, caches[name].view() if jitter else caches[name], jitter=jitter,
-                plans=plans, cache_dir=cache_dir, timeout=left, draws=DRAWS if jitter else 1, on_row=on_row,
-                setups=setups),
-                SIDES)))
+    def both_sides(todo: list[Job], jitter: int, until: float, confirming: _Confirming | None = None,
+                   at_once: int = len(SIDES)) -> dict[str, dict[str, int]]:
+        """Each side's valgrind process for `todo`, `at_once` of them at a time, each until `until`."""
+        simulate = not jitter or simulating(evidence, todo, policy.count_floor)
 
-    confirming = _Confirming(evidence, policy, lambda todo: both_sides(todo, 1, deadline), deadline)
+        def side(name: str) -> dict[str, int]:
+            try:
+                return collect.collect_counts(
+                    suite, sides[name], todo, evidence, caches[name].view() if jitter else caches[name],
+                    jitter=jitter, plans=plans, cache_dir=cache_dir, timeout=max(1.0, until - time.monotonic()),
+                    draws=DRAWS if jitter else 1,
+                    on_row=(lambda job: confirming.first_counts_in(job, name)) if confirming else None,
+                    setups=setups, simulate=simulate)
+            finally:
+                if confirming:
+                    confirming.first_done()
+
+        with ThreadPoolExecutor(max_workers=at_once) as pool:
+            return dict(zip(SIDES, pool.map(side, SIDES)))
+
+    confirming = _Confirming(evidence, policy, lambda todo, at_once: both_sides(todo, 1, deadline, at_once=at_once),
+                             deadline)
     began = time.monotonic()
     try:
-        tally = both_sides(jobs, 0, began + FIRST_SHARE * (deadline - began), on_row=confirming.first_counts_in)
+        tally = both_sides(jobs, 0, began + FIRST_SHARE * (deadline - began), confirming)
     finally:
+        first = time.monotonic() - began
         confirmed = confirming.finish()  # the rows that moved last are confirmed now
     for name in SIDES:
         t = tally[name]
         print(f"== instruction counts, {name}: {t['counted']} counted (one valgrind process), {t['cached']} from "
-              f"the cache, {t['uncountable']} not countable, {t['failed']} failed", flush=True)
+              f"the cache, {t['uncountable']} not countable, {t['failed']} failed; the first processes took "
+              f"{first:.0f} s", flush=True)
         if t.get("cached_by"):  # where the cached counts came from
             print("   from the cache: " + ", ".join(f"{n} kept by {origin}" for origin, n in t["cached_by"].items()),
                   flush=True)
@@ -151,8 +175,9 @@ def count_both(root: Path, valgrind: Path, suite: Path, sides: dict[str, Side], 
             evidence.notes.append(f"instruction counts: the counting's share of the budget ran out before jittered "
                                   f"process {jitter} of {len(confirm)} row(s); their wall time decides them")
             break
+        began = time.monotonic()
         again = both_sides(confirm, jitter, deadline)
-        _said(again, jitter, confirm)
+        _said(again, jitter, confirm, time.monotonic() - began, simulating(evidence, confirm, policy.count_floor))
         for name in SIDES:
             tally[name]["confirmed"] += again[name]["counted"] + again[name]["cached"]
     evidence.count_tally = tally
@@ -179,46 +204,77 @@ def _left_to_wall_time(jobs: list[Job], setups: dict[Job, float], limit: float, 
     return [job for job in jobs if job not in costly]
 
 
-def _said(again: dict[str, dict], jitter: int, rows: list[Job]) -> None:
-    """The log's line for a jittered pass a side."""
-    print(f"== instruction counts, jittered valgrind process {jitter} a side ({DRAWS} layout draws) for "
+def _said(again: dict[str, dict], jitter: int, rows: list[Job], seconds: float, simulated: bool) -> None:
+    """The log's line for a jittered pass a side, which took `seconds` (`simulated`: caches and branches too)."""
+    print(f"== instruction counts, jittered valgrind process {jitter} a side ({DRAWS} layout draws"
+          f"{', caches simulated' if simulated else ', counts alone'}) for "
           f"the {len(rows)} row(s) whose counts moved beyond the floor: "
           f"{again['base']['counted'] + again['head']['counted']} counted, "
-          f"{again['base']['cached'] + again['head']['cached']} from the cache", flush=True)
+          f"{again['base']['cached'] + again['head']['cached']} from the cache, in {seconds:.0f} s", flush=True)
     for name in SIDES:
         for key in ("seconds", "statements", "cached_by"):
             again[name].pop(key, None)
 
 
-class _Confirming:
-    """The first jittered pass, run beside the first processes: `first_counts_in(job)` (from the threads that
-    follow the first processes) queues a row whose first counts moved on both sides; a thread of its own
-    counts the queue in a jittered process a side (`confirm(rows)`) GATHER_SECONDS after its first row came
-    (or at once when the first processes are done), then what queued meanwhile, until
-    `finish()` (the first processes done) has it count what is left and returns each side's rows confirmed.
-    A pass that would start after `deadline` does not (count_both's later look finds its rows unconfirmed and
-    says so)."""
+def _cores() -> int:
+    """The cores this process may run on (the valgrind processes' share of the machine)."""
+    return len(os.sched_getaffinity(0))
 
-    def __init__(self, evidence: Evidence, policy: Policy, confirm, deadline: float) -> None:
+
+class _Confirming:
+    """The first jittered pass, run while the first processes count: `first_counts_in(job, side)` (from the
+    threads that follow the first processes) queues a row whose first counts moved on both sides; a thread of
+    its own counts the queue in a jittered process a side (`confirm(rows)`) as soon as a core is idle (fewer
+    first processes still running, `first_done()`, than the machine has cores), GATHER_SECONDS after its first
+    row came; on a machine whose cores the first processes fill (two sides on two cores), not before they end,
+    so that the rows that move meanwhile gather into one pass (each pass costs a valgrind start-up a side) and
+    no core runs two valgrind processes (on two cores, confirming beside the first processes cost these a
+    third more: einops' slowed pair, 157-172 s of counting), unless waiting would leave the pass too little
+    of the time to `deadline`: it then starts at the latest moment its estimated cost (pass_seconds, from the
+    first processes' seconds of its rows) still fits, sharing the cores. A pass runs as many of its processes
+    at once as cores are idle (_at_once: beside the head's lone first process, where the base came from the
+    cache, base's then head's). `finish()` (the first processes
+    done) has it count what is left and returns each side's rows confirmed. A pass that would start after
+    `deadline` does not (count_both's later look finds its rows unconfirmed and says so)."""
+
+    def __init__(self, evidence: Evidence, policy: Policy, confirm, deadline: float,
+                 cores: int | None = None) -> None:
         self.evidence, self.policy, self.confirm, self.deadline = evidence, policy, confirm, deadline
+        self.cores = cores or _cores()
         self.queued: list[Job] = []
         self.seen: set[Job] = set()
         self.confirmed = dict.fromkeys(SIDES, 0)
+        self.running = len(SIDES)  # the first processes still counting
+        self.began = time.monotonic()
+        self.last = dict.fromkeys(SIDES, self.began)  # each side's latest row in
+        self.cost: dict[Job, float] = {}  # a row's seconds in the first processes (the slower side's)
+        self.startup = 0.0  # a valgrind process's start-up, estimated (first_counts_in)
         self.done = False
         self.error: BaseException | None = None
         self.lock = threading.Condition()
         self.thread = threading.Thread(target=self._run, name="confirming counts", daemon=True)
         self.thread.start()
 
-    def first_counts_in(self, job: Job) -> None:
+    def first_counts_in(self, job: Job, side: str) -> None:
         with self.lock:
-            if job in self.seen or not all(self.evidence.counts[side].get(job) for side in SIDES):
+            now = time.monotonic()
+            # the longest wait for a row so far stands for a start-up (its first row's included: an estimate on
+            # the safe side, a pass then starting earlier rather than too late)
+            self.startup = max(self.startup, now - self.last[side])
+            self.cost[job] = max(self.cost.get(job, 0.0), now - self.last[side])
+            self.last[side] = now
+            if job in self.seen or not all(self.evidence.counts[name].get(job) for name in SIDES):
                 return
             self.seen.add(job)
             # the first pass's test reads the first counts alone (the level is the later passes')
             if to_confirm(self.evidence, [job], self.policy.count_floor, 1, 0.0):
                 self.queued.append(job)
                 self.lock.notify()
+
+    def first_done(self) -> None:
+        with self.lock:
+            self.running -= 1
+            self.lock.notify()
 
     def finish(self) -> dict[str, int]:
         with self.lock:
@@ -229,6 +285,32 @@ class _Confirming:
             raise self.error
         return self.confirmed
 
+    def pass_seconds(self, rows: list[Job]) -> float:
+        """A jittered pass's estimated seconds for `rows`, alone on its cores: a valgrind start-up and each
+        row's DRAWS draws at PASS_ROW_COST of its first-process seconds."""
+        return self.startup + PASS_ROW_COST * sum(self.cost.get(job, self.startup) for job in rows)
+
+    def _start_at(self, gather: float) -> float:
+        """When the queued rows' pass starts: at `gather` where a core is idle; otherwise when the first
+        processes end, or at the latest moment the pass still fits before the deadline (sharing the cores
+        with those still running), whichever comes first."""
+        if self.running < self.cores:
+            return gather
+        shared = (self.running + len(SIDES)) / self.cores  # the pass's slowdown beside those still running
+        return self.deadline - shared * self.pass_seconds(self.queued)
+
+    def _at_once(self, rows: list[Job]) -> int:
+        """How many of the pass's processes (one a side) run at once: as many as there are idle cores (with
+        one idle core beside a first process, base's then head's, so that no core runs two valgrind
+        processes), all of them where no core is idle (a pass started at its latest moment shares them) or
+        where one after another would not end before the deadline."""
+        with self.lock:
+            idle = self.cores - self.running
+        if idle <= 0 or idle >= len(SIDES):
+            return len(SIDES)
+        one_by_one = math.ceil(len(SIDES) / idle) * self.pass_seconds(rows)
+        return idle if time.monotonic() + one_by_one <= self.deadline else len(SIDES)
+
     def _run(self) -> None:
         try:
             while True:
@@ -238,13 +320,16 @@ class _Confirming:
                     if not self.queued:
                         return
                     gather = time.monotonic() + GATHER_SECONDS  # rows that move meanwhile join this pass
-                    while not self.done and time.monotonic() < gather:
-                        self.lock.wait(gather - time.monotonic())
+                    # (looked at again as rows queue and first processes end, at least every 5 s)
+                    while not self.done and time.monotonic() < max(gather, self._start_at(gather)):
+                        self.lock.wait(min(max(gather, self._start_at(gather)) - time.monotonic(), 5.0))
                     rows, self.queued = self.queued, []
                 if time.monotonic() >= self.deadline:
                     continue  # left for count_both's passes after the first processes, which say so
-                again = self.confirm(rows)
-                _said(again, 1, rows)
+                began = time.monotonic()
+                again = self.confirm(rows, self._at_once(rows))
+                _said(again, 1, rows, time.monotonic() - began,
+                      simulating(self.evidence, rows, self.policy.count_floor))
                 for name in SIDES:
                     self.confirmed[name] += again[name]["counted"] + again[name]["cached"]
         except BaseException as e:  # raised again in the caller's thread, by finish()
