@@ -287,10 +287,11 @@ def test_on_two_cores_beside_a_lone_first_process_a_pass_runs_its_sides_one_afte
 
 
 def test_on_two_cores_a_pass_that_would_not_fit_after_the_first_processes_starts_beside_them(tmp_path, monkeypatch):
-    """schedule._Confirming on two cores with a share too short to wait: the pass's estimated cost (its rows'
-    seconds in the first processes, PASS_ROW_COST each, and a start-up), at half speed beside the first
-    processes, leaves the moved row no time after them, so its pass starts while they still count."""
-    events, jobs, evidence = _confirming_trial(tmp_path, monkeypatch, cores=2, share=5, rows=10, row_seconds=0.3)
+    """schedule._Confirming on two cores with a share too short to wait: the first processes are expected to
+    count for 6 s (12 rows at 0.5 s), and the pass's estimated cost (its row's seconds in the first processes,
+    PASS_ROW_COST each, and a start-up: 2.5 s) would not end within the 8 s share after them, so it starts at
+    the latest moment it fits at half speed beside them, while they still count."""
+    events, jobs, evidence = _confirming_trial(tmp_path, monkeypatch, cores=2, share=8, rows=12, row_seconds=0.5)
     first_end = min(t for _, jitter, what, t, _ in events if jitter == 0 and what == "end")
     confirming = [t for _, jitter, what, t, _ in events if jitter == 1 and what == "start"]
     assert len(confirming) == 2 and max(confirming) < first_end - 0.5, events  # beside them

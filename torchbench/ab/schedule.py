@@ -102,8 +102,8 @@ def count_both(root: Path, valgrind: Path, suite: Path, sides: dict[str, Side], 
     moved beyond the floor (channels.to_confirm), it is queued to be counted in a jittered process a side, in
     count_decision.DRAWS layout draws, as soon as a core is idle (_Confirming: beside the first processes
     where cores are to spare, after them, or as late as still fits, where they fill the cores). Then, up to
-    count_decision.MAX_PASSES, a row still near its bar gets another jittered process, so that a count decision holds against the counts' noise between
-    layouts (count_decision.py). Each valgrind process may take what is left until `deadline` (the counting's
+    count_decision.MAX_PASSES, a row still near its bar gets another jittered process, so that a count
+    decision holds against the counts' noise between layouts (count_decision.py). Each valgrind process may take what is left until `deadline` (the counting's
     share of the budget), the first processes FIRST_SHARE of it, so that a row that moves last can still be
     confirmed; a pass that would start after it does not, and its rows keep their wall time. A row whose
     first counts came only at the first process's end (a C++ statement) is confirmed after it. Each side has
@@ -142,11 +142,12 @@ def count_both(root: Path, valgrind: Path, suite: Path, sides: dict[str, Side], 
         with ThreadPoolExecutor(max_workers=at_once) as pool:
             return dict(zip(SIDES, pool.map(side, SIDES)))
 
-    confirming = _Confirming(evidence, policy, lambda todo, at_once: both_sides(todo, 1, deadline, at_once=at_once),
-                             deadline)
     began = time.monotonic()
+    first_until = began + FIRST_SHARE * (deadline - began)
+    confirming = _Confirming(evidence, policy, lambda todo, at_once: both_sides(todo, 1, deadline, at_once=at_once),
+                             deadline, first_until, len(jobs))
     try:
-        tally = both_sides(jobs, 0, began + FIRST_SHARE * (deadline - began), confirming)
+        tally = both_sides(jobs, 0, first_until, confirming)
     finally:
         first = time.monotonic() - began
         confirmed = confirming.finish()  # the rows that moved last are confirmed now
@@ -229,18 +230,21 @@ class _Confirming:
     row came; on a machine whose cores the first processes fill (two sides on two cores), not before they end,
     so that the rows that move meanwhile gather into one pass (each pass costs a valgrind start-up a side) and
     no core runs two valgrind processes (on two cores, confirming beside the first processes cost these a
-    third more: einops' slowed pair, 157-172 s of counting), unless waiting would leave the pass too little
-    of the time to `deadline`: it then starts at the latest moment its estimated cost (pass_seconds, from the
-    first processes' seconds of its rows) still fits, sharing the cores. A pass runs as many of its processes
+    third more: einops' slowed pair, 157-172 s of counting), unless the pass is not expected to fit after
+    them (first_end: their rows to come at their mean seconds a row; pass_seconds: a start-up and its rows'
+    seconds in the first processes, PASS_ROW_COST each): it then starts at the latest moment it still fits
+    before `deadline`, sharing the cores. A pass runs as many of its processes
     at once as cores are idle (_at_once: beside the head's lone first process, where the base came from the
     cache, base's then head's). `finish()` (the first processes
     done) has it count what is left and returns each side's rows confirmed. A pass that would start after
     `deadline` does not (count_both's later look finds its rows unconfirmed and says so)."""
 
-    def __init__(self, evidence: Evidence, policy: Policy, confirm, deadline: float,
-                 cores: int | None = None) -> None:
+    def __init__(self, evidence: Evidence, policy: Policy, confirm, deadline: float, first_until: float,
+                 rows: int, cores: int | None = None) -> None:
         self.evidence, self.policy, self.confirm, self.deadline = evidence, policy, confirm, deadline
+        self.first_until, self.rows = first_until, rows  # the first processes' deadline and rows a side
         self.cores = cores or _cores()
+        self.arrived = dict.fromkeys(SIDES, 0)  # each side's rows in
         self.queued: list[Job] = []
         self.seen: set[Job] = set()
         self.confirmed = dict.fromkeys(SIDES, 0)
@@ -263,6 +267,7 @@ class _Confirming:
             self.startup = max(self.startup, now - self.last[side])
             self.cost[job] = max(self.cost.get(job, 0.0), now - self.last[side])
             self.last[side] = now
+            self.arrived[side] += 1
             if job in self.seen or not all(self.evidence.counts[name].get(job) for name in SIDES):
                 return
             self.seen.add(job)
@@ -290,24 +295,40 @@ class _Confirming:
         row's DRAWS draws at PASS_ROW_COST of its first-process seconds."""
         return self.startup + PASS_ROW_COST * sum(self.cost.get(job, self.startup) for job in rows)
 
+    def first_end(self) -> float:
+        """When the first processes are expected to end: each side's rows still to come at its mean seconds a
+        row so far (its start-up included), the later side's; at the latest their deadline."""
+        ends = []
+        for side in SIDES:
+            if not self.arrived[side]:
+                return self.first_until
+            mean = (self.last[side] - self.began) / self.arrived[side]
+            ends.append(self.last[side] + max(0, self.rows - self.arrived[side]) * mean)
+        return min(max(ends), self.first_until)
+
     def _start_at(self, gather: float) -> float:
         """When the queued rows' pass starts: at `gather` where a core is idle; otherwise when the first
-        processes end, or at the latest moment the pass still fits before the deadline (sharing the cores
-        with those still running), whichever comes first."""
+        processes end (math.inf: waited for), where the pass is expected to fit after them, or else at the
+        latest moment it still fits before the deadline, sharing the cores with them."""
         if self.running < self.cores:
             return gather
+        cost = self.pass_seconds(self.queued)
+        if self.first_end() + cost <= self.deadline:
+            return math.inf
         shared = (self.running + len(SIDES)) / self.cores  # the pass's slowdown beside those still running
-        return self.deadline - shared * self.pass_seconds(self.queued)
+        return self.deadline - shared * cost
 
     def _at_once(self, rows: list[Job]) -> int:
         """How many of the pass's processes (one a side) run at once: as many as there are idle cores (with
         one idle core beside a first process, base's then head's, so that no core runs two valgrind
-        processes), all of them where no core is idle (a pass started at its latest moment shares them) or
-        where one after another would not end before the deadline."""
+        processes), all of them where no core is idle (a pass started at its latest moment shares them), where
+        the first process left is expected to end within half the pass, or where one after another would not
+        end before the deadline."""
         with self.lock:
             idle = self.cores - self.running
-        if idle <= 0 or idle >= len(SIDES):
-            return len(SIDES)
+            ending = self.first_end() - time.monotonic() < self.pass_seconds(rows) / 2
+            if idle <= 0 or idle >= len(SIDES) or ending:  # (a first process ending within half the pass: its
+                return len(SIDES)  # core is the pass's soon)
         one_by_one = math.ceil(len(SIDES) / idle) * self.pass_seconds(rows)
         return idle if time.monotonic() + one_by_one <= self.deadline else len(SIDES)
 
@@ -323,11 +344,12 @@ class _Confirming:
                     # (looked at again as rows queue and first processes end, at least every 5 s)
                     while not self.done and time.monotonic() < max(gather, self._start_at(gather)):
                         self.lock.wait(min(max(gather, self._start_at(gather)) - time.monotonic(), 5.0))
+                    at_once = self._at_once(self.queued)
                     rows, self.queued = self.queued, []
                 if time.monotonic() >= self.deadline:
                     continue  # left for count_both's passes after the first processes, which say so
                 began = time.monotonic()
-                again = self.confirm(rows, self._at_once(rows))
+                again = self.confirm(rows, at_once)
                 _said(again, 1, rows, time.monotonic() - began,
                       simulating(self.evidence, rows, self.policy.count_floor))
                 for name in SIDES:
