@@ -174,3 +174,45 @@ def test_a_call_of_a_tenth_of_a_millisecond_or_more_warms_up_eight_calls(tmp_pat
     assert plans["bench_calls.Calls.time_long|0"]["plan"][1] == 8, plans
     assert plans["bench_calls.Calls.time_short|0"]["plan"][1] == 128, plans
     assert all(0 <= plan["setup"] < 1 for plan in plans.values()), plans
+
+
+PLANNED_SUITE = '''
+import os
+
+LOG = {log!r}
+
+
+class Rows:
+    params = [0, 1]
+
+    def setup(self, i):
+        with open(LOG, "a") as f:  # where each setup ran: natively, or under valgrind (its preload)
+            f.write(f"{{i}} {{'valgrind' if 'vgpreload' in os.environ.get('LD_PRELOAD', '') else 'native'}}\\n")
+
+    def time_sum(self, i):
+        sum(range(100))
+'''
+
+
+@needs_valgrind
+def test_a_row_planned_call_by_call_is_not_run_natively_again_before_valgrind(tmp_path):
+    """A `time_` row whose plan (made natively, once, by the base's code) counts it call by call carries that
+    to the counting worker, which then does not run its setup and method natively to find out whether it
+    times a Timer (a heavy setup ran once more a side for nothing); a row without a plan still is, to plan
+    it. Both are counted under valgrind."""
+    suite = tmp_path / "benchmarks"
+    suite.mkdir()
+    (suite / "__init__.py").write_text("")
+    log = tmp_path / "setups.log"
+    (suite / "bench_rows.py").write_text(PLANNED_SUITE.format(log=str(log)))
+    planned, unplanned = ("bench_rows.Rows.time_sum", 0), ("bench_rows.Rows.time_sum", 1)
+    evidence = Evidence()
+    for job in (planned, unplanned):
+        evidence.add_job(job, JobInfo(job[0], params=[str(job[1])], by_call=True), "base")
+    side = Side("base", "base", tmp_path, Path(sys.executable))
+    tally = collect_counts(suite, side, [planned, unplanned], evidence, plans={planned: (4, 8)},
+                           cache_dir=tmp_path / "cache")
+    assert tally["counted"] == 2 and all(evidence.counts["base"].get(job) for job in (planned, unplanned)), tally
+    ran = log.read_text().split("\n")
+    assert "0 native" not in ran and "0 valgrind" in ran, ran  # the planned row: under valgrind alone
+    assert "1 native" in ran and "1 valgrind" in ran, ran

@@ -806,8 +806,9 @@ def plan(suite: Path, jobs: list[list], out: Path, cache_dir: Path | None = None
 
 
 def counts(suite: Path, jobs: list[list], out: Path, cache_dir: Path | None = None) -> None:
-    """Count `jobs` ([name, index], or [name, index, calls per run, warm-up calls] for a `time_` case planned
-    by the parent) in one valgrind process; writes {job key: {"counts": [...]} (a `time_` case's with its
+    """Count `jobs` ([name, index], or [name, index, calls per run, warm-up calls, by call] for a case planned
+    by the parent: by call 1 where its plan counts it call by call, 0 where as its Timer's statement) in one
+    valgrind process; writes {job key: {"counts": [...]} (a `time_` case's with its
     "plan": [calls, warm-up]; a case counted as its Timer's statement with "statement": true, and a Python
     one's "plan" [runs per counted run, warm-up runs]), {"uncountable": why}, {"skipped": true} (a TimerSuite combination without a
     TimerSpec, which asv skips too) or {"error": why}}. A `track_` or `time_` method that times a Timer is
@@ -839,7 +840,10 @@ def counts(suite: Path, jobs: list[list], out: Path, cache_dir: Path | None = No
                 else:
                     cases.append(spec.timer())
                     keys.append(key)
-        timed = _timed_statements(benchmarks, jobs, cache_dir or Path(tmp), result)
+        # a job the parent's plan says is counted call by call (its fifth field 1: it times no Timer, as the
+        # plan's own capture found) is not run natively again to find out
+        timed = _timed_statements(benchmarks, [job for job in jobs if not (len(job) >= 5 and int(job[4]) == 1)],
+                                  cache_dir or Path(tmp), result)
         given = {f"{name}|{index}": (int(rest[0]), int(rest[1])) for name, index, *rest in jobs if len(rest) >= 2}
         for key, timer in timed.items():  # a Python statement is counted in place (AsvTimed); C++ is compiled
             name, index = key.rsplit("|", 1)

@@ -126,7 +126,10 @@ def collect_counts(suite: Path, side: Side, jobs: list[Job], evidence: Evidence,
             if cases[job] in cached:
                 place(job, cached[cases[job]], cached_simulated.get(cases[job]))
                 on_row(job)
-    found = _count(suite, side, [(*job, *plans.get(job, ())) for job in missing], cache_dir=cache_dir,
+    # a planned job says how its plan counts it (1: call by call, which the worker then need not find out by
+    # running it natively; 0: as its Timer's statement)
+    found = _count(suite, side, [(*job, *plans[job], int(evidence.jobs[job].by_call)) if job in plans else job
+                                 for job in missing], cache_dir=cache_dir,
                    jitter=jitter, timeout=timeout, draws=draws if again else 1, simulate=simulate or not again,
                    miss_cycles=cache.miss_cycles if cache else None,
                    on_line=streamed if follow else None) if missing else {}
@@ -292,7 +295,7 @@ def _count(suite: Path, side: Side, jobs: list[tuple], layout: int = 0, cache_di
            jitter: int = 0, timeout: float = 3600, draws: int = 1, miss_cycles: int | None = None,
            on_line: Callable[[dict], Any] | None = None, simulate: bool = True) -> dict:
     """One valgrind process for this side counts every case among `jobs` ((name, index) or (name, index,
-    calls per run, warm-up calls)), its memory layout shifted by `layout` before the imports and jittered by
+    calls per run, warm-up calls, by call)), its memory layout shifted by `layout` before the imports and jittered by
     `jitter` after them, each case in `draws` layout draws (torchbench_core._callgrind_worker): {"name|index":
     result}. Counting stops COUNTS_WRAP_UP seconds (or a tenth) before `timeout`, keeping what it counted.
     `miss_cycles`: the price of a simulated last-level miss in its estimated cycles (memory_price.py);
