@@ -41,7 +41,7 @@ def test_a_pair_is_measured_and_decided_from_python(tmp_path, env_dir):
         by_case[r.params[1]].append(r.comparison.ratio)
     # A ~3x change on one case: its rows read slower than the untouched case's, as a whole. No bar on a single
     # row's ratio: 3-4 rounds on a loaded CI runner read one TensorLike row at 1.36 (the others 3.0).
-    assert len(report.rows) == 6 and len(by_case["'TensorLike'"]) == 3
+    assert len(report.rows) == 6 and by_case["'TensorLike'"] and by_case["'Tensor'"], by_case
     assert statistics.geometric_mean(by_case["'TensorLike'"]) > statistics.geometric_mean(by_case["'Tensor'"])
     assert report.exit_status() in (0, 1) and report.markdown().startswith("<!--")
 
