@@ -233,11 +233,11 @@ class _Confirming:
     third more: einops' slowed pair, 157-172 s of counting), unless the pass is not expected to fit after
     them (first_end: their rows to come at their mean seconds a row; pass_seconds: a start-up and its rows'
     seconds in the first processes, PASS_ROW_COST each): it then starts at the latest moment it still fits
-    before `deadline`, sharing the cores. A pass runs as many of its processes
-    at once as cores are idle (_at_once: beside the head's lone first process, where the base came from the
-    cache, base's then head's). `finish()` (the first processes
-    done) has it count what is left and returns each side's rows confirmed. A pass that would start after
-    `deadline` does not (count_both's later look finds its rows unconfirmed and says so)."""
+    before `deadline`, sharing the cores. A pass runs as many of its processes at once as cores are idle
+    (_at_once: beside the head's lone first process, where the base came from the cache, base's then head's).
+    `finish()` (the first processes done) has it count what is left and returns each side's rows confirmed. A
+    pass that would start after `deadline` does not (count_both's later look finds its rows unconfirmed and
+    says so)."""
 
     def __init__(self, evidence: Evidence, policy: Policy, confirm, deadline: float, first_until: float,
                  rows: int, cores: int | None = None) -> None:
