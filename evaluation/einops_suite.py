@@ -180,7 +180,6 @@ def main() -> None:
     import argparse
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import track_suite
     from track_suite import trial
 
     parser = argparse.ArgumentParser(description=main.__doc__)
@@ -190,7 +189,6 @@ def main() -> None:
     parser.add_argument("--alert-args", default="", metavar="FLAGS",
                         help="flags added to each alert, e.g. \"--max-rounds 2\" to look at the counting alone")
     args = parser.parse_args()
-    track_suite.ALERT_ARGS[:] = args.alert_args.split()
 
     def make(tmp: Path):
         path = tmp / "einops-repo"
@@ -198,7 +196,7 @@ def main() -> None:
         base, docs, slower = make_repo(path, sources(tmp / "wheel"))
         return path, base, {"aa": ("A/A (a reworded docstring)", docs, False), "slower": ("pack slowed", slower, True)}
 
-    trial("einops-suite-", make, TARGET, args.pairs, args.out, not args.no_asv)
+    trial("einops-suite-", make, TARGET, args.pairs, args.out, not args.no_asv, args.alert_args)
 
 
 if __name__ == "__main__":

@@ -164,13 +164,9 @@ def make_repo(path: Path) -> tuple[str, str, str]:
 TARGET = "segment_softmax"  # the rows the slower commit changes (their name holds the function's repr)
 
 
-# flags added to every alert (--alert-args: e.g. "--max-rounds 2" where only the counting is looked at)
-ALERT_ARGS: list[str] = []
-
-
-def alert(repo: Path, base: str, head: str, out: Path, log: Path) -> tuple[dict, float]:
-    """`torchbench alert` with its defaults (the 9-minute budget, counts on; ALERT_ARGS added), no flame graphs;
-    its report."""
+def alert(repo: Path, base: str, head: str, out: Path, log: Path, extra: tuple[str, ...] = ()) -> tuple[dict, float]:
+    """`torchbench alert` with its defaults (the 9-minute budget, counts on; `extra` flags added), no flame
+    graphs; its report."""
     import json
     import subprocess
     import sys
@@ -181,7 +177,7 @@ def alert(repo: Path, base: str, head: str, out: Path, log: Path) -> tuple[dict,
     with open(log, "w") as f:
         proc = subprocess.run([sys.executable, "-m", "torchbench", "alert", "--repo", str(repo), "--base", base,
                                "--head", head, "--out", str(out), "--env-dir", str(out.parent / "envs"),
-                               "--no-profile", "--json", str(log.with_suffix(".json")), *ALERT_ARGS], stdout=f,
+                               "--no-profile", "--json", str(log.with_suffix(".json")), *extra], stdout=f,
                               stderr=subprocess.STDOUT, text=True, cwd=root, check=False)
     report = log.with_suffix(".json")
     # (2: some row failed, e.g. graphlib's track_bwd raising NotImplementedError in its method body, which
@@ -225,9 +221,11 @@ def beside_asv(out: Path, folder: Path, base: str, head: str, target_name: str |
             "false": [n for n in flagged if n not in hit]}
 
 
-def trial(prefix: str, make, target_name: str, pairs: list[str], out_file: Path | None, with_asv: bool) -> list[dict]:
+def trial(prefix: str, make, target_name: str, pairs: list[str], out_file: Path | None, with_asv: bool,
+          alert_args: str = "") -> list[dict]:
     """A repository made by `make(folder)` -> (path, base, {key: (name, head, targeted)}), in a temporary folder
-    named `prefix`: each pair of `pairs` (keys) through `torchbench alert` with its defaults, beside `asv
+    named `prefix`: each pair of `pairs` (keys) through `torchbench alert` with its defaults (`alert_args`
+    added: e.g. "--max-rounds 2" where only the counting is looked at), beside `asv
     continuous` with its defaults where `with_asv`; each summary (the counting's log lines too) printed, and
     all written to `out_file` as JSON. The folder is removed after."""
     import json
@@ -244,7 +242,7 @@ def trial(prefix: str, make, target_name: str, pairs: list[str], out_file: Path 
             target = target_name if targeted else None
             print(f"== torchbench alert {name}: {base[:8]}..{head[:8]}", flush=True)
             log = tmp / f"alert-{key}.log"
-            report, seconds = alert(path, base, head, out, log)
+            report, seconds = alert(path, base, head, out, log, tuple(alert_args.split()))
             row = summary(name, report, seconds, target)
             row["log"] = [line for line in log.read_text().splitlines()
                           if line.startswith(("== instruction", "   per row"))]
@@ -270,7 +268,6 @@ def main() -> None:
     parser.add_argument("--alert-args", default="", metavar="FLAGS",
                         help="flags added to each alert, e.g. \"--max-rounds 2\" to look at the counting alone")
     args = parser.parse_args()
-    ALERT_ARGS[:] = args.alert_args.split()
 
     def make(tmp: Path):
         path = tmp / "graphlib"
@@ -279,7 +276,7 @@ def main() -> None:
         return path, base, {"aa": ("A/A (a reworded docstring)", docs, False),
                             "slower": ("segment_softmax slowed", slower, True)}
 
-    trial("track-suite-", make, TARGET, ["aa", "slower"], args.out, not args.no_asv)
+    trial("track-suite-", make, TARGET, ["aa", "slower"], args.out, not args.no_asv, args.alert_args)
 
 
 if __name__ == "__main__":

@@ -127,8 +127,8 @@ def test_the_regressing_commit_exits_1_with_the_right_rows_labelled_compute(exam
     # the floor (the LoggingTensor's torch.add, by ~1%, as the harness's own code changes) is confirmed in a
     # jittered process a side in DRAWS layout draws and decides nothing (the draws' path end to end:
     # test_a_failing_benchmark_exits_2_with_the_report_and_new_and_slower_rows)
-    passes = re.findall(rf"jittered valgrind process 1 a side \({DRAWS} layout draws, [a-z ]+\) for the (\d) row\(s\) whose "
-                        r"counts moved beyond the floor: (\d) counted", proc.stdout)
+    passes = re.findall(rf"jittered valgrind process 1 a side \({DRAWS} layout draws, [a-z ]+\) for the (\d) "
+                        r"row\(s\) whose counts moved beyond the floor: (\d) counted", proc.stdout)
     rows_confirmed = sum(int(n) for n, _ in passes)
     assert rows_confirmed <= 1 and sum(int(c) for _, c in passes) == 2 * rows_confirmed, explain(proc)
     assert confirmed == {"base": rows_confirmed, "head": rows_confirmed}, confirmed

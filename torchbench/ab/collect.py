@@ -295,13 +295,13 @@ def _count(suite: Path, side: Side, jobs: list[tuple], layout: int = 0, cache_di
            jitter: int = 0, timeout: float = 3600, draws: int = 1, miss_cycles: int | None = None,
            on_line: Callable[[dict], Any] | None = None, simulate: bool = True) -> dict:
     """One valgrind process for this side counts every case among `jobs` ((name, index) or (name, index,
-    calls per run, warm-up calls, by call)), its memory layout shifted by `layout` before the imports and jittered by
-    `jitter` after them, each case in `draws` layout draws (torchbench_core._callgrind_worker): {"name|index":
-    result}. Counting stops COUNTS_WRAP_UP seconds (or a tenth) before `timeout`, keeping what it counted.
-    `miss_cycles`: the price of a simulated last-level miss in its estimated cycles (memory_price.py);
-    `simulate` False: counts alone (asv_worker.SIMULATE_ENV). `on_line(answer)`: each row's answer ({"key": "name|index", ...}) as soon as it is counted. Where the
-    process fails or is stopped, the rows it had counted (its progress file) keep their counts, the others
-    the reason."""
+    calls per run, warm-up calls, by call)), its memory layout shifted by `layout` before the imports and
+    jittered by `jitter` after them, each case in `draws` layout draws (torchbench_core._callgrind_worker):
+    {"name|index": result}. Counting stops COUNTS_WRAP_UP seconds (or a tenth) before `timeout`, keeping what
+    it counted. `miss_cycles`: the price of a simulated last-level miss in its estimated cycles
+    (memory_price.py); `simulate` False: counts alone (asv_worker.SIMULATE_ENV). `on_line(answer)`: each
+    row's answer ({"key": "name|index", ...}) as soon as it is counted. Where the process fails or is stopped,
+    the rows it had counted (its progress file) keep their counts, the others the reason."""
     wrap_up = min(COUNTS_WRAP_UP, timeout / 10)
     env = (({LAYOUT_ENV: str(layout)} if layout else {}) | ({JITTER_ENV: str(jitter)} if jitter else {})
            | ({DRAWS_ENV: str(draws)} if draws > 1 else {}) | {DEADLINE_ENV: repr(time.time() + timeout - wrap_up)}

@@ -103,14 +103,14 @@ def count_both(root: Path, valgrind: Path, suite: Path, sides: dict[str, Side], 
     count_decision.DRAWS layout draws, as soon as a core is idle (_Confirming: beside the first processes
     where cores are to spare, after them, or as late as still fits, where they fill the cores). Then, up to
     count_decision.MAX_PASSES, a row still near its bar gets another jittered process, so that a count
-    decision holds against the counts' noise between layouts (count_decision.py). Each valgrind process may take what is left until `deadline` (the counting's
-    share of the budget), the first processes FIRST_SHARE of it, so that a row that moves last can still be
-    confirmed; a pass that would start after it does not, and its rows keep their wall time. A row whose
-    first counts came only at the first process's end (a C++ statement) is confirmed after it. Each side has
-    its own cache (its interpreter is part of the key: `caches`, made here where not given) and its own list
-    of problems. The log and
-    evidence.count_tally say, a side, what had counted the rows that came from the cache (`origin` is kept with
-    these counts): a base counted by the history's nightly `torchbench run` costs the alert nothing."""
+    decision holds against the counts' noise between layouts (count_decision.py). Each valgrind process may
+    take what is left until `deadline` (the counting's share of the budget), the first processes FIRST_SHARE
+    of it, so that a row that moves last can still be confirmed; a pass that would start after it does not,
+    and its rows keep their wall time. A row whose first counts came only at the first process's end (a C++
+    statement) is confirmed after it. Each side has its own cache (its interpreter is part of the key:
+    `caches`, made here where not given) and its own list of problems. The log and evidence.count_tally say,
+    a side, what had counted the rows that came from the cache (`origin` is kept with these counts): a base
+    counted by the history's nightly `torchbench run` costs the alert nothing."""
     caches = caches or _caches(root, valgrind, suite, sides, origin)
     # the native setup seconds the first processes could run under valgrind, at valgrind's least slowdown (a
     # setup quicker than collect.SLOW_SETUP is never the reason: such a row is tried, and stopped by its share)
@@ -124,8 +124,10 @@ def count_both(root: Path, valgrind: Path, suite: Path, sides: dict[str, Side], 
 
     def both_sides(todo: list[Job], jitter: int, until: float, confirming: _Confirming | None = None,
                    at_once: int = len(SIDES)) -> dict[str, dict[str, int]]:
-        """Each side's valgrind process for `todo`, `at_once` of them at a time, each until `until`."""
+        """Each side's valgrind process for `todo`, `at_once` of them at a time, each until `until`; a
+        jittered pass (jitter > 0) says in the log what it counted and in how long."""
         simulate = not jitter or simulating(evidence, todo, policy.count_floor)
+        began = time.monotonic()
 
         def side(name: str) -> dict[str, int]:
             try:
@@ -140,7 +142,10 @@ def count_both(root: Path, valgrind: Path, suite: Path, sides: dict[str, Side], 
                     confirming.first_done()
 
         with ThreadPoolExecutor(max_workers=at_once) as pool:
-            return dict(zip(SIDES, pool.map(side, SIDES)))
+            found = dict(zip(SIDES, pool.map(side, SIDES)))
+        if jitter:
+            _said(found, jitter, todo, time.monotonic() - began, simulate)
+        return found
 
     began = time.monotonic()
     first_until = began + FIRST_SHARE * (deadline - began)
@@ -176,9 +181,7 @@ def count_both(root: Path, valgrind: Path, suite: Path, sides: dict[str, Side], 
             evidence.notes.append(f"instruction counts: the counting's share of the budget ran out before jittered "
                                   f"process {jitter} of {len(confirm)} row(s); their wall time decides them")
             break
-        began = time.monotonic()
         again = both_sides(confirm, jitter, deadline)
-        _said(again, jitter, confirm, time.monotonic() - began, simulating(evidence, confirm, policy.count_floor))
         for name in SIDES:
             tally[name]["confirmed"] += again[name]["counted"] + again[name]["cached"]
     evidence.count_tally = tally
@@ -342,16 +345,13 @@ class _Confirming:
                         return
                     gather = time.monotonic() + GATHER_SECONDS  # rows that move meanwhile join this pass
                     # (looked at again as rows queue and first processes end, at least every 5 s)
-                    while not self.done and time.monotonic() < max(gather, self._start_at(gather)):
-                        self.lock.wait(min(max(gather, self._start_at(gather)) - time.monotonic(), 5.0))
+                    while not self.done and time.monotonic() < (start := max(gather, self._start_at(gather))):
+                        self.lock.wait(min(start - time.monotonic(), 5.0))
                     at_once = self._at_once(self.queued)
                     rows, self.queued = self.queued, []
                 if time.monotonic() >= self.deadline:
                     continue  # left for count_both's passes after the first processes, which say so
-                began = time.monotonic()
                 again = self.confirm(rows, at_once)
-                _said(again, 1, rows, time.monotonic() - began,
-                      simulating(self.evidence, rows, self.policy.count_floor))
                 for name in SIDES:
                     self.confirmed[name] += again[name]["counted"] + again[name]["cached"]
         except BaseException as e:  # raised again in the caller's thread, by finish()
