@@ -19,3 +19,11 @@ def log_call(path, word="call"):
     """Appends `word` to the file at `path`: the calls a valgrind process made, read back by the test."""
     with open(path, "a") as f:
         f.write(word + "\n")
+
+
+def log_pid(path):
+    """Appends the calling process's id to the file at `path`: which valgrind process made each call."""
+    import os
+
+    with open(path, "a") as f:
+        f.write(f"{os.getpid()}\n")

@@ -108,6 +108,39 @@ def test_timer_collect_callgrind_single_and_repeats():
     assert one[0].number_per_run == 50 and "events: Ir" in one[0].stmt_callgrind_out
 
 
+def test_a_valgrind_process_goes_on_with_layout_draws_of_the_cases_it_counted(tmp_path):
+    """Issue 63, "start-up is paid once per side": collect_callgrind_many(then=...) asks, once its process has
+    counted every case, what it counts next; an Again has the same valgrind process (no second start-up) count
+    the cases named again, in jittered layout draws, each given to on_again with one CallgrindStats a draw, and
+    it is asked again after them (None ends it). A case not named is not counted again; the first counts are
+    returned as without it."""
+    import functools
+    import time
+
+    from torchbench_core.callgrind import Again, CallCase
+
+    from callgrind_cases import log_pid
+
+    log = tmp_path / "pids.txt"
+    cases = [CallCase(functools.partial(log_pid, str(log)), label="logged", number=2, warmup=2),
+             tb.Timer("set(objs)", setup="objs = [object() for _ in range(400)]"), tb.Timer("x = 1")]
+    asked, again = [], []
+
+    def then():
+        asked.append(time.time())
+        return Again((0, 1), jitter=1, draws=3) if len(asked) == 1 else None
+
+    first = collect_callgrind_many(cases, number=10, repeats=2, functions=False, then=then,
+                                   on_again=lambda i, a, stats: again.append((i, a.jitter, stats)))
+    assert len(asked) == 2 and all(len(stats) == 2 for stats in first)
+    assert sorted((i, jitter, len(stats)) for i, jitter, stats in again) == [(0, 1, 3), (1, 1, 3)]
+    assert len(set(log.read_text().split())) == 1  # every call of the logged case, first and again: one process
+    drawn = next(stats for i, _, stats in again if i == 1)
+    assert len({s.counts() for s in drawn}) > 1  # its draws are other layouts (an identity-hashed set)
+    with pytest.raises(ValueError, match="one valgrind process"):
+        collect_callgrind_many(cases, workers=2, then=then, on_again=print)
+
+
 def test_later_layout_draws_warm_up_briefly_and_count_as_many_calls(tmp_path):
     """Issue 63: a case counted in layout draws specialises in its first draw's warm-up; the later draws run
     the same code, so they warm up for LATER_WARMUP calls, not the whole plan's again (8 draws of 128 warm-up

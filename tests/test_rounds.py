@@ -203,12 +203,16 @@ def test_the_first_counting_processes_leave_time_to_confirm_their_candidates(tmp
 
 
 def _confirming_trial(tmp_path, monkeypatch, cores: int, share: float, rows: int = 3, row_seconds: float = 1.0,
-                      moving: tuple[int, ...] = (0,), cached: tuple[str, ...] = (), pass_seconds: float = 0.0):
+                      moving: tuple[int, ...] = (0,), cached: tuple[str, ...] = (), pass_seconds: float = 0.0,
+                      go_on: bool = False, startup: float = 0.0):
     """count_both on `rows` rows whose first processes take `row_seconds` a row, those at `moving` moved 20% on
     the head, on a machine of `cores` cores, the counting's share `share` seconds. The processes are recorded,
     not run (collect.collect_counts replaced): the events (side, jitter, start or end, when, simulate), the
     rows and the evidence. The sides in `cached` have their first counts at once (from the cache, as a base a
-    nightly run counted); a jittered process takes `pass_seconds`."""
+    nightly run counted); a jittered process takes `pass_seconds`. `go_on`: a first process that counted every
+    row asks `then()` for more, as a real one does (collect.Continued: events (side, jitter, "went on", when,
+    rows), their draws placed as a jittered process's, the head's 20% more on the moved rows). `startup`: the
+    seconds before a first process's first row (a valgrind process's start-up)."""
     from torchbench.ab import collect, schedule
 
     suite, sides = _sides(tmp_path)
@@ -219,19 +223,29 @@ def _confirming_trial(tmp_path, monkeypatch, cores: int, share: float, rows: int
             evidence.add_job(job, JobInfo(job[0], by_call=True), name)
     events = []
 
-    def counted(suite, side, todo, evidence, cache=None, jitter=0, on_row=None, simulate=True, **_):
+    def counted(suite, side, todo, evidence, cache=None, jitter=0, on_row=None, simulate=True, then=None, **_):
         events.append((side.name, jitter, "start", time.monotonic(), simulate))
+        went_on = set()
         if jitter:
             time.sleep(pass_seconds)
             for job in todo:
                 evidence.counts_again[side.name].setdefault(job, []).extend([[1.0]] * 8)
         else:
+            time.sleep(0 if side.name in cached or not todo else startup)
             for job in todo:  # a row's first counts as the process counts it
                 time.sleep(0 if side.name in cached else row_seconds)
                 evidence.counts[side.name][job] = [1.2 if side.name == "head" and job[1] in moving else 1.0] * 3
                 on_row(job)
+            while go_on and side.name not in cached and (more := then()) is not None:
+                events.append((side.name, more.jitter, "went on", time.monotonic(), tuple(more.jobs)))
+                time.sleep(pass_seconds)
+                for job in more.jobs:
+                    value = 1.2 if side.name == "head" and job[1] in moving else 1.0
+                    evidence.counts_again[side.name].setdefault(job, []).extend([[value * (1 + k / 1e4)] for k in
+                                                                                range(more.draws)])
+                went_on.update(more.jobs)
         events.append((side.name, jitter, "end", time.monotonic(), simulate))
-        return {"counted": len(todo), "cached": 0, "uncountable": 0, "failed": 0}
+        return {"counted": len(todo), "cached": 0, "uncountable": 0, "failed": 0, "continued": len(went_on)}
 
     monkeypatch.setattr(collect, "collect_counts", counted)
     monkeypatch.setattr(schedule, "GATHER_SECONDS", 0.5)  # (15 s here: rows that move together, one process)
@@ -269,6 +283,47 @@ def test_on_two_cores_the_rows_that_moved_are_confirmed_in_one_pass_after_the_fi
     assert {job for job in jobs if evidence.counts_again["head"].get(job)} == {jobs[0], jobs[2]}
     assert all(t["confirmed"] == 2 for t in evidence.count_tally.values()), evidence.count_tally
     assert not any(simulate for _, simulate in confirming), events
+
+
+def test_on_two_cores_the_first_processes_go_on_with_the_rows_that_moved_instead_of_starting_a_pass(
+        tmp_path, monkeypatch):
+    """Issue 63, "start-up is paid once per side": on two cores, once both first processes have counted every
+    row, the rows whose first counts moved (the first and third of four) are counted again in them, the same
+    rows a side, as their first jittered process (collect.Continued: jitter 1, count_decision.DRAWS draws): no
+    valgrind process is started for them. Their draws decide them (the head's 20% more in every layout), so
+    no second pass follows, and the tally counts them confirmed."""
+    from torchbench.ab.count_decision import DRAWS
+
+    events, jobs, evidence = _confirming_trial(tmp_path, monkeypatch, cores=2, share=100, rows=4, row_seconds=0.3,
+                                               moving=(1, 3), go_on=True, startup=2.0)
+    went_on = [(side, jitter, rows) for side, jitter, what, _, rows in events if what == "went on"]
+    assert sorted(went_on) == [("base", 1, (jobs[1], jobs[3])), ("head", 1, (jobs[1], jobs[3]))], events
+    assert not [e for e in events if e[1] and e[2] == "start"], events  # no jittered process started
+    assert all(len(evidence.counts_again[side][job]) == DRAWS
+               for side in ("base", "head") for job in (jobs[1], jobs[3]))
+    assert not evidence.counts_again["base"].get(jobs[0])
+    assert all(t["confirmed"] == 2 for t in evidence.count_tally.values()), evidence.count_tally
+
+
+def test_the_first_processes_do_not_go_on_where_a_pass_of_its_own_costs_less_nor_where_one_side_has_none(
+        tmp_path, monkeypatch):
+    """schedule._Confirming._go_on: many rows whose counts moved (12, after a 2 s start-up) cost less in a process
+    of their own that counts alone (no simulation) than in the first processes, which simulate
+    (CONTINUED_ROW_COST against a start-up and SIMULATION_COST less): a jittered pass is started for them. And
+    where one side's first counts all came from the cache (no first process to go on), the moved row gets a
+    pass of its own."""
+    events, jobs, evidence = _confirming_trial(tmp_path, monkeypatch, cores=2, share=100, rows=12, row_seconds=0.3,
+                                               moving=tuple(range(12)), go_on=True, startup=2.0)
+    assert not [e for e in events if e[2] == "went on"], events
+    assert sorted(side for side, jitter, what, _, _ in events if jitter == 1 and what == "start") == ["base", "head"]
+    assert {job for job in jobs if evidence.counts_again["head"].get(job)} == set(jobs)
+    monkeypatch.undo()
+    (tmp_path / "cached").mkdir()
+    events, jobs, evidence = _confirming_trial(tmp_path / "cached", monkeypatch, cores=2, share=100, rows=4,
+                                               row_seconds=0.3, moving=(1,), cached=("base",), go_on=True,
+                                               startup=2.0)
+    assert not [e for e in events if e[2] == "went on"], events
+    assert {job for job in jobs if evidence.counts_again["head"].get(job)} == {jobs[1]}
 
 
 def test_on_two_cores_beside_a_lone_first_process_a_pass_runs_its_sides_one_after_the_other(tmp_path, monkeypatch):

@@ -286,58 +286,72 @@ def main():
         return counted_calls(_nothing, _nothing, number)
 
     report(event="started", cases=len(payload["cases"]))
-    for index, blob in payload["cases"]:
-        report(event="case", case=index)
-        drawn = []  # the case's layout draws' objects, alive until the case ends
-        try:
-            case = pickle.loads(blob)  # per case: one that cannot load fails alone
-            torch.set_num_threads(case["num_threads"])
-            kind = "call" if case.get("call") is not None else "stmt"
-            for draw in range(case.get("draws", 1)):
-                if draw:  # another layout: a draw's objects first, then the case's made again after them
-                    seed = f"{jitter}:{index}:{draw}"
-                    drawn.append(_draw_layout(f"{salt}|{seed}" if salt else seed))
-                    case = pickle.loads(blob)
-                first = draw * case["repeats"]
-                warmup = case.get("warmup", WARMUP_RUNS)
-                if draw:
-                    warmup = min(warmup, LATER_WARMUP)
-                if kind == "call":
-                    count_calls(index, case, first, warmup)
-                else:
-                    if case.get("resolve"):  # a statement made here (an asv method's Timer): set up in place
-                        prepare(case)
-                        case = dict(case, **case["resolve"]())
-                        torch.set_num_threads(case["num_threads"])
-                    try:
-                        gen, loops = _build(case, torch)
-                        instrument()  # before the warm-up, as count_calls
-                        _warm_up(gen, loops, warmup)
-                        settle(lambda: counted(gen, loops))
-                        for repeat in range(case["repeats"]):
-                            report(event="dump", case=index, repeat=first + repeat, dump=counted(gen, loops))
-                        gen.close()
-                    finally:
-                        if case.get("teardown"):
-                            case["teardown"]()
-        except BaseException:
-            report(event="error", case=index, error=traceback.format_exc())
-            continue
-        if case["baseline"] and (case["number"], kind) not in baselines:
-            # The empty loop's cost depends only on `number` and the loop's kind: one per process.
+    batch, batch_jitter, again = payload["cases"], jitter, []  # (again: each continuation's jitter objects)
+    while True:
+        for index, blob in batch:
+            report(event="case", case=index)
+            drawn = []  # the case's layout draws' objects, alive until the case ends
             try:
-                if kind == "call":
-                    dump = call_baseline(case["number"])
-                else:
-                    gen, loops = _build(dict(case, stmt="pass", setup="", stmt_fn=None, setup_fn=None, scripted={}),
-                                        torch)
-                    _warm_up(gen, loops)
-                    dump = counted(gen, loops)
-                baselines[(case["number"], kind)] = dump
-                report(event="baseline", number=case["number"], kind=kind, dump=dump)
+                case = pickle.loads(blob)  # per case: one that cannot load fails alone
+                torch.set_num_threads(case["num_threads"])
+                kind = "call" if case.get("call") is not None else "stmt"
+                for draw in range(case.get("draws", 1)):
+                    if draw:  # another layout: a draw's objects first, then the case's made again after them
+                        seed = f"{batch_jitter}:{index}:{draw}"
+                        drawn.append(_draw_layout(f"{salt}|{seed}" if salt else seed))
+                        case = pickle.loads(blob)
+                    first = draw * case["repeats"]
+                    warmup = case.get("warmup", WARMUP_RUNS)
+                    if draw:
+                        warmup = min(warmup, LATER_WARMUP)
+                    if kind == "call":
+                        count_calls(index, case, first, warmup)
+                    else:
+                        if case.get("resolve"):  # a statement made here (an asv method's Timer): set up in place
+                            prepare(case)
+                            case = dict(case, **case["resolve"]())
+                            torch.set_num_threads(case["num_threads"])
+                        try:
+                            gen, loops = _build(case, torch)
+                            instrument()  # before the warm-up, as count_calls
+                            _warm_up(gen, loops, warmup)
+                            settle(lambda: counted(gen, loops))
+                            for repeat in range(case["repeats"]):
+                                report(event="dump", case=index, repeat=first + repeat, dump=counted(gen, loops))
+                            gen.close()
+                        finally:
+                            if case.get("teardown"):
+                                case["teardown"]()
             except BaseException:
                 report(event="error", case=index, error=traceback.format_exc())
-        report(event="case_done", case=index)
+                continue
+            if case["baseline"] and (case["number"], kind) not in baselines:
+                # The empty loop's cost depends only on `number` and the loop's kind: one per process.
+                try:
+                    if kind == "call":
+                        dump = call_baseline(case["number"])
+                    else:
+                        gen, loops = _build(
+                            dict(case, stmt="pass", setup="", stmt_fn=None, setup_fn=None, scripted={}), torch)
+                        _warm_up(gen, loops)
+                        dump = counted(gen, loops)
+                    baselines[(case["number"], kind)] = dump
+                    report(event="baseline", number=case["number"], kind=kind, dump=dump)
+                except BaseException:
+                    report(event="error", case=index, error=traceback.format_exc())
+            report(event="case_done", case=index)
+        if not payload.get("more"):
+            break
+        # more layout draws of cases already counted, in this process (no second start-up): the parent sends
+        # them once it knows which (torchbench_core.callgrind.Again), or closes stdin
+        report(event="batch_done")
+        try:
+            payload = pickle.load(sys.stdin.buffer)
+        except EOFError:
+            break
+        again.append(_jitter_layout(payload["jitter"], salt))
+        batch, batch_jitter = payload["cases"], payload["jitter"]
+        report(event="again", cases=len(batch), jitter=batch_jitter)
     report(event="finished")
     return 0
 

@@ -134,6 +134,12 @@ DEADLINE_ENV = "TORCHBENCH_COUNTS_DEADLINE"  # counts: a time.time() when counti
 # counts: a file each row's answer is appended to as one JSON line ({"key": job key, **answer}) as soon as it is
 # counted, before the whole answer is written (the parent acts on the first rows while the rest are counted)
 PROGRESS_ENV = "TORCHBENCH_COUNTS_PROGRESS"
+# counts, with PROGRESS_ENV: "1" has the valgrind process go on once every row is counted (no second start-up):
+# the worker appends {"next": true} to the progress file and reads one JSON line from stdin, {"keys": [job
+# keys], "jitter": k, "draws": D, "deadline": a time.time()}, whose rows the same process counts again in D
+# jittered layout draws (callgrind.Again; each row's line then has "again": k), then asks again; an empty line
+# (or stdin closed) ends it
+CONTINUE_ENV = "TORCHBENCH_COUNTS_CONTINUE"
 
 
 def _discover(suite: Path) -> dict:
@@ -819,7 +825,7 @@ def counts(suite: Path, jobs: list[list], out: Path, cache_dir: Path | None = No
 
     # under `python -m` this module is __main__: pickle must name the real ones
     from .asv_worker import AsvCall, AsvTimed
-    from .callgrind import CallCase, CallgrindError, collect_callgrind_many, simulated_per_run
+    from .callgrind import Again, CallCase, CallgrindError, collect_callgrind_many, simulated_per_run
 
     benchmarks = _discover(suite)
     cases, keys, result, plans = [], [], {}, {}
@@ -900,10 +906,30 @@ def counts(suite: Path, jobs: list[list], out: Path, cache_dir: Path | None = No
                 with open(progress_file, "a") as feed:
                     feed.write(json.dumps({"key": keys[index], **answer(keys[index], outcome)}) + "\n")
 
+            def then() -> Again | None:
+                """The rows to count again in this valgrind process, as the parent says (CONTINUE_ENV)."""
+                with open(progress_file, "a") as feed:
+                    feed.write(json.dumps({"next": True}) + "\n")
+                line = sys.stdin.readline()
+                asked = json.loads(line) if line.strip() else None
+                if not asked:
+                    return None
+                index = {key: i for i, key in enumerate(keys)}
+                return Again(tuple(index[key] for key in asked["keys"] if key in index), int(asked["jitter"]),
+                             int(asked["draws"]), asked.get("deadline"))
+
+            def again(index: int, asked: Again, outcome) -> None:  # a row counted again: one line, flushed
+                found = {"counts": [s.counts(subtract_baseline=True) / s.number_per_run for s in outcome],
+                         "draws": asked.draws, "again": asked.jitter, **simulated_per_run(outcome)}
+                with open(progress_file, "a") as feed:
+                    feed.write(json.dumps({"key": keys[index], **found}) + "\n")
+
+            go_on = bool(progress_file) and os.environ.get(CONTINUE_ENV) == "1"
             outcomes = collect_callgrind_many(cases, COUNT_NUMBER, COUNT_REPEATS if draws == 1 else 1, on_error="return",
                                               simulate=os.environ.get(SIMULATE_ENV, "1") != "0", functions=False,
                                               draws=draws, deadline=deadline, progress=clock,
-                                              on_result=counted if progress_file else None)
+                                              on_result=counted if progress_file else None,
+                                              then=then if go_on else None, on_again=again if go_on else None)
             for index, (key, outcome) in enumerate(zip(keys, outcomes)):
                 if isinstance(outcome, CallgrindError):
                     result[key] = _not_measured(str(outcome))  # a row this machine cannot run: skipped

@@ -431,6 +431,21 @@ class CopyIfCallgrind:
         self.setup = setup
 
 
+@dataclasses.dataclass(frozen=True)
+class Again:
+    """More layout draws of cases a valgrind process has counted, in that same process once it has counted
+    them all (collect_callgrind_many(then=...)): no second start-up (Python's and torch's imports under
+    valgrind, and every code path translated again with instrumentation: 15-20 s a process here). Before
+    them the process allocates _callgrind_worker._jitter_layout(jitter)'s objects, as a process started
+    jittered does after its imports; each case is then counted in `draws` layout draws of one repeat each,
+    until `deadline` (a time.time(); None: the first cases' deadline)."""
+
+    cases: tuple[int, ...]  # indices into the timers (Python statements and CallCases)
+    jitter: int
+    draws: int
+    deadline: float | None = None
+
+
 def _require_valgrind() -> None:
     if platform.system() != "Linux":
         raise OSError(f"Valgrind is not supported on {platform.system()}: instruction counts need Linux.")
@@ -498,6 +513,8 @@ def collect_callgrind_many(
     draws: int = 1,
     deadline: float | None = None,
     on_result: Callable[[int, tuple[CallgrindStats, ...]], Any] | None = None,
+    then: Callable[[], Again | None] | None = None,
+    on_again: Callable[[int, Again, tuple[CallgrindStats, ...]], Any] | None = None,
 ) -> list[tuple[CallgrindStats, ...] | CallgrindError]:
     """Instruction counts for every Timer (or CallCase): Python statements in one valgrind process (two for a
     big batch), C++ statements compiled together and counted beside them (cpp_counts).
@@ -533,6 +550,12 @@ def collect_callgrind_many(
     `on_result(i, stats)` (Python statements and CallCases) is called with each timer's counts as soon as its
     valgrind process has counted it, from the thread that watches that process, while the next ones are
     counted (so that a caller can act on the first counts before the last: torchbench.ab.schedule).
+    `then()` (one worker): called once the valgrind process has counted every case (from the thread that
+    watches it, which waits for the answer): an Again has the same process count some of them again, in
+    jittered layout draws, each given to `on_again(i, again, stats)` as it is counted (`stats`: one
+    CallgrindStats a draw), and `then()` is asked again after them; None ends the process. A process that
+    died or was stopped before its cases were all counted is asked nothing; a continued case it fails for
+    is not given to on_again.
     """
     if number < 1 or repeats < 1:
         raise ValueError(f"number and repeats must be >= 1, got {number}, {repeats}")
@@ -540,6 +563,8 @@ def collect_callgrind_many(
         raise ValueError(f"on_error must be 'raise' or 'return', got {on_error!r}")
     if workers < 1 or draws < 1:
         raise ValueError(f"workers and draws must be >= 1, got {workers}, {draws}")
+    if then is not None and (workers != 1 or on_again is None):
+        raise ValueError("then= continues one valgrind process (workers=1) and needs on_again=")
     _require_valgrind()
     cpp = [i for i, t in enumerate(timers) if getattr(t, "language", Language.PYTHON) is Language.CPP]
     python = [i for i in range(len(timers)) if i not in set(cpp)]
@@ -554,7 +579,10 @@ def collect_callgrind_many(
                                       retain_out_file, case_timeout, on_error,
                                       (lambda j, event: progress(python[j], event)) if progress else None,
                                       workers, simulate, functions, draws, deadline,
-                                      (lambda j, stats: on_result(python[j], stats)) if on_result else None)
+                                      (lambda j, stats: on_result(python[j], stats)) if on_result else None,
+                                      _local(then, python), (lambda j, again, stats: on_again(
+                                          python[j], dataclasses.replace(again, cases=tuple(
+                                              python[k] for k in again.cases)), stats)) if then else None)
             for i, result in zip(python, counted):
                 results[i] = result
         if cpp_counted is not None:
@@ -570,10 +598,25 @@ _MIN_SHARE = 16  # statements: a valgrind process of its own starts Python and t
 # where it must start instrumented)
 
 
+def _local(then: Callable[[], Again | None] | None, python: list[int]) -> Callable[[], Again | None] | None:
+    """`then` with its cases' indices among the Python statements (C++ ones are not continued)."""
+    if then is None:
+        return None
+    local = {i: j for j, i in enumerate(python)}
+
+    def asked() -> Again | None:
+        again = then()
+        return None if again is None else dataclasses.replace(
+            again, cases=tuple(local[i] for i in again.cases if i in local))
+    return asked
+
+
 def _collect_python(timers, number, repeats, collect_baseline, retain_out_file, case_timeout, on_error, progress,
-                    workers=1, simulate=False, functions=True, draws=1, deadline=None, on_result=None):
+                    workers=1, simulate=False, functions=True, draws=1, deadline=None, on_result=None, then=None,
+                    on_again=None):
     """Python statements and CallCases: one valgrind process (one Python start-up under valgrind) for them
-    all, or `workers` side by side, each dealt every workers-th statement."""
+    all, or `workers` side by side, each dealt every workers-th statement; `then`, `on_again`: the process
+    goes on with Again's draws (collect_callgrind_many)."""
     # a CallCase brings its own number; a Timer's statement runs `number` times per counted run
     cases = [
         dict({"number": number}, **t._worker_case(), index=i, repeats=repeats, baseline=collect_baseline, draws=draws)
@@ -584,16 +627,40 @@ def _collect_python(timers, number, repeats, collect_baseline, retain_out_file, 
     workers = max(1, min(workers, len(blobs) // _MIN_SHARE))
     shares = [share for share in (blobs[k::workers] for k in range(workers)) if share]
 
+    continued: dict[int, tuple[int, Again]] = {}  # a continued case's index: its timer's, and the Again
+    asked: list[Again] = []
+
+    def more() -> tuple[list[tuple[int, bytes]], Again] | None:
+        """The next Again's cases, pickled under indices of their own (each Again's after the last's)."""
+        again = then()
+        if again is None:
+            return None
+        asked.append(again)
+        offset = len(timers) * len(asked)
+        blobs = []
+        for i in again.cases:
+            if i in unpicklable or not 0 <= i < len(timers):
+                continue
+            continued[offset + i] = (i, again)
+            blobs.append((offset + i, _dumps(dict(cases[i], index=offset + i, repeats=1, draws=again.draws))))
+        return blobs, again
+
     with tempfile.TemporaryDirectory(prefix="torchbench_callgrind_") as tmp:
         events: list[dict[str, Any]] = [{"event": "error", "case": i, "error": why} for i, why in unpicklable.items()]
 
         def done(index: int, so_far: list[dict[str, Any]]) -> None:
-            """One case counted: its stats, read from its dumps and its process's baseline, to on_result."""
+            """One case counted: its stats, read from its dumps and its process's baseline, to on_result (a
+            continued one's to on_again)."""
+            i, again = continued.get(index, (index, None))
             mine = [dict(e, case=0) if e.get("case") == index else e for e in so_far
                     if e.get("case") == index or e["event"] == "baseline"]
-            stats = _assemble([timers[index]], mine, [cases[index]["number"]], repeats * draws, False, simulate,
-                              functions)[0]
-            if not isinstance(stats, CallgrindError):
+            stats = _assemble([timers[i]], mine, [cases[i]["number"]], again.draws if again else repeats * draws,
+                              False, simulate, functions)[0]
+            if isinstance(stats, CallgrindError):
+                return
+            if again is not None:
+                on_again(i, again, stats)
+            elif on_result:
                 on_result(index, stats)
 
         def run(share: int) -> list[dict[str, Any]]:
@@ -602,8 +669,9 @@ def _collect_python(timers, number, repeats, collect_baseline, retain_out_file, 
             while remaining:
                 out_dir = Path(tmp) / f"share{share}_launch{launch}"
                 out_dir.mkdir()
-                new_events, unfinished = _launch(remaining, out_dir, case_timeout, progress, simulate, deadline,
-                                                 done if on_result else None)
+                new_events, unfinished = _launch(remaining, out_dir, case_timeout, (
+                    lambda index, event: progress(index, event) if index < len(timers) else None) if progress else None,
+                    simulate, deadline, done if on_result or then else None, more if then else None)
                 found.extend(new_events)
                 remaining = [(index, blob) for index, blob in remaining if index in unfinished]
                 launch += 1
@@ -645,11 +713,13 @@ def _launch(
     simulate: bool = False,
     deadline: float | None = None,
     on_done: Callable[[int, list[dict[str, Any]]], Any] | None = None,
+    more: Callable[[], tuple[list[tuple[int, bytes]], Again] | None] | None = None,
 ) -> tuple[list[dict[str, Any]], set[int]]:
     """One valgrind process over the pickled `cases` (simulating caches and branches where `simulate`), killed
     at `deadline` (time.time()) with every case not finished by then reported as DEADLINE_PASSED. Returns its
     events (each with the "dir" of its dumps) and the indices that still need a run (those after a crash or a
-    timeout). `on_done(index, events so far)` as each case is counted."""
+    timeout). `on_done(index, events so far)` as each case is counted. `more()`: asked once every case is
+    counted, the further cases the process counts (Again's) or None (collect_callgrind_many's `then`)."""
     manifest = out_dir / "manifest.jsonl"
     manifest.touch()
     # Uninstrumented until the worker's first count, when it can switch instrumentation on: Python's and
@@ -669,12 +739,39 @@ def _launch(
     with open(out_dir / "stdout", "wb") as stdout, open(out_dir / "stderr", "wb") as stderr:
         proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=stdout, stderr=stderr, env=env,
                                 start_new_session=True)
-        payload = {"sys_path": list(sys.path), "packages": _imported_off_path(), "cases": cases}
+        cases = list(cases)
+        payload = {"sys_path": list(sys.path), "packages": _imported_off_path(), "cases": cases,
+                   "more": more is not None}
         try:
             proc.stdin.write(pickle.dumps(payload))
-            proc.stdin.close()
+            if more is None:
+                proc.stdin.close()
+            else:
+                proc.stdin.flush()
         except BrokenPipeError:
             pass
+
+        def go_on() -> None:
+            """The worker counted every case: its next cases (more()), or stdin closed, which ends it."""
+            nonlocal deadline
+            try:
+                asked = more()
+            except BaseException:  # the caller's error: no valgrind process is left behind it
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+                raise
+            try:
+                if asked:
+                    blobs, again = asked
+                    cases.extend(blobs)
+                    deadline = again.deadline or deadline
+                    proc.stdin.write(pickle.dumps({"cases": blobs, "jitter": again.jitter, "more": True}))
+                    proc.stdin.flush()
+                else:
+                    proc.stdin.close()
+            except BrokenPipeError:
+                pass
+
         events: list[dict[str, Any]] = []
         current: int | None = None
         started, limit = time.monotonic(), case_timeout
@@ -692,6 +789,8 @@ def _launch(
                             os.killpg(proc.pid, signal.SIGKILL)
                             proc.wait()
                             raise
+                    if event["event"] == "batch_done":
+                        go_on()
                     if event["event"] == "case":
                         current, started = event["case"], time.monotonic()
                         limit = _case_limit(case_timeout, deadline, len(cases) - len(

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any, Callable, NamedTuple
 
 from torchbench_core._callgrind_worker import JITTER_ENV, LAYOUT_ENV
-from torchbench_core.asv_worker import (COUNT_NUMBER, DEADLINE_ENV, DRAWS_ENV, PROGRESS_ENV, SETUP_LIMIT_ENV,
-                                        SIMULATE_ENV)
+from torchbench_core.asv_worker import (CONTINUE_ENV, COUNT_NUMBER, DEADLINE_ENV, DRAWS_ENV, PROGRESS_ENV,
+                                        SETUP_LIMIT_ENV, SIMULATE_ENV)
 from torchbench_core.callgrind import DEADLINE_PASSED, SHARE_PASSED
 from torchbench_core.memory_price import PRICE_ENV
 from torchbench_core.syscalls import DEADLINE_ENV as SYSCALLS_DEADLINE_ENV
@@ -25,11 +25,12 @@ from torchbench_core.syscalls import OUT_OF_TIME, REPEAT_ENV
 
 from ..asv_bridge.worker import WORKER, read_json
 from ..errors import UserError, last_line
-from .counts_cache import DRAWN, JITTERED, REPEATED, CountsCache
+from .counts_cache import CONTINUED, DRAWN, JITTERED, REPEATED, CountsCache
 from .evidence import Evidence, Job, Side
 from .sides import setup_cache_of, side_env
 
-__all__ = ["COUNTS_WRAP_UP", "Planned", "collect_counts", "collect_syscalls", "plan_counts"]
+__all__ = ["COUNTS_WRAP_UP", "Continued", "Planned", "collect_counts", "collect_syscalls", "continued_in_cache",
+           "plan_counts"]
 
 # seconds before a counting process's timeout at which it stops counting and reports what it has
 COUNTS_WRAP_UP = 30
@@ -38,12 +39,23 @@ COUNTS_WRAP_UP = 30
 SLOW_SETUP = 0.1
 
 
+class Continued(NamedTuple):
+    """Rows a first counting process counts again once it has counted every row, in the same valgrind process
+    (no second start-up: torchbench_core.callgrind.Again): the `jitter`-th jittered process of each, in `draws`
+    layout draws, until `deadline` (a time.time())."""
+    jobs: list[Job]
+    jitter: int
+    draws: int
+    deadline: float
+
+
 def collect_counts(suite: Path, side: Side, jobs: list[Job], evidence: Evidence,
                    cache: CountsCache | None = None, jitter: int = 0,
                    plans: dict[Job, tuple[int, int]] | None = None,
                    cache_dir: Path | None = None, timeout: float = 3600, draws: int = 1,
                    on_row: Callable[[Job], Any] | None = None,
-                   setups: dict[Job, float] | None = None, simulate: bool = True) -> dict[str, int]:
+                   setups: dict[Job, float] | None = None, simulate: bool = True,
+                   then: Callable[[], Continued | None] | None = None) -> dict[str, int]:
     """Instruction counts of the countable cases among `jobs` (TimerSuite cases and asv time_ methods), from
     the cache where it has them, the rest in one valgrind process for this side (then cached). Each job left
     without counts gets its reason in evidence.uncounted. `jitter` k > 0: the k-th valgrind process whose
@@ -71,7 +83,11 @@ def collect_counts(suite: Path, side: Side, jobs: list[Job], evidence: Evidence,
     caller can confirm a row whose counts moved while the rest are counted (schedule.count_both).
     `simulate` False (a jittered process, jitter > 0): counts alone, no simulated caches and branches (half
     the valgrind seconds of a small row: for rows whose counts moved, which simulated cycles cannot decide,
-    channels.SimulatedCycles); a row cached without them is then enough."""
+    channels.SimulatedCycles); a row cached without them is then enough.
+    `then()` (the first process): asked, from another thread, once the valgrind process has counted every
+    row; a Continued has it count those of its jobs it counted again, each as jittered process `jitter`
+    (placed and cached as one started jittered would be: evidence.counts_again), then asks again; None ends
+    it. The answer's "continued" is how many rows it counted so."""
     plans = plans or {}
     uncounted = evidence.uncounted[side.name]
     countable = []
@@ -96,12 +112,13 @@ def collect_counts(suite: Path, side: Side, jobs: list[Job], evidence: Evidence,
                      key=lambda job: (setups.get(job, 0.0) if setups.get(job, 0.0) >= SLOW_SETUP else 0.0,
                                       -plans[job][0] if job in plans else -COUNT_NUMBER))
 
-    def place(job: Job, counts: list[float] | None, sim: dict | None) -> None:
+    def place(job: Job, counts: list[float] | None, sim: dict | None, jittered: bool = again,
+              drawn: int = draws) -> None:
         """A job's counts (and simulated cycles) in the evidence: a first process's, or a jittered one's draws."""
-        if counts and again:  # the jittered processes a job has, in order (a process's draws, each as one)
-            evidence.counts_again[side.name].setdefault(job, []).extend(_per_draw(counts, draws))
+        if counts and jittered:  # the jittered processes a job has, in order (a process's draws, each as one)
+            evidence.counts_again[side.name].setdefault(job, []).extend(_per_draw(counts, drawn))
             if sim:
-                evidence.cycles_again[side.name].setdefault(job, []).extend(_per_draw(sim["cycles"], draws))
+                evidence.cycles_again[side.name].setdefault(job, []).extend(_per_draw(sim["cycles"], drawn))
         elif counts:
             evidence.counts[side.name][job] = counts
             if sim:
@@ -110,10 +127,19 @@ def collect_counts(suite: Path, side: Side, jobs: list[Job], evidence: Evidence,
                     evidence.sim_events[side.name][job] = sim["events"]
 
     by_key = {f"{job[0]}|{job[1]}": job for job in missing}
+    continued: dict[str, list] = {}  # the rows counted again in the first process: their cache keys' values
+    continued_sim: dict[str, dict] = {}
 
-    def streamed(line: dict) -> None:  # a row the first process has just counted
+    def streamed(line: dict) -> None:  # a row the first process has just counted (or counted again)
         job = by_key.get(line.get("key"))
-        if job is not None and line.get("counts"):
+        if job is not None and line.get("counts") and line.get("again"):
+            key = cases[job] + JITTERED.format(line["again"]) + DRAWN.format(line["draws"]) + CONTINUED
+            continued[key] = line["counts"]
+            sim = {"cycles": line["cycles"], "events": line.get("events", [])} if "cycles" in line else None
+            if sim:
+                continued_sim[key] = sim
+            place(job, line["counts"], sim, True, int(line["draws"]))
+        elif job is not None and line.get("counts"):
             if line.get("statement"):  # its kind before its counts are read (channels.to_confirm)
                 evidence.jobs[job].by_call = False
             place(job, line["counts"], {"cycles": line["cycles"], "events": line.get("events", [])}
@@ -128,11 +154,17 @@ def collect_counts(suite: Path, side: Side, jobs: list[Job], evidence: Evidence,
                 on_row(job)
     # a planned job says how its plan counts it (1: call by call, which the worker then need not find out by
     # running it natively; 0: as its Timer's statement)
+    def ask() -> dict | None:
+        """The worker's next rows to count again (CONTINUE_ENV), those of `then()`'s it counted."""
+        more = then()
+        keys = [key for key, job in by_key.items() if more and job in more.jobs]
+        return {"keys": keys, "jitter": more.jitter, "draws": more.draws, "deadline": more.deadline} if more else None
+
     found = _count(suite, side, [(*job, *plans[job], int(evidence.jobs[job].by_call)) if job in plans else job
                                  for job in missing], cache_dir=cache_dir,
                    jitter=jitter, timeout=timeout, draws=draws if again else 1, simulate=simulate or not again,
                    miss_cycles=cache.miss_cycles if cache else None,
-                   on_line=streamed if follow else None) if missing else {}
+                   on_line=streamed if follow else None, ask=ask if follow and then else None) if missing else {}
     counted, simulated, failures, cost, learned = {}, {}, {}, {}, {}
     for job in missing:
         result = found.get(f"{job[0]}|{job[1]}") or {"error": "the counting worker returned nothing for it"}
@@ -166,17 +198,41 @@ def collect_counts(suite: Path, side: Side, jobs: list[Job], evidence: Evidence,
                               f"wall time decides them) failed for {shown}: {error}" if again else
                               f"instruction counts ({side.name}) failed for {shown}: {error}")
     if cache:
-        cache.store(side.commit, counted, simulated)
+        cache.store(side.commit, counted | continued, simulated | continued_sim)
         evidence.notes.extend(cache.problems)
         cache.problems.clear()
     for job in countable:  # (a first process's streamed rows again: the same counts, placed once more)
         place(job, counted.get(cases[job]) or cached.get(cases[job]),
               simulated.get(cases[job]) or cached_simulated.get(cases[job]))
-    return {"counted": len(counted), "cached": len(countable) - len(missing),
+    return {"counted": len(counted), "cached": len(countable) - len(missing), "continued": len(continued),
             "uncountable": sum(1 for j in jobs if uncounted.get(j, "").startswith("not countable")),
             "failed": sum(len(names) for names in failures.values()), "seconds": cost, "statements": learned,
             "cached_by": dict(collections.Counter(origins.get(cases[job], "an earlier count") for job in countable
                                                   if cases[job] in cached))}
+
+
+def continued_in_cache(side: Side, jobs: list[Job], evidence: Evidence, cache: CountsCache | None, jitter: int,
+                       draws: int, plans: dict[Job, tuple[int, int]] | None = None, place: bool = False) -> set[Job]:
+    """The jobs among `jobs` whose `jitter`-th jittered process (`draws` layout draws) `side`'s cache holds as
+    counted in its first process, going on (Continued), placed in the evidence as such a process's where
+    `place`: an alert of a pair counted before reads them, where both sides have them (schedule.count_both),
+    instead of starting processes for draws of the other kind."""
+    if cache is None:
+        return set()
+    cached, cached_simulated = cache.load(side.commit), cache.load_simulated(side.commit)
+    found = set()
+    for job in jobs:
+        key = (CountsCache.case(job, evidence.jobs[job].params, (plans or {}).get(job)) + JITTERED.format(jitter)
+               + DRAWN.format(draws) + CONTINUED)
+        if key not in cached:
+            continue
+        found.add(job)
+        if place:
+            evidence.counts_again[side.name].setdefault(job, []).extend(_per_draw(cached[key], draws))
+            if key in cached_simulated:
+                evidence.cycles_again[side.name].setdefault(job, []).extend(
+                    _per_draw(cached_simulated[key]["cycles"], draws))
+    return found
 
 
 def _per_draw(values: list[float], draws: int) -> list[list[float]]:
@@ -293,7 +349,8 @@ def plan_counts(suite: Path, sides: list[Side], jobs: list[Job], cache_dir: Path
 
 def _count(suite: Path, side: Side, jobs: list[tuple], layout: int = 0, cache_dir: Path | None = None,
            jitter: int = 0, timeout: float = 3600, draws: int = 1, miss_cycles: int | None = None,
-           on_line: Callable[[dict], Any] | None = None, simulate: bool = True) -> dict:
+           on_line: Callable[[dict], Any] | None = None, simulate: bool = True,
+           ask: Callable[[], dict | None] | None = None) -> dict:
     """One valgrind process for this side counts every case among `jobs` ((name, index) or (name, index,
     calls per run, warm-up calls, by call)), its memory layout shifted by `layout` before the imports and
     jittered by `jitter` after them, each case in `draws` layout draws (torchbench_core._callgrind_worker):
@@ -301,20 +358,24 @@ def _count(suite: Path, side: Side, jobs: list[tuple], layout: int = 0, cache_di
     it counted. `miss_cycles`: the price of a simulated last-level miss in its estimated cycles
     (memory_price.py); `simulate` False: counts alone (asv_worker.SIMULATE_ENV). `on_line(answer)`: each
     row's answer ({"key": "name|index", ...}) as soon as it is counted. Where the process fails or is stopped,
-    the rows it had counted (its progress file) keep their counts, the others the reason."""
+    the rows it had counted (its progress file) keep their counts, the others the reason. `ask()`: once every
+    row is counted, the rows the same process counts again ({"keys", "jitter", "draws", "deadline"}: their
+    lines then have "again") or None (asv_worker.CONTINUE_ENV); the process may then run to that deadline."""
     wrap_up = min(COUNTS_WRAP_UP, timeout / 10)
     env = (({LAYOUT_ENV: str(layout)} if layout else {}) | ({JITTER_ENV: str(jitter)} if jitter else {})
            | ({DRAWS_ENV: str(draws)} if draws > 1 else {}) | {DEADLINE_ENV: repr(time.time() + timeout - wrap_up)}
            | ({PRICE_ENV: str(miss_cycles)} if miss_cycles else {})
-           | ({} if simulate else {SIMULATE_ENV: "0"}))
+           | ({} if simulate else {SIMULATE_ENV: "0"}) | ({CONTINUE_ENV: "1"} if ask else {}))
     streamed: dict[str, dict] = {}
 
     def line_in(line: dict) -> None:
-        streamed[line.get("key")] = {k: v for k, v in line.items() if k != "key"}
+        if not line.get("again"):  # (a row counted again is its first count's caller's to place)
+            streamed[line.get("key")] = {k: v for k, v in line.items() if k != "key"}
         if on_line is not None:
             on_line(line)
 
-    found = _worker(suite, side, "counts", jobs, timeout=timeout, env=env, cache_dir=cache_dir, on_line=line_in)
+    found = _worker(suite, side, "counts", jobs, timeout=timeout, env=env, cache_dir=cache_dir, on_line=line_in,
+                    ask=ask)
     if "error" in found:  # a process that died or was stopped: the rows it counted keep their counts
         return {key: streamed.get(key) or {"error": found["error"]}
                 for key in (f"{job[0]}|{job[1]}" for job in jobs)}
@@ -323,9 +384,10 @@ def _count(suite: Path, side: Side, jobs: list[tuple], layout: int = 0, cache_di
 
 def _worker(suite: Path, side: Side, mode: str, jobs: list[tuple], timeout: float,
             env: dict[str, str] | None = None, cache_dir: Path | None = None,
-            on_line: Callable[[dict], Any] | None = None) -> dict:
+            on_line: Callable[[dict], Any] | None = None, ask: Callable[[], dict | None] | None = None) -> dict:
     """The worker's JSON answer in `mode` (plan, counts or syscalls) for `jobs`, or {"error": why} where it failed.
-    `on_line` (counts): each line of the worker's progress file (PROGRESS_ENV) as it is written."""
+    `on_line` (counts): each line of the worker's progress file (PROGRESS_ENV) as it is written; `ask` (with
+    it): the answer to the worker's {"next": true} line (_run_following)."""
     what = {"counts": "instruction counts", "syscalls": "system calls"}.get(mode, "planning instruction counts")
     with tempfile.TemporaryDirectory() as tmp:
         jobs_file, out, feed = Path(tmp) / "jobs.json", Path(tmp) / f"{mode}.json", Path(tmp) / "progress.jsonl"
@@ -334,7 +396,7 @@ def _worker(suite: Path, side: Side, mode: str, jobs: list[tuple], timeout: floa
         cmd = [str(side.python), *WORKER, mode, str(suite), "--jobs", str(jobs_file), "--out", str(out), *shared]
         env = side_env(side) | (env or {}) | ({PROGRESS_ENV: str(feed)} if on_line else {})
         try:
-            proc = _run_following(cmd, env, timeout, feed, on_line) if on_line else subprocess.run(
+            proc = _run_following(cmd, env, timeout, feed, on_line, ask) if on_line else subprocess.run(
                 cmd, capture_output=True, text=True, env=env, timeout=timeout)
         except subprocess.TimeoutExpired:
             return {"error": f"{what} for {side.name} took over {timeout:.0f} s"}
@@ -353,10 +415,13 @@ def _worker(suite: Path, side: Side, mode: str, jobs: list[tuple], timeout: floa
 
 
 def _run_following(cmd: list[str], env: dict[str, str], timeout: float, feed: Path,
-                   on_line: Callable[[dict], Any]) -> subprocess.CompletedProcess:
+                   on_line: Callable[[dict], Any], ask: Callable[[], dict | None] | None = None
+                   ) -> subprocess.CompletedProcess:
     """subprocess.run(cmd, capture_output=True, text=True, timeout=...), calling `on_line` with each JSON line
     the process appends to `feed` while it runs (a line not yet whole is read on the next look). Raises
-    subprocess.TimeoutExpired, the process killed, past `timeout`."""
+    subprocess.TimeoutExpired, the process killed, past `timeout`. A {"next": true} line is answered on the
+    process's stdin with `ask()`'s answer, one JSON line (an empty line for None); an answer's "deadline" (a
+    time.time()) extends `timeout` to it and COUNTS_WRAP_UP beyond."""
     began, offset, buffered = time.monotonic(), 0, ""
 
     def follow() -> None:
@@ -369,12 +434,29 @@ def _run_following(cmd: list[str], env: dict[str, str], timeout: float, feed: Pa
             offset = f.tell()
         *lines, buffered = buffered.split("\n")
         for line in lines:
-            if line.strip():
-                on_line(json.loads(line))
+            if not line.strip():
+                continue
+            event = json.loads(line)
+            if event.get("next") and ask is not None:
+                answer_next()
+            else:
+                on_line(event)
+
+    def answer_next() -> None:
+        nonlocal timeout
+        answer = ask()
+        if answer and answer.get("deadline"):
+            timeout = max(timeout, time.monotonic() - began + answer["deadline"] - time.time() + COUNTS_WRAP_UP)
+        try:
+            proc.stdin.write(json.dumps(answer) + "\n" if answer else "\n")
+            proc.stdin.flush()
+        except BrokenPipeError:  # the process ended meanwhile: what it wrote is read as it is
+            pass
 
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         # in this process group, as subprocess.run's child was: a Ctrl-C reaches it too
-        proc = subprocess.Popen(cmd, stdout=out, stderr=err, text=True, env=env)
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, text=True, env=env,
+                                stdin=subprocess.PIPE if ask is not None else None)
         try:
             while proc.poll() is None:
                 if time.monotonic() - began > timeout:
@@ -386,6 +468,11 @@ def _run_following(cmd: list[str], env: dict[str, str], timeout: float, feed: Pa
             if proc.poll() is None:  # past its time, or the caller's error: killed, as subprocess.run does
                 proc.kill()
                 proc.wait()
+            if proc.stdin is not None:
+                try:
+                    proc.stdin.close()
+                except BrokenPipeError:
+                    pass
         out.seek(0)
         err.seek(0)
         return subprocess.CompletedProcess(cmd, proc.returncode, out.read(), err.read())

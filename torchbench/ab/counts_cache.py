@@ -59,11 +59,16 @@ from torchbench_core.storage import atomic_write_text
 from .. import resources
 from .evidence import Job
 
-__all__ = ["CountPlans", "CountsCache", "DRAWN", "JITTERED", "REPEATED"]
+__all__ = ["CONTINUED", "CountPlans", "CountsCache", "DRAWN", "JITTERED", "REPEATED"]
 
 JITTERED = "|jittered {}"  # the k-th jittered valgrind process's counts (an older "|again, layout 1" is unread)
 REPEATED = "|repeat trace {}"  # a case's k-th repeat trace of system calls (collect.collect_syscalls(repeat))
 DRAWN = ", {} draws"  # after JITTERED: that process counted each case in this many layout draws, draw by draw
+# after DRAWN: those draws were counted in the first process, going on after its rows (collect.Continued), not in
+# a process started jittered. Kept apart: on einops' 42 rows the two kinds' draws differ by 0.1-0.2% on many rows
+# (20 of 42 at p < 0.05 between them), within what a commit moves them (the count test decided none), but a
+# side's draws are held only against the other side's of the same kind
+CONTINUED = " (continued)"
 
 
 _WRITING = threading.Lock()  # a commit's cache file is read, merged and written by one thread at a time

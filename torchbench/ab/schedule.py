@@ -27,9 +27,12 @@ halves the wait), in this order:
    (rows that move within GATHER_SECONDS share a process); where the first processes fill the cores, once
    they end, every candidate in one pass, or earlier, sharing the cores, where waiting would leave the pass
    too little of the counting's share (_Confirming); then, up to count_decision.MAX_PASSES, those still near
-   their bar. A pass simulates caches and branches only where simulated cycles may decide one of its rows
-   (channels.simulating). A pass that would start after the counting's share does not, and its rows keep
-   their wall time.
+   their bar. Where both sides' first processes have counted every row, the rows left are counted in them,
+   each side's valgrind process going on with them (collect.Continued: no second start-up, 15-20 s a side),
+   unless a process of its own would cost less (one that need not simulate, for many rows). A pass simulates
+   caches and branches only where simulated cycles may decide one of its rows (channels.simulating); a
+   continued one does where its first process did. A pass that would start after the counting's share does
+   not, and its rows keep their wall time.
 4. **System calls** (one process a side under strace, collect.collect_syscalls): every row, in the phase's
    own share (Rounds.syscall_share), each row its share of what is left; then the rows whose calls differed
    in a call that may decide are traced again in another process state (channels.to_retrace, SYSCALL_TRACES).
@@ -56,8 +59,8 @@ from .counts_cache import CountPlans, CountsCache
 from .evidence import SIDES, Evidence, Job, Side
 from .options import Policy, Rounds
 
-__all__ = ["FIRST_SHARE", "GATHER_SECONDS", "PASS_ROW_COST", "VALGRIND_SLOWDOWN_FLOOR", "count_both", "count_plans",
-           "deterministic", "learn", "trace_both"]
+__all__ = ["CONTINUED_ROW_COST", "FIRST_SHARE", "GATHER_SECONDS", "PASS_ROW_COST", "SIMULATION_COST",
+           "VALGRIND_SLOWDOWN_FLOOR", "count_both", "count_plans", "deterministic", "learn", "trace_both"]
 
 # the first valgrind processes' share of the counting's time; the rest confirms the rows that moved last (those
 # that moved before are confirmed beside the first processes: _Confirming)
@@ -69,6 +72,13 @@ GATHER_SECONDS = 15.0
 # run) over its seconds in a first process (128 warm-up calls and three counted runs): 3.75 measured for
 # einops' pack rows (4 rows, 1.2 s each in a first process, 18 s of draws beside a 17 s start-up)
 PASS_ROW_COST = 4.0
+# a row's seconds in a process that simulates caches and branches over its seconds in one that counts alone
+# (einops' 42 rows, two processes at once: 92.7 against 57.6 s, docs/results.md)
+SIMULATION_COST = 1.6
+# a row's DRAWS layout draws counted in its first process, going on after its rows (collect.Continued), over its
+# seconds there: 2.2 measured (einops' 42 rows: 47.6 s of rows in the first process, 103.6 s of draws after them,
+# simulated; a process started jittered for them, counts alone, 58 s of rows beside a 15 s start-up)
+CONTINUED_ROW_COST = 2.2
 # valgrind's least slowdown of a setup's code (measured here, callgrind instrumenting: a Python loop 50-80x,
 # small torch ops 60x, a 256x256 matmul loop 1300x and more): a row whose native setup times this outlasts the
 # first processes' share is never started under valgrind (_left_to_wall_time)
@@ -128,21 +138,33 @@ def count_both(root: Path, valgrind: Path, suite: Path, sides: dict[str, Side], 
         jittered pass (jitter > 0) says in the log what it counted and in how long."""
         simulate = not jitter or simulating(evidence, todo, policy.count_floor)
         began = time.monotonic()
+        kept: set[Job] = set()
+        if jitter:  # draws both sides' first processes made going on, in an earlier alert of the pair: read
+            kept = set(todo)
+            for name in SIDES:
+                kept &= collect.continued_in_cache(sides[name], todo, evidence, caches[name], jitter, DRAWS, plans)
+            for name in SIDES:
+                collect.continued_in_cache(sides[name], sorted(kept), evidence, caches[name], jitter, DRAWS, plans,
+                                           place=True)
+        rest = [job for job in todo if job not in kept]
 
         def side(name: str) -> dict[str, int]:
             try:
                 return collect.collect_counts(
-                    suite, sides[name], todo, evidence, caches[name].view() if jitter else caches[name],
+                    suite, sides[name], rest, evidence, caches[name].view() if jitter else caches[name],
                     jitter=jitter, plans=plans, cache_dir=cache_dir, timeout=max(1.0, until - time.monotonic()),
                     draws=DRAWS if jitter else 1,
                     on_row=(lambda job: confirming.first_counts_in(job, name)) if confirming else None,
-                    setups=setups, simulate=simulate)
+                    setups=setups, simulate=simulate,
+                    then=(lambda: confirming.next_pass(name)) if confirming else None)
             finally:
                 if confirming:
-                    confirming.first_done()
+                    confirming.first_done(name)
 
         with ThreadPoolExecutor(max_workers=at_once) as pool:
             found = dict(zip(SIDES, pool.map(side, SIDES)))
+        for name in SIDES:
+            found[name]["cached"] += len(kept)
         if jitter:
             _said(found, jitter, todo, time.monotonic() - began, simulate)
         return found
@@ -150,11 +172,13 @@ def count_both(root: Path, valgrind: Path, suite: Path, sides: dict[str, Side], 
     began = time.monotonic()
     first_until = began + FIRST_SHARE * (deadline - began)
     confirming = _Confirming(evidence, policy, lambda todo, at_once: both_sides(todo, 1, deadline, at_once=at_once),
-                             deadline, first_until, len(jobs))
+                             deadline, first_until, len(jobs),
+                             later=lambda k: to_confirm(evidence, jobs, policy.count_floor, k,
+                                                        deterministic_level(evidence, policy)))
     try:
         tally = both_sides(jobs, 0, first_until, confirming)
     finally:
-        first = time.monotonic() - began
+        first = (confirming.first_over or time.monotonic()) - began
         confirmed = confirming.finish()  # the rows that moved last are confirmed now
     for name in SIDES:
         t = tally[name]
@@ -172,7 +196,7 @@ def count_both(root: Path, valgrind: Path, suite: Path, sides: dict[str, Side], 
                   + ", ".join(f"{row} {s:.1f} s" for row, s in costly[:5]), flush=True)
     learn(root, suite, tally, evidence)
     for name in SIDES:
-        tally[name]["confirmed"] = confirmed[name]
+        tally[name]["confirmed"] = confirmed[name] + tally[name].pop("continued", 0)
     for jitter in range(1, MAX_PASSES + 1):
         confirm = to_confirm(evidence, jobs, policy.count_floor, jitter, deterministic_level(evidence, policy))
         if not confirm:
@@ -216,7 +240,7 @@ def _said(again: dict[str, dict], jitter: int, rows: list[Job], seconds: float, 
           f"{again['base']['counted'] + again['head']['counted']} counted, "
           f"{again['base']['cached'] + again['head']['cached']} from the cache, in {seconds:.0f} s", flush=True)
     for name in SIDES:
-        for key in ("seconds", "statements", "cached_by"):
+        for key in ("seconds", "statements", "cached_by", "continued"):
             again[name].pop(key, None)
 
 
@@ -238,12 +262,15 @@ class _Confirming:
     seconds in the first processes, PASS_ROW_COST each): it then starts at the latest moment it still fits
     before `deadline`, sharing the cores. A pass runs as many of its processes at once as cores are idle
     (_at_once: beside the head's lone first process, where the base came from the cache, base's then head's).
+    Once both sides' first processes have counted every row, each asks `next_pass(side)`: the rows left (those
+    `later(k)` lists for the k-th jittered process, none of them in a pass under way) are counted in them,
+    going on (collect.Continued), where that costs less than a pass of their own (_go_on).
     `finish()` (the first processes done) has it count what is left and returns each side's rows confirmed. A
     pass that would start after `deadline` does not (count_both's later look finds its rows unconfirmed and
     says so)."""
 
     def __init__(self, evidence: Evidence, policy: Policy, confirm, deadline: float, first_until: float,
-                 rows: int, cores: int | None = None) -> None:
+                 rows: int, cores: int | None = None, later=None) -> None:
         self.evidence, self.policy, self.confirm, self.deadline = evidence, policy, confirm, deadline
         self.first_until, self.rows = first_until, rows  # the first processes' deadline and rows a side
         self.cores = cores or _cores()
@@ -256,6 +283,14 @@ class _Confirming:
         self.last = dict.fromkeys(SIDES, self.began)  # each side's latest row in
         self.cost: dict[Job, float] = {}  # a row's seconds in the first processes (the slower side's)
         self.startup = 0.0  # a valgrind process's start-up, estimated (first_counts_in)
+        self.later = later or (lambda k: [])  # the rows the k-th jittered process a side counts (to_confirm)
+        self.flight: list[Job] = []  # the rows of the pass under way (_run)
+        self.asked = dict.fromkeys(SIDES, 0)  # each first process's asks to go on (next_pass)
+        self.ended: set[str] = set()  # the sides whose first process has ended (first_done)
+        self.going_on: dict[int, collect.Continued | None] = {}  # the k-th ask's answer, both sides'
+        self.first_over: float | None = None  # when both first processes had counted every row
+        self.going_on_since = 0.0  # when the first processes went on with the rows left (_go_on)
+        self.said: set[int] = set()  # the rounds of going on the log has a line for
         self.done = False
         self.error: BaseException | None = None
         self.lock = threading.Condition()
@@ -279,10 +314,72 @@ class _Confirming:
                 self.queued.append(job)
                 self.lock.notify()
 
-    def first_done(self) -> None:
+    def first_done(self, side: str) -> None:
         with self.lock:
             self.running -= 1
-            self.lock.notify()
+            self.ended.add(side)
+            if len(self.ended) == len(SIDES):  # a round of going on that no ask followed (a process that died)
+                for k in self.going_on:
+                    self._said_going_on(k)
+            self.lock.notify_all()
+
+    def next_pass(self, side: str) -> collect.Continued | None:
+        """`side`'s first process has counted every row (or the rows it went on with): what it counts next in
+        the same valgrind process. Both sides get the same answer, made once both have asked; None where the
+        other side's process has ended (or never ran: its counts came from the cache), past the deadline, or
+        where nothing is left or a pass of its own costs less (_go_on)."""
+        with self.lock:
+            self.asked[side] += 1
+            k = self.asked[side]
+            self.lock.notify_all()
+            while k not in self.going_on:
+                others = [name for name in SIDES if name != side]
+                if all(self.asked[name] >= k for name in others):
+                    if k == 1:
+                        self.first_over = time.monotonic()
+                    else:
+                        self._said_going_on(k - 1)
+                    self.going_on[k] = self._go_on(k)
+                    self.lock.notify_all()
+                elif any(name in self.ended for name in others) or time.monotonic() >= self.deadline:
+                    self.going_on[k] = None
+                    self.lock.notify_all()
+                else:
+                    self.lock.wait(1.0)
+            return self.going_on[k]
+
+    def _go_on(self, k: int) -> collect.Continued | None:
+        """The rows both first processes count again as their k-th jittered process (lock held): those
+        `later(k)` lists that no pass under way has, where counting them there (no start-up, the first
+        processes' simulation: CONTINUED_ROW_COST of their first seconds each) costs no more than a pass of
+        their own (a start-up, and counts alone where simulated cycles decide none of them: SIMULATION_COST
+        less)."""
+        if time.monotonic() >= self.deadline or k > MAX_PASSES:
+            return None
+        rows = [job for job in self.later(k) if job not in self.flight]
+        if not rows:
+            return None
+        here = CONTINUED_ROW_COST * sum(self.cost.get(job, self.startup) for job in rows)
+        own = self.startup + (here if simulating(self.evidence, rows, self.policy.count_floor)
+                              else here / SIMULATION_COST)
+        if here > own:
+            return None
+        self.queued = [job for job in self.queued if job not in rows]
+        self.going_on_since = time.monotonic()
+        return collect.Continued(rows, k, DRAWS, time.time() + self.deadline - time.monotonic())
+
+    def _said_going_on(self, k: int) -> None:
+        """The log's line for the k-th jittered process continued in the first processes, now done."""
+        rows = self.going_on.get(k)
+        if rows is None or k in self.said:
+            return
+        self.said.add(k)
+        counted = sum(1 for job in rows.jobs for name in SIDES
+                      if len(self.evidence.counts_again[name].get(job, [])) >= k * DRAWS)
+        print(f"== instruction counts, jittered layouts {k} a side, counted in the first valgrind processes going "
+              f"on (no second start-up; {DRAWS} layout draws, caches simulated) for the {len(rows.jobs)} row(s) "
+              f"whose counts moved beyond the floor: {counted} counted, in "
+              f"{time.monotonic() - self.going_on_since:.0f} s", flush=True)
 
     def finish(self) -> dict[str, int]:
         with self.lock:
@@ -344,14 +441,21 @@ class _Confirming:
                     if not self.queued:
                         return
                     gather = time.monotonic() + GATHER_SECONDS  # rows that move meanwhile join this pass
-                    # (looked at again as rows queue and first processes end, at least every 5 s)
-                    while not self.done and time.monotonic() < (start := max(gather, self._start_at(gather))):
+                    # (looked at again as rows queue and first processes end, at least every 5 s; rows the first
+                    # processes went on with leave the queue: next_pass)
+                    while not self.done and self.queued and \
+                            time.monotonic() < (start := max(gather, self._start_at(gather))):
                         self.lock.wait(min(start - time.monotonic(), 5.0))
+                    if not self.queued:
+                        continue
                     at_once = self._at_once(self.queued)
                     rows, self.queued = self.queued, []
+                    self.flight = rows
                 if time.monotonic() >= self.deadline:
                     continue  # left for count_both's passes after the first processes, which say so
                 again = self.confirm(rows, at_once)
+                with self.lock:
+                    self.flight = []
                 for name in SIDES:
                     self.confirmed[name] += again[name]["counted"] + again[name]["cached"]
         except BaseException as e:  # raised again in the caller's thread, by finish()
