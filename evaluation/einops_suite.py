@@ -17,7 +17,7 @@ over 16 numbers, after its docstring: a few percent of its 3 rows' instructions,
 found in `unpack`; the first run of this script meant `unpack` and, its docstring's last line being pack's
 too, slowed `pack`: the alert named pack's rows, so the script now says what it does).
 
-    python evaluation/einops_suite.py [--out FILE] [--no-asv]
+    python evaluation/einops_suite.py [--out FILE] [--no-asv] [--wide]
 
 prints, for each pair, what `torchbench alert` decided with its defaults (the 9-minute budget, counts on), what
 its counting cost and confirmed, beside `asv continuous` on the same pair (its defaults).
@@ -129,6 +129,84 @@ class Layers:
         self.layer(self.x)
 '''
 
+# `--wide`: 22 more rows, as a maintainer adding the 3-d patterns of attention code, parse_shape, the other
+# reductions and packs of three inputs would (64 rows: issue 63's 64-row goal of 1-30 us rows)
+MORE = '''"""einops' asv suite, more of its API: sequence-shaped tensors, parse_shape, other reductions."""
+import torch
+
+import einops
+
+torch.manual_seed(0)
+
+
+class Sequence:
+    params = [["b t c -> t b c", "b t c -> (b t) c", "(b t) c -> b t c", "b t (h d) -> b h t d"], [1, 8]]
+    param_names = ["pattern", "batch"]
+
+    def setup(self, pattern, batch):
+        self.x = torch.randn(batch * 6, 8) if pattern.startswith("(") else torch.randn(batch, 6, 8)
+        self.lengths = {"b": batch} if pattern.startswith("(") else {"h": 2} if "(h d)" in pattern else {}
+
+    def time_sequence(self, pattern, batch):
+        einops.rearrange(self.x, pattern, **self.lengths)
+
+
+class ParseShape:
+    params = [["b c h w", "b _ h w", "b c _ _"]]
+    param_names = ["pattern"]
+
+    def setup(self, pattern):
+        self.x = torch.randn(2, 4, 8, 8)
+
+    def time_parse_shape(self, pattern):
+        einops.parse_shape(self.x, pattern)
+
+
+class OtherReductions:
+    params = [["b c h w -> b", "b c h w -> b h w"], ["min", "prod"]]
+    param_names = ["pattern", "reduction"]
+
+    def setup(self, pattern, reduction):
+        self.x = torch.rand(2, 4, 8, 8) + 0.5
+
+    def time_reduce(self, pattern, reduction):
+        einops.reduce(self.x, pattern, reduction)
+
+
+class Broadcast:
+    params = [["c -> b c", "h w -> b h w"]]
+    param_names = ["pattern"]
+
+    def setup(self, pattern):
+        self.x = torch.randn(8) if pattern.startswith("c") else torch.randn(8, 8)
+
+    def time_repeat(self, pattern):
+        einops.repeat(self.x, pattern, b=4)
+
+
+class Attention:
+    params = [["b h i d, b h j d -> b h i j", "i, i ->"]]
+    param_names = ["pattern"]
+
+    def setup(self, pattern):
+        self.args = ((torch.randn(1, 2, 8, 4), torch.randn(1, 2, 8, 4)) if pattern.startswith("b")
+                     else (torch.randn(16), torch.randn(16)))
+
+    def time_einsum(self, pattern):
+        einops.einsum(*self.args, pattern)
+
+
+class PackThree:
+    params = [[4, 32, 128]]
+    param_names = ["n"]
+
+    def setup(self, n):
+        self.inputs = [torch.randn(n, 3), torch.randn(2, n, 3), torch.randn(3)]
+
+    def time_pack(self, n):
+        einops.pack(self.inputs, "* d")
+'''
+
 PACKING = "einops/packing.py"
 MARK = "    Read the tutorial for introduction and application scenarios.\n    \"\"\"\n"
 SLOWER = "    _ = sum(i * i for i in range(16))  # a little more compute\n"
@@ -145,8 +223,9 @@ def sources(into: Path) -> Path:
     return src / "einops"
 
 
-def make_repo(path: Path, package: Path) -> tuple[str, str, str]:
-    """The repository at `path`: (its base commit, a docstring reworded, pack slowed), the base checked out."""
+def make_repo(path: Path, package: Path, wide: bool = False) -> tuple[str, str, str]:
+    """The repository at `path`: (its base commit, a docstring reworded, pack slowed), the base checked out;
+    `wide`: the suite's 22 more rows (MORE) beside its 42."""
     import shutil
 
     repo = git.Repo.init(path, initial_branch="main")
@@ -154,7 +233,7 @@ def make_repo(path: Path, package: Path) -> tuple[str, str, str]:
         cw.set_value("user", "name", "bench").set_value("user", "email", "bench@example.com")
     shutil.copytree(package, path / "einops", ignore=shutil.ignore_patterns("tests", "__pycache__"))
     files = {"pyproject.toml": PYPROJECT, "benchmarks/__init__.py": "", "benchmarks/bench_ops.py": SUITE,
-             "README": f"einops {VERSION}\n"}
+             "README": f"einops {VERSION}\n", **({"benchmarks/bench_more.py": MORE} if wide else {})}
     for rel, text in files.items():
         (path / rel).parent.mkdir(parents=True, exist_ok=True)
         (path / rel).write_text(text)
@@ -188,12 +267,13 @@ def main() -> None:
     parser.add_argument("--pairs", nargs="+", default=["aa", "slower"], choices=["aa", "slower"])
     parser.add_argument("--alert-args", default="", metavar="FLAGS",
                         help="flags added to each alert, e.g. \"--max-rounds 2\" to look at the counting alone")
+    parser.add_argument("--wide", action="store_true", help="64 rows: 22 more beside the 42 (MORE)")
     args = parser.parse_args()
 
     def make(tmp: Path):
         path = tmp / "einops-repo"
         path.mkdir()
-        base, docs, slower = make_repo(path, sources(tmp / "wheel"))
+        base, docs, slower = make_repo(path, sources(tmp / "wheel"), args.wide)
         return path, base, {"aa": ("A/A (a reworded docstring)", docs, False), "slower": ("pack slowed", slower, True)}
 
     trial("einops-suite-", make, TARGET, args.pairs, args.out, not args.no_asv, args.alert_args)
