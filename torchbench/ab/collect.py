@@ -438,7 +438,8 @@ def _run_following(cmd: list[str], env: dict[str, str], timeout: float, feed: Pa
                 continue
             event = json.loads(line)
             if event.get("next") and ask is not None:
-                answer_next()
+                if proc.poll() is None:  # (one that ended after asking goes on with nothing: not asked for)
+                    answer_next()
             else:
                 on_line(event)
 

@@ -450,12 +450,14 @@ class _Confirming:
                         continue
                     at_once = self._at_once(self.queued)
                     rows, self.queued = self.queued, []
+                    if time.monotonic() >= self.deadline:
+                        continue  # left for count_both's passes after the first processes, which say so
                     self.flight = rows
-                if time.monotonic() >= self.deadline:
-                    continue  # left for count_both's passes after the first processes, which say so
-                again = self.confirm(rows, at_once)
-                with self.lock:
-                    self.flight = []
+                try:
+                    again = self.confirm(rows, at_once)
+                finally:
+                    with self.lock:
+                        self.flight = []
                 for name in SIDES:
                     self.confirmed[name] += again[name]["counted"] + again[name]["cached"]
         except BaseException as e:  # raised again in the caller's thread, by finish()
