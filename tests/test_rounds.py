@@ -204,7 +204,7 @@ def test_the_first_counting_processes_leave_time_to_confirm_their_candidates(tmp
 
 def _confirming_trial(tmp_path, monkeypatch, cores: int, share: float, rows: int = 3, row_seconds: float = 1.0,
                       moving: tuple[int, ...] = (0,), cached: tuple[str, ...] = (), pass_seconds: float = 0.0,
-                      go_on: bool = False, startup: float = 0.0):
+                      go_on: bool = False, startup: float = 0.0, confirm: float = 0.0):
     """count_both on `rows` rows whose first processes take `row_seconds` a row, those at `moving` moved 20% on
     the head, on a machine of `cores` cores, the counting's share `share` seconds. The processes are recorded,
     not run (collect.collect_counts replaced): the events (side, jitter, start or end, when, simulate), the
@@ -212,7 +212,8 @@ def _confirming_trial(tmp_path, monkeypatch, cores: int, share: float, rows: int
     nightly run counted); a jittered process takes `pass_seconds`. `go_on`: a first process that counted every
     row asks `then()` for more, as a real one does (collect.Continued: events (side, jitter, "went on", when,
     rows), their draws placed as a jittered process's, the head's 20% more on the moved rows). `startup`: the
-    seconds before a first process's first row (a valgrind process's start-up)."""
+    seconds before a first process's first row (a valgrind process's start-up). `confirm`: the seconds past the
+    share the candidates' confirmation may take (Rounds.confirm_share)."""
     from torchbench.ab import collect, schedule
 
     suite, sides = _sides(tmp_path)
@@ -251,7 +252,8 @@ def _confirming_trial(tmp_path, monkeypatch, cores: int, share: float, rows: int
     monkeypatch.setattr(schedule, "GATHER_SECONDS", 0.5)  # (15 s here: rows that move together, one process)
     monkeypatch.setattr(schedule, "_cores", lambda: cores)
     schedule.count_both(tmp_path / "counts", tools.find("valgrind") or Path("valgrind"), suite, sides, jobs, evidence,
-                        Policy(count_floor=0.01), tmp_path / "cache", deadline=time.monotonic() + share)
+                        Policy(count_floor=0.01), tmp_path / "cache", deadline=time.monotonic() + share,
+                        confirm_until=time.monotonic() + share + confirm)
     return events, jobs, evidence
 
 
@@ -326,6 +328,24 @@ def test_the_first_processes_do_not_go_on_where_a_pass_of_its_own_costs_less_nor
     assert {job for job in jobs if evidence.counts_again["head"].get(job)} == {jobs[1]}
 
 
+def test_the_candidates_confirmation_may_run_past_the_countings_share_into_its_own(tmp_path, monkeypatch):
+    """Rounds.confirm_share: the first processes (12 rows at 0.5 s after a 2 s start-up, 8 s) leave a 9 s
+    counting share too short for their candidate's draws after them, which then start beside them at the
+    latest moment (as test_on_two_cores_a_pass_that_would_not_fit_after_the_first_processes_starts_beside_them);
+    with 10 s more for confirming, the first processes go on with it once they have counted every row (no
+    process started for it, no core shared), past the share, and a note says by how much."""
+    events, jobs, evidence = _confirming_trial(tmp_path, monkeypatch, cores=2, share=9, rows=12, row_seconds=0.5,
+                                               go_on=True, startup=2.0, pass_seconds=3.0)
+    assert [e for e in events if e[1] == 1 and e[2] == "start"], events  # beside them, within the share
+    (tmp_path / "more").mkdir()
+    events, jobs, evidence = _confirming_trial(tmp_path / "more", monkeypatch, cores=2, share=9, rows=12,
+                                               row_seconds=0.5, go_on=True, startup=2.0, pass_seconds=3.0, confirm=10)
+    assert not [e for e in events if e[1] == 1 and e[2] == "start"], events
+    assert sorted(side for side, jitter, what, _, _ in events if what == "went on") == ["base", "head"], events
+    assert evidence.counts_again["head"].get(jobs[0])
+    assert [n for n in evidence.notes if "past the counting's share of the budget" in n], evidence.notes
+
+
 def test_on_two_cores_beside_a_lone_first_process_a_pass_runs_its_sides_one_after_the_other(tmp_path, monkeypatch):
     """schedule._Confirming on two cores, the base's first counts from the cache: the head's first process runs
     alone, one core idle; the moved row's pass starts beside it, on that core, its base's and head's jittered
@@ -343,10 +363,11 @@ def test_on_two_cores_beside_a_lone_first_process_a_pass_runs_its_sides_one_afte
 
 def test_on_two_cores_a_pass_that_would_not_fit_after_the_first_processes_starts_beside_them(tmp_path, monkeypatch):
     """schedule._Confirming on two cores with a share too short to wait: the first processes are expected to
-    count for 6 s (12 rows at 0.5 s), and the pass's estimated cost (its row's seconds in the first processes,
-    PASS_ROW_COST each, and a start-up: 2.5 s) would not end within the 8 s share after them, so it starts at
-    the latest moment it fits at half speed beside them, while they still count."""
-    events, jobs, evidence = _confirming_trial(tmp_path, monkeypatch, cores=2, share=8, rows=12, row_seconds=0.5)
+    count until their share ends (6.4 s: 12 rows at 0.5 s after a 2 s start-up), and the row's confirmation
+    after them (going on: CONTINUED_ROW_COST of its 2.5 s first seconds) would not end within the 8 s share, so
+    a pass of its own starts at the latest moment it fits at half speed beside them, while they still count."""
+    events, jobs, evidence = _confirming_trial(tmp_path, monkeypatch, cores=2, share=8, rows=12, row_seconds=0.5,
+                                               startup=2.0)
     first_end = min(t for _, jitter, what, t, _ in events if jitter == 0 and what == "end")
     confirming = [t for _, jitter, what, t, _ in events if jitter == 1 and what == "start"]
     assert len(confirming) == 2 and max(confirming) < first_end - 0.5, events  # beside them

@@ -31,8 +31,9 @@ halves the wait), in this order:
    each side's valgrind process going on with them (collect.Continued: no second start-up, 15-20 s a side),
    unless a process of its own would cost less (one that need not simulate, for many rows). A pass simulates
    caches and branches only where simulated cycles may decide one of its rows (channels.simulating); a
-   continued one does where its first process did. A pass that would start after the counting's share does
-   not, and its rows keep their wall time.
+   continued one does where its first process did. Confirming may run past the counting's share by
+   Rounds.confirm_share of the budget, out of the rounds' time; a pass that would start after that does not,
+   and its rows keep their wall time.
 4. **System calls** (one process a side under strace, collect.collect_syscalls): every row, in the phase's
    own share (Rounds.syscall_share), each row its share of what is left; then the rows whose calls differed
    in a call that may decide are traced again in another process state (channels.to_retrace, SYSCALL_TRACES).
@@ -95,7 +96,8 @@ def deterministic(root: Path, valgrind: Path | None, suite: Path, sides: dict[st
     caches = _caches(root, valgrind, suite, sides, origin)  # both phases' (each a suite digest, two subprocesses)
     if valgrind is not None:
         count_both(root, valgrind, suite, sides, jobs, evidence, policy, cache_dir,
-                   start + 60 * rounds.budget_minutes * rounds.count_share, origin, caches)
+                   start + 60 * rounds.budget_minutes * rounds.count_share, origin, caches,
+                   start + 60 * rounds.budget_minutes * (rounds.count_share + rounds.confirm_share))
     evidence.phases["instruction counts"] = time.monotonic() - start
     start = time.monotonic()
     trace_both(root, valgrind, suite, sides, jobs, evidence, cache_dir,
@@ -106,7 +108,8 @@ def deterministic(root: Path, valgrind: Path | None, suite: Path, sides: dict[st
 
 def count_both(root: Path, valgrind: Path, suite: Path, sides: dict[str, Side], jobs: list[Job],
                evidence: Evidence, policy: Policy, cache_dir: Path, deadline: float,
-               origin: str = "torchbench alert", caches: dict[str, CountsCache] | None = None) -> None:
+               origin: str = "torchbench alert", caches: dict[str, CountsCache] | None = None,
+               confirm_until: float | None = None) -> None:
     """Both sides' instruction counts at once, one valgrind process each: counts do not depend on what else
     runs, and on two cores this halves the wait. As soon as a row's first counts are in on both sides and
     moved beyond the floor (channels.to_confirm), it is queued to be counted in a jittered process a side, in
@@ -120,12 +123,15 @@ def count_both(root: Path, valgrind: Path, suite: Path, sides: dict[str, Side], 
     statement) is confirmed after it. Each side has its own cache (its interpreter is part of the key:
     `caches`, made here where not given) and its own list of problems. The log and evidence.count_tally say,
     a side, what had counted the rows that came from the cache (`origin` is kept with these counts): a base
-    counted by the history's nightly `torchbench run` costs the alert nothing."""
+    counted by the history's nightly `torchbench run` costs the alert nothing. `confirm_until` (at or after
+    `deadline`; Rounds.confirm_share): the jittered processes of the rows whose first counts moved may run
+    until then, out of the rounds' time, and a note says by how much they did."""
     caches = caches or _caches(root, valgrind, suite, sides, origin)
+    counting_share, deadline = deadline, max(deadline, confirm_until or deadline)
     # the native setup seconds the first processes could run under valgrind, at valgrind's least slowdown (a
     # setup quicker than collect.SLOW_SETUP is never the reason: such a row is tried, and stopped by its share)
     setup_limit = max(collect.SLOW_SETUP,
-                      FIRST_SHARE * max(0.0, deadline - time.monotonic()) / VALGRIND_SLOWDOWN_FLOOR)
+                      FIRST_SHARE * max(0.0, counting_share - time.monotonic()) / VALGRIND_SLOWDOWN_FLOOR)
     plans, setups = count_plans(root, suite, [sides[name] for name in SIDES], jobs, evidence, cache_dir,
                                 setup_limit)
     print(f"== simulated cycles weigh a last-level miss at {caches['base'].miss_cycles} cycles (what one costs on "
@@ -170,7 +176,7 @@ def count_both(root: Path, valgrind: Path, suite: Path, sides: dict[str, Side], 
         return found
 
     began = time.monotonic()
-    first_until = began + FIRST_SHARE * (deadline - began)
+    first_until = began + FIRST_SHARE * (counting_share - began)
     confirming = _Confirming(evidence, policy, lambda todo, at_once: both_sides(todo, 1, deadline, at_once=at_once),
                              deadline, first_until, len(jobs),
                              later=lambda k: to_confirm(evidence, jobs, policy.count_floor, k,
@@ -209,6 +215,10 @@ def count_both(root: Path, valgrind: Path, suite: Path, sides: dict[str, Side], 
         for name in SIDES:
             tally[name]["confirmed"] += again[name]["counted"] + again[name]["cached"]
     evidence.count_tally = tally
+    if time.monotonic() > counting_share + 1:
+        evidence.notes.append(f"instruction counts: confirming the rows whose first counts moved ran "
+                              f"{time.monotonic() - counting_share:.0f} s past the counting's share of the budget, "
+                              f"out of the rounds' (Rounds.confirm_share)")
 
 
 def _left_to_wall_time(jobs: list[Job], setups: dict[Job, float], limit: float, evidence: Evidence) -> list[Job]:
@@ -350,23 +360,27 @@ class _Confirming:
 
     def _go_on(self, k: int) -> collect.Continued | None:
         """The rows both first processes count again as their k-th jittered process (lock held): those
-        `later(k)` lists that no pass under way has, where counting them there (no start-up, the first
-        processes' simulation: CONTINUED_ROW_COST of their first seconds each) costs no more than a pass of
-        their own (a start-up, and counts alone where simulated cycles decide none of them: SIMULATION_COST
-        less)."""
+        `later(k)` lists that no pass under way has, where counting them there costs no more than a pass of
+        their own (_costs)."""
         if time.monotonic() >= self.deadline or k > MAX_PASSES:
             return None
         rows = [job for job in self.later(k) if job not in self.flight]
         if not rows:
             return None
-        here = CONTINUED_ROW_COST * sum(self.cost.get(job, self.startup) for job in rows)
-        own = self.startup + (here if simulating(self.evidence, rows, self.policy.count_floor)
-                              else here / SIMULATION_COST)
+        here, own = self._costs(rows)
         if here > own:
             return None
         self.queued = [job for job in self.queued if job not in rows]
         self.going_on_since = time.monotonic()
         return collect.Continued(rows, k, DRAWS, time.time() + self.deadline - time.monotonic())
+
+    def _costs(self, rows: list[Job]) -> tuple[float, float]:
+        """`rows`' draws' estimated seconds going on in the first processes (no start-up, simulated:
+        CONTINUED_ROW_COST of their first seconds each), and in a process of their own (a start-up, and counts
+        alone where simulated cycles decide none of them: SIMULATION_COST less)."""
+        here = CONTINUED_ROW_COST * sum(self.cost.get(job, self.startup) for job in rows)
+        return here, self.startup + (here if simulating(self.evidence, rows, self.policy.count_floor)
+                                     else here / SIMULATION_COST)
 
     def _said_going_on(self, k: int) -> None:
         """The log's line for the k-th jittered process continued in the first processes, now done."""
@@ -408,12 +422,14 @@ class _Confirming:
 
     def _start_at(self, gather: float) -> float:
         """When the queued rows' pass starts: at `gather` where a core is idle; otherwise when the first
-        processes end (math.inf: waited for), where the pass is expected to fit after them, or else at the
-        latest moment it still fits before the deadline, sharing the cores with them."""
+        processes end (math.inf: waited for), where their confirmation is expected to fit after them (going on
+        in them where both run, _costs), or else at the latest moment a pass of its own still fits before the
+        deadline, sharing the cores with them."""
         if self.running < self.cores:
             return gather
         cost = self.pass_seconds(self.queued)
-        if self.first_end() + cost <= self.deadline:
+        after = min(self._costs(self.queued)) if not self.ended else cost
+        if self.first_end() + after <= self.deadline:
             return math.inf
         shared = (self.running + len(SIDES)) / self.cores  # the pass's slowdown beside those still running
         return self.deadline - shared * cost

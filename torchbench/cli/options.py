@@ -101,6 +101,9 @@ def add_measurement_arguments(parser: argparse.ArgumentParser, budget: float) ->
     parser.add_argument("--count-share", type=checked(Rounds, "count_share"), default=Rounds().count_share,
                         help="the share of the budget instruction counts may take, in (0, 1) (default "
                              f"{Rounds().count_share:g}); the rows they leave uncounted keep their wall time")
+    parser.add_argument("--confirm-share", type=checked(Rounds, "confirm_share"), default=Rounds().confirm_share,
+                        help="the share of the budget past --count-share that confirming the rows whose counts "
+                             f"moved may take, out of the rounds' (default {Rounds().confirm_share:g})")
     parser.add_argument("--design", dest="schedule", choices=SCHEDULES, default=Rounds().schedule,
                         help="how a round runs its base and head processes: alternating (one after the other, "
                              "each alone), duet (both at once, one core each, swapped every round, meeting before "
@@ -147,7 +150,7 @@ def rounds_of(args: argparse.Namespace) -> Rounds:
                                          min_rounds=args.min_rounds if given else MIN_ROUNDS,
                                          max_rounds=args.max_rounds, counts=not args.no_counts,
                                          until_reachable=not given, schedule=args.schedule,
-                                         count_share=args.count_share))
+                                         count_share=args.count_share, confirm_share=args.confirm_share))
 
 
 def policy_of(args: argparse.Namespace) -> Policy:
