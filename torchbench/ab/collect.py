@@ -86,8 +86,8 @@ def collect_counts(suite: Path, side: Side, jobs: list[Job], evidence: Evidence,
     channels.SimulatedCycles); a row cached without them is then enough.
     `then()` (the first process): asked, from another thread, once the valgrind process has counted every
     row; a Continued has it count those of its jobs it counted again, each as jittered process `jitter`
-    (placed and cached as one started jittered would be: evidence.counts_again), then asks again; None ends
-    it. The answer's "continued" is how many rows it counted so."""
+    (placed as one started jittered would be, evidence.counts_again; cached apart, counts_cache.CONTINUED),
+    then asks again; None ends it. The answer's "continued" is how many rows it counted so, a round each."""
     plans = plans or {}
     uncounted = evidence.uncounted[side.name]
     countable = []
@@ -152,14 +152,14 @@ def collect_counts(suite: Path, side: Side, jobs: list[Job], evidence: Evidence,
             if cases[job] in cached:
                 place(job, cached[cases[job]], cached_simulated.get(cases[job]))
                 on_row(job)
-    # a planned job says how its plan counts it (1: call by call, which the worker then need not find out by
-    # running it natively; 0: as its Timer's statement)
     def ask() -> dict | None:
         """The worker's next rows to count again (CONTINUE_ENV), those of `then()`'s it counted."""
         more = then()
         keys = [key for key, job in by_key.items() if more and job in more.jobs]
         return {"keys": keys, "jitter": more.jitter, "draws": more.draws, "deadline": more.deadline} if more else None
 
+    # a planned job says how its plan counts it (1: call by call, which the worker then need not find out by
+    # running it natively; 0: as its Timer's statement)
     found = _count(suite, side, [(*job, *plans[job], int(evidence.jobs[job].by_call)) if job in plans else job
                                  for job in missing], cache_dir=cache_dir,
                    jitter=jitter, timeout=timeout, draws=draws if again else 1, simulate=simulate or not again,
