@@ -374,6 +374,48 @@ def test_on_two_cores_a_pass_that_would_not_fit_after_the_first_processes_starts
     assert {job for job in jobs if evidence.counts_again["base"].get(job)} == {jobs[0]}
 
 
+def test_draws_made_going_on_are_cached_apart_and_read_back_where_a_side_has_them(tmp_path, monkeypatch):
+    """collect.collect_counts(then=...): the draws a first process makes going on (its worker's lines with
+    "again") are placed as a jittered process's and cached under their own key (counts_cache.CONTINUED), so a
+    pass started jittered finds nothing of them in the cache (the two kinds differ by 0.1-0.2% a row:
+    evaluation/continued_draws.py), while continued_in_cache finds them, with their cycles, for place_continued.
+    The valgrind process is recorded, not run (collect._count replaced)."""
+    from torchbench.ab import collect
+    from torchbench.ab.counts_cache import CountsCache
+
+    suite, sides = _sides(tmp_path)
+    job = ("bench_meet.Made.time_read", 0)
+    key = f"{job[0]}|{job[1]}"
+    runs = []
+
+    def count(suite, side, jobs, jitter=0, draws=1, on_line=None, ask=None, **_):
+        runs.append((jitter, draws))
+        if on_line:
+            on_line({"key": key, "counts": [1.0] * 3, "cycles": [2.0] * 3})
+            if ask and (asked := ask()) and key in asked["keys"]:
+                on_line({"key": key, "counts": [1.1] * 8, "cycles": [2.2] * 8, "draws": 8, "again": asked["jitter"]})
+        return {key: {"counts": [1.0] * draws, "draws": draws}}
+
+    monkeypatch.setattr(collect, "_count", count)
+    cache = CountsCache(tmp_path / "counts", Path(sys.executable), suite, None)
+    evidence = Evidence()
+    evidence.add_job(job, JobInfo(job[0], by_call=True), "base")
+    tally = collect_counts(suite, sides["base"], [job], evidence, cache.view(), on_row=lambda job: None,
+                           then=iter([collect.Continued([job], 1, 8, time.time() + 60), None]).__next__)
+    assert tally["continued"] == 1 and evidence.counts_again["base"][job] == [[1.1]] * 8
+    assert evidence.cycles_again["base"][job] == [[2.2]] * 8
+    fresh = Evidence()
+    fresh.add_job(job, JobInfo(job[0], by_call=True), "base")
+    found = collect.continued_in_cache(sides["base"], [job], fresh, cache.view(), 1, 8)
+    assert found == {job: ([1.1] * 8, {"cycles": [2.2] * 8, "events": []})}
+    assert collect.continued_in_cache(sides["base"], [job], fresh, cache.view(), 2, 8) == {}
+    collect.place_continued(sides["base"], found, fresh, 8)
+    assert fresh.counts_again["base"][job] == [[1.1]] * 8 and fresh.cycles_again["base"][job] == [[2.2]] * 8
+    runs.clear()
+    collect_counts(suite, sides["base"], [job], fresh, cache.view(), jitter=1, draws=8)
+    assert runs == [(1, 8)]  # a pass started jittered is not served the draws made going on
+
+
 def test_a_jittered_pass_simulates_only_where_it_must_and_a_row_kept_without_cycles_is_counted_again(
         tmp_path, monkeypatch):
     """collect.collect_counts(simulate=False), a jittered pass of rows whose counts moved: its valgrind process

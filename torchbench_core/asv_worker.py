@@ -902,14 +902,16 @@ def counts(suite: Path, jobs: list[list], out: Path, cache_dir: Path | None = No
 
             progress_file = os.environ.get(PROGRESS_ENV)
 
-            def counted(index: int, outcome) -> None:  # as each row is counted: one line, flushed
-                with open(progress_file, "a") as feed:
-                    feed.write(json.dumps({"key": keys[index], **answer(keys[index], outcome)}) + "\n")
+            def feed(line: dict) -> None:  # one line of the progress file, flushed
+                with open(progress_file, "a") as f:
+                    f.write(json.dumps(line) + "\n")
+
+            def counted(index: int, outcome) -> None:  # as each row is counted
+                feed({"key": keys[index], **answer(keys[index], outcome)})
 
             def then() -> Again | None:
                 """The rows to count again in this valgrind process, as the parent says (CONTINUE_ENV)."""
-                with open(progress_file, "a") as feed:
-                    feed.write(json.dumps({"next": True}) + "\n")
+                feed({"next": True})
                 line = sys.stdin.readline()
                 asked = json.loads(line) if line.strip() else None
                 if not asked:
@@ -918,11 +920,9 @@ def counts(suite: Path, jobs: list[list], out: Path, cache_dir: Path | None = No
                 return Again(tuple(index[key] for key in asked["keys"] if key in index), int(asked["jitter"]),
                              int(asked["draws"]), asked.get("deadline"))
 
-            def again(index: int, asked: Again, outcome) -> None:  # a row counted again: one line, flushed
-                found = {"counts": [s.counts(subtract_baseline=True) / s.number_per_run for s in outcome],
-                         "draws": asked.draws, "again": asked.jitter, **simulated_per_run(outcome)}
-                with open(progress_file, "a") as feed:
-                    feed.write(json.dumps({"key": keys[index], **found}) + "\n")
+            def again(index: int, asked: Again, outcome) -> None:  # a row counted again, its draws its own
+                feed({"key": keys[index], **answer(keys[index], outcome), "draws": asked.draws,
+                      "again": asked.jitter})
 
             go_on = bool(progress_file) and os.environ.get(CONTINUE_ENV) == "1"
             outcomes = collect_callgrind_many(cases, COUNT_NUMBER, COUNT_REPEATS if draws == 1 else 1, on_error="return",

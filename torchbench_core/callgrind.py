@@ -628,18 +628,17 @@ def _collect_python(timers, number, repeats, collect_baseline, retain_out_file, 
     shares = [share for share in (blobs[k::workers] for k in range(workers)) if share]
 
     continued: dict[int, tuple[int, Again]] = {}  # a continued case's index: its timer's, and the Again
-    asked: list[Again] = []
+    rounds = itertools.count(1)  # each Again's cases are numbered after the last's
 
     def more() -> tuple[list[tuple[int, bytes]], Again] | None:
         """The next Again's cases, pickled under indices of their own (each Again's after the last's)."""
         again = then()
         if again is None:
             return None
-        asked.append(again)
-        offset = len(timers) * len(asked)
+        offset = len(timers) * next(rounds)
         blobs = []
-        for i in again.cases:
-            if i in unpicklable or not 0 <= i < len(timers):
+        for i in again.cases:  # (indices among the timers: collect_callgrind_many's _local)
+            if i in unpicklable:
                 continue
             continued[offset + i] = (i, again)
             blobs.append((offset + i, _dumps(dict(cases[i], index=offset + i, repeats=1, draws=again.draws))))
@@ -754,12 +753,7 @@ def _launch(
         def go_on() -> None:
             """The worker counted every case: its next cases (more()), or stdin closed, which ends it."""
             nonlocal deadline
-            try:
-                asked = more()
-            except BaseException:  # the caller's error: no valgrind process is left behind it
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-                raise
+            asked = more()
             try:
                 if asked:
                     blobs, again = asked
@@ -782,15 +776,15 @@ def _launch(
                     event = json.loads(line)
                     event["dir"] = str(out_dir)
                     events.append(event)
-                    if on_done and event["event"] == "case_done":
-                        try:
+                    try:
+                        if on_done and event["event"] == "case_done":
                             on_done(event["case"], events)
-                        except BaseException:  # the caller's error: no valgrind process is left behind it
-                            os.killpg(proc.pid, signal.SIGKILL)
-                            proc.wait()
-                            raise
-                    if event["event"] == "batch_done":
-                        go_on()
+                        if event["event"] == "batch_done":
+                            go_on()
+                    except BaseException:  # the caller's error: no valgrind process is left behind it
+                        os.killpg(proc.pid, signal.SIGKILL)
+                        proc.wait()
+                        raise
                     if event["event"] == "case":
                         current, started = event["case"], time.monotonic()
                         limit = _case_limit(case_timeout, deadline, len(cases) - len(

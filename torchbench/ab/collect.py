@@ -30,7 +30,7 @@ from .evidence import Evidence, Job, Side
 from .sides import setup_cache_of, side_env
 
 __all__ = ["COUNTS_WRAP_UP", "Continued", "Planned", "collect_counts", "collect_syscalls", "continued_in_cache",
-           "plan_counts"]
+           "place_continued", "plan_counts"]
 
 # seconds before a counting process's timeout at which it stops counting and reports what it has
 COUNTS_WRAP_UP = 30
@@ -115,10 +115,8 @@ def collect_counts(suite: Path, side: Side, jobs: list[Job], evidence: Evidence,
     def place(job: Job, counts: list[float] | None, sim: dict | None, jittered: bool = again,
               drawn: int = draws) -> None:
         """A job's counts (and simulated cycles) in the evidence: a first process's, or a jittered one's draws."""
-        if counts and jittered:  # the jittered processes a job has, in order (a process's draws, each as one)
-            evidence.counts_again[side.name].setdefault(job, []).extend(_per_draw(counts, drawn))
-            if sim:
-                evidence.cycles_again[side.name].setdefault(job, []).extend(_per_draw(sim["cycles"], drawn))
+        if counts and jittered:
+            _place_draws(evidence, side.name, job, counts, sim, drawn)
         elif counts:
             evidence.counts[side.name][job] = counts
             if sim:
@@ -132,18 +130,19 @@ def collect_counts(suite: Path, side: Side, jobs: list[Job], evidence: Evidence,
 
     def streamed(line: dict) -> None:  # a row the first process has just counted (or counted again)
         job = by_key.get(line.get("key"))
-        if job is not None and line.get("counts") and line.get("again"):
-            key = cases[job] + JITTERED.format(line["again"]) + DRAWN.format(line["draws"]) + CONTINUED
+        if job is None or not line.get("counts"):
+            return
+        sim = {"cycles": line["cycles"], "events": line.get("events", [])} if "cycles" in line else None
+        if line.get("again"):
+            key = _continued_key(cases[job], line["again"], line["draws"])
             continued[key] = line["counts"]
-            sim = {"cycles": line["cycles"], "events": line.get("events", [])} if "cycles" in line else None
             if sim:
                 continued_sim[key] = sim
             place(job, line["counts"], sim, True, int(line["draws"]))
-        elif job is not None and line.get("counts"):
+        else:
             if line.get("statement"):  # its kind before its counts are read (channels.to_confirm)
                 evidence.jobs[job].by_call = False
-            place(job, line["counts"], {"cycles": line["cycles"], "events": line.get("events", [])}
-                  if "cycles" in line else None)
+            place(job, line["counts"], sim)
             on_row(job)
 
     follow = on_row is not None and not again
@@ -211,28 +210,40 @@ def collect_counts(suite: Path, side: Side, jobs: list[Job], evidence: Evidence,
                                                   if cases[job] in cached))}
 
 
+def _continued_key(case: str, jitter: int, draws: int) -> str:
+    """The cache's key of a case's `jitter`-th jittered process counted going on in its first process."""
+    return case + JITTERED.format(jitter) + DRAWN.format(draws) + CONTINUED
+
+
+def _place_draws(evidence: Evidence, side: str, job: Job, counts: list[float], sim: dict | None,
+                 draws: int) -> None:
+    """A jittered process's values of a job in the evidence: its jittered processes, in order (the process's
+    `draws` layout draws, each as one)."""
+    evidence.counts_again[side].setdefault(job, []).extend(_per_draw(counts, draws))
+    if sim:
+        evidence.cycles_again[side].setdefault(job, []).extend(_per_draw(sim["cycles"], draws))
+
+
 def continued_in_cache(side: Side, jobs: list[Job], evidence: Evidence, cache: CountsCache | None, jitter: int,
-                       draws: int, plans: dict[Job, tuple[int, int]] | None = None, place: bool = False) -> set[Job]:
+                       draws: int, plans: dict[Job, tuple[int, int]] | None = None
+                       ) -> dict[Job, tuple[list[float], dict | None]]:
     """The jobs among `jobs` whose `jitter`-th jittered process (`draws` layout draws) `side`'s cache holds as
-    counted in its first process, going on (Continued), placed in the evidence as such a process's where
-    `place`: an alert of a pair counted before reads them, where both sides have them (schedule.count_both),
-    instead of starting processes for draws of the other kind."""
+    counted in its first process, going on (Continued), each with its counts and simulated cycles (or None):
+    an alert of a pair counted before reads them (place_continued), where both sides have them
+    (schedule.count_both), instead of starting processes for draws of the other kind."""
     if cache is None:
-        return set()
+        return {}
     cached, cached_simulated = cache.load(side.commit), cache.load_simulated(side.commit)
-    found = set()
-    for job in jobs:
-        key = (CountsCache.case(job, evidence.jobs[job].params, (plans or {}).get(job)) + JITTERED.format(jitter)
-               + DRAWN.format(draws) + CONTINUED)
-        if key not in cached:
-            continue
-        found.add(job)
-        if place:
-            evidence.counts_again[side.name].setdefault(job, []).extend(_per_draw(cached[key], draws))
-            if key in cached_simulated:
-                evidence.cycles_again[side.name].setdefault(job, []).extend(
-                    _per_draw(cached_simulated[key]["cycles"], draws))
-    return found
+    keys = {job: _continued_key(CountsCache.case(job, evidence.jobs[job].params, (plans or {}).get(job)), jitter,
+                                draws) for job in jobs}
+    return {job: (cached[key], cached_simulated.get(key)) for job, key in keys.items() if key in cached}
+
+
+def place_continued(side: Side, found: dict[Job, tuple[list[float], dict | None]], evidence: Evidence,
+                    draws: int) -> None:
+    """Draws continued_in_cache found, placed in the evidence as a jittered process's."""
+    for job, (counts, sim) in found.items():
+        _place_draws(evidence, side.name, job, counts, sim, draws)
 
 
 def _per_draw(values: list[float], draws: int) -> list[list[float]]:

@@ -146,12 +146,12 @@ def count_both(root: Path, valgrind: Path, suite: Path, sides: dict[str, Side], 
         began = time.monotonic()
         kept: set[Job] = set()
         if jitter:  # draws both sides' first processes made going on, in an earlier alert of the pair: read
-            kept = set(todo)
+            found = {name: collect.continued_in_cache(sides[name], todo, evidence, caches[name], jitter, DRAWS, plans)
+                     for name in SIDES}
+            kept = set(todo).intersection(*found.values())
             for name in SIDES:
-                kept &= collect.continued_in_cache(sides[name], todo, evidence, caches[name], jitter, DRAWS, plans)
-            for name in SIDES:
-                collect.continued_in_cache(sides[name], sorted(kept), evidence, caches[name], jitter, DRAWS, plans,
-                                           place=True)
+                collect.place_continued(sides[name], {job: found[name][job] for job in todo if job in kept},
+                                        evidence, DRAWS)
         rest = [job for job in todo if job not in kept]
 
         def side(name: str) -> dict[str, int]:
