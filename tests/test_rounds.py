@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -223,6 +224,7 @@ def _confirming_trial(tmp_path, monkeypatch, cores: int, share: float, rows: int
         for job in jobs:
             evidence.add_job(job, JobInfo(job[0], by_call=True), name)
     events = []
+    lockstep = threading.Barrier(2) if not cached else None
 
     def counted(suite, side, todo, evidence, cache=None, jitter=0, on_row=None, simulate=True, then=None, **_):
         events.append((side.name, jitter, "start", time.monotonic(), simulate))
@@ -235,6 +237,8 @@ def _confirming_trial(tmp_path, monkeypatch, cores: int, share: float, rows: int
             time.sleep(0 if side.name in cached or not todo else startup)
             for job in todo:  # a row's first counts as the process counts it
                 time.sleep(0 if side.name in cached else row_seconds)
+                if lockstep:  # both sides count the same rows alike: a loaded machine does not part them
+                    lockstep.wait(timeout=60)
                 evidence.counts[side.name][job] = [1.2 if side.name == "head" and job[1] in moving else 1.0] * 3
                 on_row(job)
             while go_on and side.name not in cached and (more := then()) is not None:
