@@ -70,6 +70,22 @@ class Plain:
         flitlib.work(self.n)
 
 
+class Timed:
+    """A track_ method that times a torch.utils.benchmark Timer and returns its median, as torch libraries'
+    suites write them: `torchbench run` counts its statement per commit, in place."""
+
+    def setup(self):
+        self.n = 200
+
+    def track_work(self):
+        from torch.utils.benchmark import Timer
+
+        timer = Timer("flitlib.work(n)", globals={"flitlib": flitlib, "n": self.n})
+        return timer.blocked_autorange(min_run_time=0.05).median * 1e6
+
+    track_work.unit = "us"
+
+
 def track_process():
     """The process that measured it, in asv's sample form (asv pools the samples of a benchmark's rounds)."""
     return {"samples": [float(os.getpid())], "number": 1}
@@ -164,7 +180,7 @@ def test_a_commit_that_does_not_build_is_reported_and_the_history_goes_on(flit_h
     (broken,) = [line for line in lines if line.strip().startswith(shas[2][:8])]
     assert "NOT BUILT" in broken, explain(proc)
     (after,) = [line for line in lines if line.strip().startswith(shas[3][:8])]
-    assert "3 measured, 1 with instruction counts, 3 FAILED" in after
+    assert "4 measured, 2 with instruction counts, 3 FAILED" in after
 
 
 def test_rounds_measure_each_benchmark_in_that_many_fresh_processes_and_pool_their_samples(flit_history):
@@ -201,9 +217,23 @@ def test_a_plain_time_method_is_counted_per_commit_and_its_counts_shown_beside_i
         assert row.placement() == timed[sha].placement() and row.params == timed[sha].params
     assert 3 < counted[shas[1]].value / counted[shas[0]].value < 6  # four times the work (and a generator)
     assert counted[shas[3]].value == pytest.approx(counted[shas[1]].value, rel=0.03)  # the same code
-    assert "instruction counts of time_ rows: 3 counted, 0 from the cache, 0 not countable, 0 failed" in proc.stdout
-    # kept under the plans and counts that `alert` and `find` in this output folder read too
-    assert list((out / "counts" / "plans").glob("*.json")) and (out / "counts" / shas[0]).is_dir()
+    # the Timer-in-track_ row's statement too; a track_ row that times no Timer says so
+    statement = {r.commit: r for r in found.rows if r.benchmark == "bench_work.Timed.track_work:instructions"}
+    assert set(statement) == set(counted), explain(proc)
+    assert 3 < statement[shas[1]].value / statement[shas[0]].value < 6
+    assert statement[shas[3]].value == pytest.approx(statement[shas[1]].value, rel=0.03)
+    assert ("instruction counts of time_ and track_ rows: 6 counted, 0 from the cache, 3 not countable, 0 failed"
+            in proc.stdout), explain(proc)
+    # kept under the plans and counts that `alert` and `find` in this output folder read too: the track_ row's
+    # plan, made by its first count, is kept as a statement's, and each commit's counts are cached under it, so
+    # that an alert whose base is one of these commits plans the row alike and reads the base from the cache
+    (plans_file,) = (out / "counts" / "plans").glob("*.json")
+    kept = json.loads(plans_file.read_text())
+    (case,) = [c for c in kept["statements"] if c.startswith("bench_work.Timed.track_work|0|")]
+    planned = f"{case}|plan {kept['plans'][case][0]}x{kept['plans'][case][1]}"
+    for sha in counted:
+        cases = {key for f in (out / "counts" / sha).rglob("*.json") for key in json.loads(f.read_text())["cases"]}
+        assert planned in cases, (sha, sorted(cases))
     # the site: the benchmark's Compare page has the counts beside its times, in every commit that has them
     from torchbench.publish.pages import slug
     page = (out / "html" / "torchbench" / "compare" / f"{slug('bench_work.Plain.time_work')}.html").read_text()

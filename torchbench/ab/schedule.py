@@ -61,7 +61,8 @@ from .evidence import SIDES, Evidence, Job, Side
 from .options import Policy, Rounds
 
 __all__ = ["CONTINUED_ROW_COST", "FIRST_SHARE", "GATHER_SECONDS", "PASS_ROW_COST", "SIMULATION_COST",
-           "VALGRIND_SLOWDOWN_FLOOR", "count_both", "count_plans", "deterministic", "learn", "trace_both"]
+           "VALGRIND_SLOWDOWN_FLOOR", "count_both", "count_plans", "deterministic", "keep_statements", "learn",
+           "trace_both"]
 
 # the first valgrind processes' share of the counting's time; the rest confirms the rows that moved last (those
 # that moved before are confirmed beside the first processes: _Confirming)
@@ -487,6 +488,12 @@ def learn(root: Path, suite: Path, tally: dict[str, dict], evidence: Evidence) -
     learned: dict[Job, tuple[int, int]] = {}
     for name in reversed(SIDES):  # the base's last: its plan wins
         learned.update(tally[name].pop("statements", {}))
+    keep_statements(root, suite, learned, evidence)
+
+
+def keep_statements(root: Path, suite: Path, learned: dict[Job, tuple[int, int]], evidence: Evidence) -> None:
+    """Keep the plans the counting processes made of rows that time a Timer (collect_counts' "statements"), as
+    statements, with the suite's plans (a row keeps its first plan): the alert's and the history's counts."""
     if learned:
         store = CountPlans(root, suite)
         store.store({CountsCache.case(job, evidence.jobs[job].params): plan for job, plan in learned.items()},

@@ -1,6 +1,6 @@
-"""Instruction counts of a history's plain asv `time_` rows, recorded beside their times.
+"""Instruction counts of a history's plain asv `time_` and Timer-in-`track_` rows, recorded beside their times.
 
-    measure (asv run) -> count (here: each commit's countable time_ rows) -> record (its outcome record)
+    measure (asv run) -> count (here: each commit's countable rows) -> record (its outcome record)
 
 A TimerSuite's cases get counts in a history from the suite's CountsSuite (a
 `track_` row that asv measures itself). A library's own asv suite (classes
@@ -13,8 +13,15 @@ commit, so that `alert` and `find` on the same output folder reuse them and
 count under the same plans), and adds them to the commit's outcome record
 (asv_bridge.plugin.record_counts), with the reason of each row left without.
 A `time_` method that times a Timer is counted as that Timer's statement, as
-the alert counts it (torchbench_core.asv_worker); a `track_` row, even one
-that times a Timer, is left out of a history's counts.
+the alert counts it (torchbench_core.asv_worker), and so is a `track_` row
+that times a Timer (torch libraries' suites time one in `track_` methods and
+return its median): the counting process runs its setup and method itself
+and counts the statement in place, its plan made by that first count and
+kept (schedule.keep_statements) with its counts under it, so that an alert
+whose base is a commit of the history plans the row alike and reads the
+base's counts from the cache (counting the head alone). A `track_` row that
+times no Timer is "not countable", with that reason; a TimerSuite's cases
+are counted by its CountsSuite, not here.
 
 Read back (asv_bridge.results), each becomes a row "<benchmark>:instructions"
 placed where the benchmark's times are: the Compare pages show a cell's
@@ -36,12 +43,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from torchbench_core.asv_suite import TASK_SPEC_PARAMS
+
 from .. import tools
 from ..ab.collect import collect_counts
 from ..ab.evidence import Evidence, Job, Side
 from ..ab.counts_cache import CountsCache
 from ..ab.pair import select_jobs
-from ..ab.schedule import count_plans
+from ..ab.schedule import count_plans, keep_statements
 from ..ab.sides import side_env
 from ..asv_bridge import results
 from ..asv_bridge.plugin import record_counts
@@ -50,7 +59,7 @@ from ..asv_bridge.workspace import Workspace
 from ..errors import UserError
 from ..project import commits
 
-__all__ = ["HistoryCounts", "count_history", "plain_time_benchmarks"]
+__all__ = ["HistoryCounts", "count_history", "countable_benchmarks"]
 
 MAX_PROCESSES = 4  # valgrind processes at once (each holds torch and the suite under valgrind: ~1 GB)
 SIDE = "head"  # the name of the one side each commit is counted as (ab's counting speaks of sides)
@@ -58,7 +67,8 @@ SIDE = "head"  # the name of the one side each commit is counted as (ab's counti
 
 @dataclass
 class HistoryCounts:
-    """What counting a history's plain `time_` rows did, in rows (benchmark and parameter combination)."""
+    """What counting a history's `time_` and Timer-in-`track_` rows did, in rows (benchmark and parameter
+    combination)."""
 
     counted: int = 0  # counted now, in a valgrind process
     cached: int = 0  # found in OUT/counts (counted by an earlier run, alert or find)
@@ -75,23 +85,30 @@ class HistoryCounts:
     def line(self) -> str | None:
         """The report's line, or None where no row wanted counts."""
         if self.off:
-            return f"instruction counts of time_ rows: none ({self.off})"
+            return f"instruction counts of time_ and track_ rows: none ({self.off})"
         if not self.recorded:
             return None
-        return (f"instruction counts of time_ rows: {self.counted} counted, {self.cached} from the cache, "
+        return (f"instruction counts of time_ and track_ rows: {self.counted} counted, {self.cached} from the cache, "
                 f"{self.uncountable} not countable, {len(self.failed)} failed ({self.seconds:.0f} s)")
 
 
-def plain_time_benchmarks(benchmarks: dict[str, dict]) -> set[str]:
-    """The names of a suite's plain asv `time_` benchmarks (benchmarks.json): a TimerSuite's cases are `track_`
-    rows, and a `timeraw_` one times an interpreter of its own."""
-    return {name for name, b in benchmarks.items() if isinstance(b, dict) and b.get("type") == "time"
-            and not name.rsplit(".", 1)[-1].startswith("timeraw_")}
+def countable_benchmarks(benchmarks: dict[str, dict]) -> set[str]:
+    """The names of a suite's benchmarks (benchmarks.json) a history counts: plain asv `time_` ones (a
+    `timeraw_` one times an interpreter of its own), and `track_` ones that may time a Timer, which only
+    counting them tells: not a TimerSuite's cases (its task-spec parameters; its CountsSuite counts them) nor
+    a row of counts (unit instructions, a CountsSuite's)."""
+    def wanted(name: str, b: dict) -> bool:
+        if b.get("type") == "time":
+            return not name.rsplit(".", 1)[-1].startswith("timeraw_")
+        return (b.get("type") == "track" and b.get("unit") != results.COUNT_UNIT
+                and tuple(b.get("param_names") or ()) != TASK_SPEC_PARAMS)
+
+    return {name for name, b in benchmarks.items() if isinstance(b, dict) and wanted(name, b)}
 
 
 @dataclass
 class _File:
-    """A results file of this machine whose measured time_ rows want counts."""
+    """A results file of this machine whose measured countable rows want counts."""
 
     filename: str  # asv's "machine/file.json"
     commit: str
@@ -101,8 +118,8 @@ class _File:
 
 
 def _wanting(found: results.ResultSet, machine: str, plain: set[str]) -> list[_File]:
-    """The files of `machine` with measured plain time_ rows that have neither counts nor a reason yet."""
-    measured: dict[tuple[str, str], set[Job]] = {}  # (commit, env) -> its measured plain time_ rows
+    """The files of `machine` with measured countable rows that have neither counts nor a reason yet."""
+    measured: dict[tuple[str, str], set[Job]] = {}  # (commit, env) -> its measured countable rows
     for r in found.rows:
         if r.machine == machine and r.benchmark in plain and r.status == "ok":
             measured.setdefault((r.commit, r.env_name), set()).add((r.benchmark, r.index))
@@ -120,10 +137,11 @@ def _wanting(found: results.ResultSet, machine: str, plain: set[str]) -> list[_F
 
 def count_history(ws: Workspace, found: results.ResultSet, machine: str,
                   patterns: tuple[str, ...] = ()) -> HistoryCounts:
-    """Count the plain `time_` rows of `machine`'s measured files in `found` (this run's commits) that have no
-    counts yet, in the workspace's environments, and record them (or why not) in the files' outcome records."""
+    """Count the `time_` and Timer-in-`track_` rows of `machine`'s measured files in `found` (this run's
+    commits) that have no counts yet, in the workspace's environments, and record them (or why not) in the
+    files' outcome records."""
     report = HistoryCounts()
-    files = _wanting(found, machine, plain_time_benchmarks(found.benchmarks))
+    files = _wanting(found, machine, countable_benchmarks(found.benchmarks))
     if not files:
         return report
     rows = sum(len(f.jobs) for f in files)
@@ -131,8 +149,8 @@ def count_history(ws: Workspace, found: results.ResultSet, machine: str,
     if valgrind is None:
         report.off = "valgrind is not installed"
         return report
-    print(f"\n== instruction counts of {rows} plain asv time_ row(s) in {len(files)} result file(s), one valgrind "
-          f"process each", flush=True)
+    print(f"\n== instruction counts of {rows} asv time_ and track_ row(s) in {len(files)} result file(s), one "
+          f"valgrind process each", flush=True)
     start = time.monotonic()
     results_dir = ws.out / "results"
     for env in ws.asv.environments:
@@ -176,15 +194,34 @@ def _count_environment(ws: Workspace, python: Path, files: list[_File], valgrind
                                cache.view(), plans=plans)
         return f, mine, tally
 
+    def keep(f: _File, mine: Evidence, tally: dict) -> None:
+        report.counted += tally["counted"]
+        report.cached += tally["cached"]
+        uncounted = dict(mine.uncounted[SIDE])
+        uncounted.update({job: "counting failed: the suite does not list it"
+                          for job in f.jobs if job not in listed})
+        _record(results_dir, f, dict(mine.counts[SIDE]), uncounted, report)
+
+    todo = sorted((f for f in files if f.commit in sides), key=lambda f: f.date, reverse=True)
+    # a track_ row no count has planned yet (a Timer's statement is planned by its first count, which only
+    # running it tells): the newest commit is counted first, alone, and the plans its process made are kept,
+    # so that every other commit counts the row under the same plan (plans made by two processes timing the
+    # statement at once differ: 64 and 100 runs for a 2 us one) and an alert reads them from the cache
+    tracks = {b["name"] for b in listing if b.get("type") == "track"}
+    if len(todo) > 1 and any(job not in plans and job[0] in tracks for f in todo for job in f.jobs):
+        first = count(todo.pop(0))
+        keep(*first)
+        made = first[2].get("statements", {})
+        keep_statements(ws.out / "counts", ws.bench_dir, made, evidence)
+        plans = {**plans, **made}  # (as kept: a row no plan told keeps the first one made)
     # valgrind runs one thread: a commit a core, as the alert counts its two sides at once
+    learned: dict[Job, tuple[int, int]] = {}
     with ThreadPoolExecutor(max_workers=max(1, min(MAX_PROCESSES, len(os.sched_getaffinity(0))))) as pool:
-        for f, mine, tally in pool.map(count, [f for f in files if f.commit in sides]):
-            report.counted += tally["counted"]
-            report.cached += tally["cached"]
-            uncounted = dict(mine.uncounted[SIDE])
-            uncounted.update({job: "counting failed: the suite does not list it"
-                              for job in f.jobs if job not in listed})
-            _record(results_dir, f, dict(mine.counts[SIDE]), uncounted, report)
+        for f, mine, tally in pool.map(count, todo):
+            keep(f, mine, tally)
+            for job, plan in tally.get("statements", {}).items():  # the newest commit's first: its plan is kept
+                learned.setdefault(job, plan)
+    keep_statements(ws.out / "counts", ws.bench_dir, learned, evidence)
 
 
 def _record(results_dir: Path, f: _File, counts: dict[Job, list[float]], uncounted: dict[Job, str],

@@ -149,8 +149,8 @@ def measure_history(folders: Folders, selection: commits.Selection = commits.Sel
     counted = None
     if options.counts and existing is None:  # an existing build is not installed per commit here: not counted
         counted = count_history(ws, found, machine_name(), options.patterns)
-        if counted.recorded:  # read back with the counts (a suite without plain time_ rows: nothing to read)
-            timings.add("instruction counts (time_ rows)", counted.seconds)
+        if counted.recorded:  # read back with the counts (a suite without countable rows: nothing to read)
+            timings.add("instruction counts", counted.seconds)
             found = results.load(folders.out / "results", commits={c.sha for c in selected})
     report = summarize(selected, found, timings, options.patterns, began)
     if counted is not None and counted.line():
