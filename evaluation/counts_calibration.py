@@ -96,6 +96,9 @@ def repriced(pool: dict, miss_cycles: int) -> dict:
 # (counts_noise_pool.py --draws: "j1d0" .. ); the pool before (ALIKE_POOL) had two jittered processes instead
 DRAWN = ["0"] + [f"j1d{d}" for d in range(DRAWS)]
 PROCESSES = ["0", "j1", "j2"]
+# the second jittered process a side the alert starts for a row still near its bar (count_decision.MAX_PASSES,
+# counts.NEAR): its DRAWS draws, where the pool has them (counts_noise_pool.py --jitters 2 --draws 8)
+SECOND = [f"j2d{d}" for d in range(DRAWS)]
 
 
 def layouts(suite: dict, drawn: bool = True) -> list[str]:
@@ -112,6 +115,15 @@ def jittered_commits(suite: dict, field: str = "counts", drawn: bool = True) -> 
 def processes(suite: dict, commit: str, job: str, factor: float = 1.0, field: str = "counts",
               drawn: bool = True) -> list[list[float]]:
     return [[v * factor for v in suite[field][commit][layout][job]] for layout in layouts(suite, drawn)]
+
+
+def second_pass(suite: dict, commit: str, job: str, factor: float = 1.0, field: str = "counts"
+                ) -> list[list[float]] | None:
+    """The commit's second jittered process's draws of the row (SECOND), or None where the pool has none."""
+    by = suite.get(field, {}).get(commit, {})
+    if not all(job in by.get(layout, {}) for layout in SECOND):
+        return None
+    return [[v * factor for v in by[layout][job]] for layout in SECOND]
 
 
 def first_moves(suite: dict, field: str = "counts") -> np.ndarray:
@@ -265,10 +277,14 @@ def measure(suite: dict, kind: str, floor: float, commit_sd: float, cycles_sd: f
     out = {"level": alpha, "pairs": len(pairs(suite)), "disjoint_pairs": len(disjoint(pairs(suite)))}
     cycle_pairs = set(pairs(suite, "cycles")) if cycles_sd is not None else set()
     for factor in (1.0, 1.02, 1.05):
-        per_pair, flagged = {}, {}
+        per_pair, flagged, passes = {}, {}, {"near": 0, "second": 0}
         for a, b, job in _rows(suite, "counts", True):
+            again = (second_pass(suite, a, job), second_pass(suite, b, job, factor))
             verdict = rule(processes(suite, a, job), processes(suite, b, job, factor), kind, floor, commit_sd, alpha,
-                           FIRST_CEILING)
+                           FIRST_CEILING, again if None not in again else None)
+            if verdict in passes:
+                passes[verdict] += 1
+            verdict = "decided" if verdict == "second" else verdict
             if factor == 1.0 and verdict != "decided" and (a, b) in cycle_pairs and \
                     all(job in suite["cycles"][c][layout] for c in (a, b) for layout in layouts(suite)):
                 flat = count_decision(processes(suite, a, job), processes(suite, b, job), kind, floor, alpha=alpha)
@@ -279,7 +295,7 @@ def measure(suite: dict, kind: str, floor: float, commit_sd: float, cycles_sd: f
             per_pair[(a, b)] = (done + (verdict == "decided"), rows + 1)
             flagged[(a, b)] = flagged.get((a, b), False) or verdict == "decided"
         key = f"{factor:.2f}"
-        out[key] = clustered_bounds(list(per_pair.values()))
+        out[key] = {**clustered_bounds(list(per_pair.values())), **passes}
         if factor == 1.0:
             apart = disjoint(list(per_pair))
             out["suites"] = {"flagged": sum(flagged.values()), "of": len(flagged),
@@ -352,26 +368,37 @@ def first_move(suite: dict, field: str = "counts") -> float:
 
 
 def rule(base: list[list[float]], head: list[list[float]], kind: str, floor: float, commit_sd: float,
-         alpha: float = COUNT_ALPHA, ceiling: float | None = None) -> str:
-    """The alert's rule on one row: "decided", "near" (a second jittered process would count it: the pool
-    has none, so it is not decided here) or "" (a first process a side, then the jittered layouts for a
-    candidate). `ceiling`: the instruction counts' FIRST_CEILING (a first move past it decides alone)."""
+         alpha: float = COUNT_ALPHA, ceiling: float | None = None,
+         again: tuple[list[list[float]], list[list[float]]] | None = None) -> str:
+    """The alert's rule on one row: "decided", "near" (a second jittered process would count it: where the
+    pool has none, `again` None, it is not decided here), "second" (decided by the second jittered process a
+    side, `again`: each side's draws of it, as the alert's count_decision.MAX_PASSES) or "" (a first process a
+    side, then the jittered layouts for a candidate). `ceiling`: the instruction counts' FIRST_CEILING (a
+    first move past it decides alone)."""
     first = count_decision(base[:1], head[:1], kind, floor, commit_sd=commit_sd, alpha=alpha, ceiling=ceiling)
     if first is not None and first.decides:
         return "decided"
     if first is None or not first.pending:
         return ""
     t = count_decision(base, head, kind, floor, commit_sd=commit_sd, alpha=alpha)
-    return "decided" if t.decides else "near" if abs(t.delta) >= floor and t.p_value <= NEAR else ""
+    if t.decides:
+        return "decided"
+    if not (abs(t.delta) >= floor and t.p_value <= NEAR):
+        return ""
+    if again is None:
+        return "near"
+    t = count_decision(base + again[0], head + again[1], kind, floor, commit_sd=commit_sd, alpha=alpha)
+    return "second" if t.decides else ""
 
 
-def calibrate(pool: dict, floor: float, splits: int = 12) -> dict:
+def calibrate(pool: dict, floor: float, splits: int = 12, shipped: bool = False) -> dict:
     """Per suite of `pool`: the constants fitted on its FIT commits, and the rule measured in sample, on the
-    held-out commits, and over `splits` random halves."""
+    held-out commits, and over `splits` random halves. `shipped`: every suite measured whole with the shipped
+    constants (a pool recorded after they were fitted)."""
     out = {}
     for name, suite in pool["suites"].items():
         kind = KINDS[name]
-        if name not in FIT_COMMITS:  # a suite no constant was fitted on: the shipped constants, on all of it
+        if shipped or name not in FIT_COMMITS:  # no constant fitted on it: the shipped constants, on all of it
             counted = {job for layouts in suite["counts"].values() for rows in layouts.values() for job in rows}
             out[name] = {"kind": kind, "rows": len(counted), "unfitted": True,
                          "held_commits": len(jittered_commits(suite)), "salted": bool(suite.get("salted")),
@@ -416,8 +443,16 @@ def _report(what: str, m: dict) -> list[str]:
             f"    A/A suites ending regression (counts or cycles): {s['flagged']}/{s['of']} "
             f"(95% CP up to {s['bounds'][1]:.1%}); of the pairs sharing no commit {s['disjoint_flagged']}/"
             f"{s['disjoint_of']} (up to {s['disjoint_bounds'][1]:.1%})",
-            f"    +2% rows decided: {_share(m['1.02'])}",
-            f"    +5% rows decided: {_share(m['1.05'])}"]
+            f"    +2% rows decided: {_share(m['1.02'])}{_passes(m['1.02'])}",
+            f"    +5% rows decided: {_share(m['1.05'])}{_passes(m['1.05'])}"]
+
+
+def _passes(m: dict) -> str:
+    """What the second jittered process did: the rows it decided (where the pool has its draws) or the rows
+    left near their bar that it would have counted (where it has not)."""
+    if m.get("second"):
+        return f"; {m['second']} of them by the second jittered process"
+    return f"; {m['near']} more near their bar (no second jittered process in the pool)" if m.get("near") else ""
 
 
 def main() -> None:
@@ -428,8 +463,11 @@ def main() -> None:
     parser.add_argument("--miss-cycles", type=int, default=100,
                         help="price a simulated last-level miss at this many cycles (the pool's suites that kept "
                              "their misses; memory_price.py measures this machine's: 362)")
+    parser.add_argument("--shipped", action="store_true",
+                        help="measure every suite of POOL whole with the shipped constants, none fitted (a pool "
+                             "recorded after they were)")
     args = parser.parse_args()
-    found = calibrate(repriced(load(args.pool), args.miss_cycles), args.floor, args.splits)
+    found = calibrate(repriced(load(args.pool), args.miss_cycles), args.floor, args.splits, args.shipped)
     for name, f in found.items():
         if f.get("unfitted"):
             print(f"== {name} ({f['kind']}): {f['rows']} rows, {f['held_commits']} commits, none fitted on: the "

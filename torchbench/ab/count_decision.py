@@ -33,7 +33,12 @@ Clopper-Pearson bound 4.0%; 0 of 936 over 12 random halves), +2% decided on 80.3
 the TimerSuite's 6 (15 pairs) decided 1 of 1,035 A/A rows, 1 of 15 suites (12 of 252 over random halves: one
 commit moved torch.sum on a 4x4 TensorLike 1.05% in every layout), +2% 74.0%, +5% 92.1%. Rows whose layouts
 spread widely (TorchOps rows, 0.4-2.3%) are those a commit moves as far: a +2% change there is within what
-identical code does, and is left to the wall time.
+identical code does, and is left to the wall time. The plain suite recorded again on 2026-12-01 (8 commits, two
+jittered processes each, none fitted on; counts_noise_pool-2026-12-01), replayed with both passes: 0 of 1,176
+A/A rows decided, +2% 57.9% (39.9% without the second pass), +5% 97.6%; its layouts spread 2.2 times the
+pool's before (a row's median 0.36%), and a commit's first processes move a wide row about as far as its
+layouts (0.7-0.9 of them, over the pools' 40-100 commit chains), so a per-row commit noise from the history's
+own commits would not narrow the test either.
 """
 
 from __future__ import annotations
