@@ -73,7 +73,8 @@ def main() -> None:
         proc = subprocess.run([sys.executable, "-m", "torchbench", "run", "--repo", str(repo), "--hashfile",
                                str(tmp / "hashes"), "--rounds", "1", "--out", str(out), "--env-dir", str(envs),
                                "--no-publish"], capture_output=True, text=True)
-        counts_line = [line for line in proc.stdout.splitlines() if "instruction counts of time_ and track_ rows" in line]
+        counts_line = [line for line in proc.stdout.splitlines()
+                       if "instruction counts of time_ and track_ rows" in line]
         print("\n".join(counts_line) or proc.stdout[-3000:], flush=True)
         found = results.load(out / "results")
         counts: dict[str, dict[int, dict[tuple[str, int], list[float]]]] = {label: {0: {}} for label in commits}
