@@ -77,15 +77,15 @@ def _suite(tmp_path: Path, slow: float, later: float) -> tuple[Path, dict[str, S
 
 @needs_valgrind
 def test_a_row_whose_setup_alone_outlasts_the_counting_share_is_left_to_wall_time_before_valgrind(tmp_path):
-    """A 60 s counting share: the first processes may run 48 s, so a setup of 2 s natively (100 s or more under
+    """A 120 s counting share: the first processes may run 96 s, so a setup of 2 s natively (100 s or more under
     valgrind) cannot be counted. Its setup runs once, natively, to time it (not again to plan it, and never
     under valgrind), it gets that reason on both sides, and the light rows are counted on both; the kept
     setup seconds spare it the next commit's planning too."""
     suite, sides, evidence = _suite(tmp_path, slow=2.0, later=0.0)
-    assert 2.0 > FIRST_SHARE * 60 / VALGRIND_SLOWDOWN_FLOOR  # (what the test is about)
+    assert 2.0 > FIRST_SHARE * 120 / VALGRIND_SLOWDOWN_FLOOR  # (what the test is about)
     jobs = [*LIGHT, SLOW]
     count_both(tmp_path / "counts", tools.find("valgrind"), suite, sides, jobs, evidence,
-               Policy(count_floor=0.01), tmp_path / "cache", deadline=time.monotonic() + 60)
+               Policy(count_floor=0.01), tmp_path / "cache", deadline=time.monotonic() + 120)
     for name in sides:
         assert all(evidence.counts[name].get(job) for job in LIGHT), (name, evidence.uncounted, evidence.notes)
         assert SLOW not in evidence.counts[name]
@@ -101,7 +101,7 @@ def test_a_row_whose_setup_alone_outlasts_the_counting_share_is_left_to_wall_tim
         for name in sides:
             again.add_job(job, JobInfo(job[0], params=[str(job[1])] if job in LIGHT else [], by_call=True), name)
     count_both(tmp_path / "counts", tools.find("valgrind"), suite, sides, jobs, again,
-               Policy(count_floor=0.01), tmp_path / "cache", deadline=time.monotonic() + 60)
+               Policy(count_floor=0.01), tmp_path / "cache", deadline=time.monotonic() + 120)
     assert (tmp_path / "setups.log").read_text().split() == ["slow"]
     assert all(again.uncounted[name][SLOW].startswith("not counted: its set-up") for name in sides)
 

@@ -283,10 +283,12 @@ def test_a_failing_case_is_named_and_the_others_are_recorded(tmp_path, capsys):
     # a plain time_ function is called in a loop: its frame, then torch.mul's entry point
     where = fg.location(tmp_path / "out", commit.sha, "bench_mixed.time_mul", 0)
     plain = fg.normalise(fg.read_collapsed(where.collapsed))
-    under_mul = sum(n for s, n in plain.items()
-                    if "_call_many (torchbench_core/asv_worker.py);time_mul (suite/bench_mixed.py);"
-                       "torch::autograd::THPVariable_mul (libtorch_python.so)" in s)
-    assert under_mul > 0.5 * sum(plain.values())
+    frame = "_call_many (torchbench_core/asv_worker.py);time_mul (suite/bench_mixed.py);"
+    under_call = sum(n for s, n in plain.items() if frame in s)
+    under_mul = sum(n for s, n in plain.items() if frame + "torch::autograd::THPVariable_mul (libtorch_python.so)" in s)
+    # (the result's deallocation, also under time_mul's frame, took 34 of 144 samples on a slower machine, and
+    # torch.mul itself 63: its share of a 0.5 s profile is the machine's)
+    assert under_call > 0.8 * sum(plain.values()) and under_mul > 0.3 * sum(plain.values()), plain
 
 
 def _venv_without_py_spy(tmp_path: Path) -> tuple[Path, dict]:

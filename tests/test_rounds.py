@@ -253,6 +253,9 @@ def _confirming_trial(tmp_path, monkeypatch, cores: int, share: float, rows: int
         return {"counted": len(todo), "cached": 0, "uncountable": 0, "failed": 0, "continued": len(went_on)}
 
     monkeypatch.setattr(collect, "collect_counts", counted)
+    # no plans: the recorded processes read none, and a real plan worker (the suite's 0.8 s setups, torch's
+    # import) took 3-4 s of the share on a slower machine before the first process started
+    monkeypatch.setattr(schedule, "count_plans", lambda *args, **kwargs: ({}, {}))
     monkeypatch.setattr(schedule, "GATHER_SECONDS", 0.5)  # (15 s here: rows that move together, one process)
     monkeypatch.setattr(schedule, "_cores", lambda: cores)
     schedule.count_both(tmp_path / "counts", tools.find("valgrind") or Path("valgrind"), suite, sides, jobs, evidence,
