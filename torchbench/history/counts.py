@@ -117,11 +117,11 @@ class _File:
     jobs: list[Job]
 
 
-def _wanting(found: results.ResultSet, machine: str, plain: set[str]) -> list[_File]:
+def _wanting(found: results.ResultSet, machine: str, countable: set[str]) -> list[_File]:
     """The files of `machine` with measured countable rows that have neither counts nor a reason yet."""
     measured: dict[tuple[str, str], set[Job]] = {}  # (commit, env) -> its measured countable rows
     for r in found.rows:
-        if r.machine == machine and r.benchmark in plain and r.status == "ok":
+        if r.machine == machine and r.benchmark in countable and r.status == "ok":
             measured.setdefault((r.commit, r.env_name), set()).add((r.benchmark, r.index))
     out = []
     for file_machine, res in found.files:
