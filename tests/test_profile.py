@@ -286,9 +286,10 @@ def test_a_failing_case_is_named_and_the_others_are_recorded(tmp_path, capsys):
     frame = "_call_many (torchbench_core/asv_worker.py);time_mul (suite/bench_mixed.py);"
     under_call = sum(n for s, n in plain.items() if frame in s)
     under_mul = sum(n for s, n in plain.items() if frame + "torch::autograd::THPVariable_mul (libtorch_python.so)" in s)
-    # (the result's deallocation, also under time_mul's frame, took 34 of 144 samples on a slower machine, and
-    # torch.mul itself 63: its share of a 0.5 s profile is the machine's)
-    assert under_call > 0.8 * sum(plain.values()) and under_mul > 0.3 * sum(plain.values()), plain
+    # (the shares are the machine's: the result's deallocation, also under time_mul's frame, took 34 of 144
+    # samples on one machine, and torch.mul itself 63; the loop's own frame, outside time_mul, took 25 of 105 in
+    # a CI run beside another test worker. Broken, the frame is missing and both shares are 0.)
+    assert under_call > 0.6 * sum(plain.values()) and under_mul > 0.25 * under_call, plain
 
 
 def _venv_without_py_spy(tmp_path: Path) -> tuple[Path, dict]:
