@@ -167,6 +167,9 @@ def main() -> None:
                     for r in first.values() if r.get("counts"))
     print(f"  repeats' spread in the first process: median {spread[len(spread) // 2]:.3%}, max {spread[-1]:.3%}"
           f"; plans: calls {sorted(set(p[2] for p in planned))}, warm-up {sorted(set(p[3] for p in planned))}")
+    runs = sorted(len(r["counts"]) for r in first.values() if r.get("counts"))
+    print(f"  counted runs a row in the first process: {', '.join(f'{k}: {runs.count(k)} rows' for k in sorted(set(runs)))}"
+          " (two once they agree, a third where they do not: asv_worker.REPEATS_AGREE)")
     print(f"  a side's counting (plan + first + jittered) {total:7.1f} s   goal: both sides at once <= 90 s")
 
 

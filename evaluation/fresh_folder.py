@@ -7,8 +7,13 @@ through `torchbench alert --budget-minutes 3` on an output folder that does not 
 built in the run, as a newcomer's first run builds it), beside `asv continuous` with its defaults on the same
 pair. What it prints: the exit status, the verdict's rows, minutes to the verdict and, of them, the build's.
 
-    python evaluation/fresh_folder.py [--out FILE.json] [--budget-minutes 3] [--no-asv] [--pairs slower aa]
+    python evaluation/fresh_folder.py [--out FILE.json] [--budget-minutes 3] [--no-asv] [--pairs slower aa find]
                                       [--heavy-setup SECONDS]
+
+`--pairs find` asks the question the other way, as a newcomer's nightly job does: a linear history of four
+commits (base, reworded docstring, normalize three times the work, another docstring) recorded by `torchbench
+run` on a fresh folder, then `torchbench find` there, which must confirm the step at the slower commit by
+re-measuring it (its rows' counts moved: confirmed by counts, as the alert decides) and name it the culprit.
 
 With --heavy-setup 15, the suite also has two rows whose setup runs a 15 s forward pass (issue 63: every alert
 ends within its budget plus one round, whatever its set-ups cost): what it prints then says whether it did.
@@ -161,12 +166,74 @@ def make_repo(path: Path, heavy_seconds: float = 0.0) -> tuple[str, str, str]:
     return base, docs, slower
 
 
+def make_history(path: Path) -> list[str]:
+    """A linear history on main: base, a reworded docstring, normalize three times the work, another reworded
+    docstring (the step: at the third commit). Its commits, oldest first."""
+    repo = git.Repo.init(path, initial_branch="main")
+    with repo.config_writer() as cw:
+        cw.set_value("user", "name", "newcomer").set_value("user", "email", "newcomer@example.com")
+    files = {"pyproject.toml": PYPROJECT, "mylib/__init__.py": LIBRARY.format(extra=""),
+             "benchmarks/__init__.py": "", "benchmarks/bench_helpers.py": SUITE,
+             "asv.conf.json": json.dumps(CONF, indent=2)}
+    for rel, text in files.items():
+        (path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (path / rel).write_text(text)
+    repo.git.add(".")
+    shas = [repo.index.commit("mylib and its asv suite").hexsha]
+    library = LIBRARY.format(extra="")
+    for subject, library in (("reword a docstring", library.replace("Each row scaled", "Every row scaled")),
+                             ("normalize: three times the work",
+                              library.replace("    return out\n", EXTRA + "    return out\n", 1)),
+                             ("reword another docstring", library.replace("Euclidean distances", "Distances"))):
+        (path / "mylib/__init__.py").write_text(library)
+        repo.index.add(["mylib/__init__.py"])
+        shas.append(repo.index.commit(subject).hexsha)
+    return shas
+
+
+def find_on_a_fresh_folder(tmp: Path, budget_minutes: float) -> dict:
+    """`torchbench run` over make_history's four commits on a folder that does not exist yet, then `torchbench
+    find` there: what each printed and took, and whether the step was confirmed at the slower commit, by what."""
+    path = tmp / "mylib-history"
+    path.mkdir()
+    shas = make_history(path)
+    out = tmp / "fresh-find"
+    row = {"pair": "find: normalize three times the work, in a 4-commit history"}
+    start = time.perf_counter()
+    ran = subprocess.run([sys.executable, "-m", "torchbench", "run", "--repo", str(path), "--out", str(out),
+                          "--last", "4"], capture_output=True, text=True, cwd=ROOT, check=False)
+    row["run_exit"], row["run_seconds"] = ran.returncode, round(time.perf_counter() - start, 1)
+    row["run_log"] = [line for line in ran.stdout.splitlines() if line.startswith(("== build", "== instruction",
+                                                                                    "== counts", "== measured"))]
+    if ran.returncode != 0:
+        row["run_tail"] = (ran.stdout[-2000:] + ran.stderr[-2000:]).splitlines()
+        return row
+    start = time.perf_counter()
+    found = subprocess.run([sys.executable, "-m", "torchbench", "find", "--repo", str(path), "--out", str(out),
+                            "--budget-minutes", str(budget_minutes), "--no-profile"],
+                           capture_output=True, text=True, cwd=ROOT, check=False)
+    row["find_exit"], row["find_seconds"] = found.returncode, round(time.perf_counter() - start, 1)
+    row["find_log"] = found.stdout.splitlines()[-40:]
+    row["find_stderr"] = found.stderr.splitlines()[-10:]
+    record = json.loads((out / "changepoints.json").read_text()) if (out / "changepoints.json").exists() else {}
+    steps = record.get("steps", [])
+    row["steps"] = [{k: s.get(k) for k in ("name", "before", "after", "status", "ratio")}
+                    | {"confirmation": {k: (s.get("confirmation") or {}).get(k)
+                                        for k in ("status", "label", "counts_delta", "ratio")},
+                       "culprit": ((s.get("culprit") or {}).get("culprit") or "")[:12]}
+                    for s in steps if isinstance(s, dict)]
+    row["slower_commit"] = shas[2][:12]
+    row["confirmed_at_the_slower_commit"] = any(
+        s["status"] == "confirmed" and s["culprit"] == shas[2][:12] for s in row["steps"])
+    return row
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, help="write the summaries here as JSON")
     parser.add_argument("--budget-minutes", type=float, default=3.0)
     parser.add_argument("--no-asv", action="store_true", help="leave out asv continuous")
-    parser.add_argument("--pairs", nargs="+", default=["slower", "aa"], choices=["slower", "aa"])
+    parser.add_argument("--pairs", nargs="+", default=["slower", "aa"], choices=["slower", "aa", "find"])
     parser.add_argument("--heavy-setup", type=float, default=0.0, metavar="SECONDS",
                         help="add two rows whose setup runs a forward pass of about SECONDS (issue 63's 15 s)")
     args = parser.parse_args()
@@ -179,6 +246,11 @@ def main() -> None:
         path.mkdir()
         base, docs, slower = make_repo(path, args.heavy_setup)
         for key in args.pairs:
+            if key == "find":
+                row = find_on_a_fresh_folder(tmp, args.budget_minutes)
+                found.append(row)
+                print(json.dumps(row, indent=1), flush=True)
+                continue
             name, head, target = {"slower": ("normalize three times the work", slower, TARGET),
                                   "aa": ("A/A (a reworded docstring)", docs, None)}[key]
             out = tmp / f"fresh-{key}"  # a folder of its own, made by the run: its environment built in it

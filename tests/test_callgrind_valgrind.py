@@ -161,3 +161,22 @@ def test_later_layout_draws_warm_up_briefly_and_count_as_many_calls(tmp_path):
     # each later draw: LATER_WARMUP warm-up calls and its counted block
     assert log.read_text().count("call\n") == 64 + 4 + 4 + 2 * (LATER_WARMUP + 4) < 64 * 3
     assert _compiled("x = 1") is _compiled("x = 1")
+
+
+def test_counted_runs_stop_at_two_where_they_agree_and_go_on_where_they_do_not():
+    """agree=: a statement whose counted runs agree (an int added: the same instructions every run, to the
+    instruction) is counted twice, one whose runs do not (a list it sums grows every run) the full `repeats`;
+    on_result is given as many."""
+    grows = []
+    timers = [tb.Timer("y = x + 1", setup="x = 3", label="the same every run"),
+              tb.Timer("grows.extend(range(50)); sum(grows)", globals={"grows": grows}, label="more every run")]
+    given = {}
+    results = collect_callgrind_many(timers, number=20, repeats=4, agree=5e-4, collect_baseline=False,
+                                     on_result=lambda i, stats: given.setdefault(i, stats))
+    same, more = results
+    assert len(same) == 2 and len(more) == 4, (len(same), len(more))
+    assert abs(same[1].counts() - same[0].counts()) <= 5e-4 * min(s.counts() for s in same)
+    assert [s.counts() for s in more] == sorted(s.counts() for s in more) and more[0].counts() < more[-1].counts()
+    assert {i: len(stats) for i, stats in given.items()} == {0: 2, 1: 4}
+    with pytest.raises(ValueError, match="agree= needs draws=1"):
+        collect_callgrind_many(timers, repeats=3, agree=5e-4, draws=2)

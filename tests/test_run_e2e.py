@@ -212,8 +212,8 @@ def test_a_plain_time_method_is_counted_per_commit_and_its_counts_shown_beside_i
     counted = {r.commit: r for r in found.rows if r.benchmark == "bench_work.Plain.time_work:instructions"}
     timed = {r.commit: r for r in found.rows if r.benchmark == "bench_work.Plain.time_work" and r.status == "ok"}
     assert set(counted) == set(timed) == {shas[0], shas[1], shas[3]}, explain(proc)  # shas[2] does not build
-    for sha, row in counted.items():  # one valgrind process: three repeats, instructions per call
-        assert row.unit == "instructions" and row.processes == 1 and len(row.samples) == 3
+    for sha, row in counted.items():  # one valgrind process: two repeats that agree, or three, per call
+        assert row.unit == "instructions" and row.processes == 1 and len(row.samples) in (2, 3)
         assert row.placement() == timed[sha].placement() and row.params == timed[sha].params
     assert 3 < counted[shas[1]].value / counted[shas[0]].value < 6  # four times the work (and a generator)
     assert counted[shas[3]].value == pytest.approx(counted[shas[1]].value, rel=0.03)  # the same code

@@ -176,8 +176,8 @@ def test_a_track_method_timing_a_timer_is_counted_as_its_statement(tmp_path, mon
     assert result[NAME.format("track_number|0")] == {
         "uncountable": "track_ returns its own measurement and times no Timer"}
     counts = {m: result[NAME.format(f"{m}|0")]["counts"] for m in methods if m != "track_number"}
-    for method, values in counts.items():  # three repeats (a valgrind process's first statement's drift by a few %)
-        assert len(values) == 3 and min(values) > 0, (method, values)
+    for method, values in counts.items():  # two repeats that agree within REPEATS_AGREE, else three
+        assert len(values) in (2, 3) and min(values) > 0, (method, values)
         if method != "track_cpp_timer":  # what the row cost, set-up included (a C++ program counts apart)
             assert result[NAME.format(f"{method}|0")].get("seconds", 0) > 0, result
     assert "plan" in result[NAME.format("time_plain|0")]

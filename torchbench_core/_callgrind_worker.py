@@ -101,6 +101,21 @@ def _nothing():
     pass
 
 
+AGREED_REPEATS = 2  # a case that says how close its repeats must agree stops at this many once they do
+
+
+def _dump_total(path):
+    """A dump's instruction total (its `events:` and `summary:` lines, near its top), or None where it has none."""
+    names = None
+    with open(path) as f:
+        for line in f:
+            if line.startswith("events:"):
+                names = line.split()[1:]
+            elif line.startswith(("summary:", "totals:")) and names and "Ir" in names:
+                return int(line.split()[1:][names.index("Ir")])
+    return None
+
+
 SWITCH_ENV = "TORCHBENCH_INSTRUMENTATION_SWITCH"  # the library that switches instrumentation on (cpp.py)
 LAYOUT_ENV = "TORCHBENCH_COUNTS_LAYOUT"  # a whole number: shift this process's memory layout (see _shift_layout)
 JITTER_ENV = "TORCHBENCH_COUNTS_JITTER"  # a whole number: jitter the layout after the imports (see _jitter_layout)
@@ -262,6 +277,24 @@ def main():
             gc.collect()
             gc.freeze()
 
+    out_dir = os.path.dirname(os.path.abspath(sys.argv[1]))  # callgrind's dumps: OUT_DIR/callgrind.out.N
+
+    def repeat_until_agreed(index, case, first, count):
+        """The case's counted runs, each reported as it is dumped: case["repeats"] of them, or, where the case
+        says how close its repeats must agree (case["agree"]), as few as AGREED_REPEATS once that many agree
+        within it (the spread of their instruction totals over the smallest), the rest only where they do
+        not (a repeat is most of a small row's seconds under valgrind; repeats that agree add nothing)."""
+        agree, totals = case.get("agree"), []
+        for repeat in range(case["repeats"]):
+            dump = count()
+            report(event="dump", case=index, repeat=first + repeat, dump=dump)
+            if agree is None:
+                continue
+            totals.append(_dump_total(os.path.join(out_dir, f"callgrind.out.{dump}")))
+            if len(totals) >= AGREED_REPEATS and None not in totals and (
+                    max(totals) - min(totals) <= agree * min(totals)):
+                break
+
     def count_calls(index, case, first, warmup):
         """A CallCase: `warmup` calls (each one after `each`), then its repeats (numbered from `first`), then
         its teardown."""
@@ -273,9 +306,7 @@ def main():
                 each()
                 call()
             settle(lambda: counted_calls(call, each, case["number"]))
-            for repeat in range(case["repeats"]):
-                report(event="dump", case=index, repeat=first + repeat,
-                       dump=counted_calls(call, each, case["number"]))
+            repeat_until_agreed(index, case, first, lambda: counted_calls(call, each, case["number"]))
         finally:
             if case["teardown"]:
                 case["teardown"]()
@@ -316,8 +347,7 @@ def main():
                             instrument()  # before the warm-up, as count_calls
                             _warm_up(gen, loops, warmup)
                             settle(lambda: counted(gen, loops))
-                            for repeat in range(case["repeats"]):
-                                report(event="dump", case=index, repeat=first + repeat, dump=counted(gen, loops))
+                            repeat_until_agreed(index, case, first, lambda: counted(gen, loops))
                             gen.close()
                         finally:
                             if case.get("teardown"):

@@ -103,6 +103,12 @@ from pathlib import Path
 from .skips import SKIPPED_BY_METHOD, SKIPPED_BY_SETUP, skipped_here
 
 COUNT_NUMBER, COUNT_REPEATS = 100, 3
+# a first process's counted runs of a row stop at two once their instruction totals agree within this (their
+# spread over the smallest; a third only where they do not: collect_callgrind_many(agree)). Against a row's
+# spread between layouts (median 0.36%: count_decision; a draw is one run), the third run of two that agree
+# within 0.05% moves nothing the test reads. evaluation/counting_speed.py --both (64 plain rows, 2026-12-02):
+# 22 rows stopped at two, both sides' first processes 84.7 s against 90.8 s with three runs each.
+REPEATS_AGREE = 5e-4
 STATEMENT_WARMUP = 128  # a statement's warm-up runs at most (the counting worker's WARMUP_RUNS)
 CALLS_SECONDS, WARMUP_SECONDS = 2e-3, 0.05  # a time_ case's calls per counted run, and its warm-up (native time)
 PLAN_CALLS, PLAN_SECONDS = 5, 0.2  # a plan times up to this many calls, and stops once they took this long
@@ -926,6 +932,7 @@ def counts(suite: Path, jobs: list[list], out: Path, cache_dir: Path | None = No
 
             go_on = bool(progress_file) and os.environ.get(CONTINUE_ENV) == "1"
             outcomes = collect_callgrind_many(cases, COUNT_NUMBER, COUNT_REPEATS if draws == 1 else 1, on_error="return",
+                                              agree=REPEATS_AGREE if draws == 1 else None,
                                               simulate=os.environ.get(SIMULATE_ENV, "1") != "0", functions=False,
                                               draws=draws, deadline=deadline, progress=clock,
                                               on_result=counted if progress_file else None,

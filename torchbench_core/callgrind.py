@@ -37,7 +37,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, NamedTuple, Sequence
 
-from ._callgrind_worker import SWITCH_ENV
+from ._callgrind_worker import AGREED_REPEATS, SWITCH_ENV
 from .cpp import compile_cpp, instrumentation_switch
 from .processes import describe_exit
 from .memory_price import LL_MISS_CYCLES, PRICE_ENV
@@ -515,6 +515,7 @@ def collect_callgrind_many(
     on_result: Callable[[int, tuple[CallgrindStats, ...]], Any] | None = None,
     then: Callable[[], Again | None] | None = None,
     on_again: Callable[[int, Again, tuple[CallgrindStats, ...]], Any] | None = None,
+    agree: float | None = None,
 ) -> list[tuple[CallgrindStats, ...] | CallgrindError]:
     """Instruction counts for every Timer (or CallCase): Python statements in one valgrind process (two for a
     big batch), C++ statements compiled together and counted beside them (cpp_counts).
@@ -556,6 +557,10 @@ def collect_callgrind_many(
     CallgrindStats a draw), and `then()` is asked again after them; None ends the process. A process that
     died or was stopped before its cases were all counted is asked nothing; a continued case it fails for
     is not given to on_again.
+    `agree` (Python statements and CallCases, draws=1): `repeats` is then the most, not the number: a case's
+    counted runs stop at _callgrind_worker.AGREED_REPEATS once their instruction totals agree within `agree`
+    (their spread over the smallest), and go on, up to `repeats`, only where they do not; its tuple then has
+    that many CallgrindStats (a counted run is most of a small case's seconds under valgrind).
     """
     if number < 1 or repeats < 1:
         raise ValueError(f"number and repeats must be >= 1, got {number}, {repeats}")
@@ -563,6 +568,8 @@ def collect_callgrind_many(
         raise ValueError(f"on_error must be 'raise' or 'return', got {on_error!r}")
     if workers < 1 or draws < 1:
         raise ValueError(f"workers and draws must be >= 1, got {workers}, {draws}")
+    if agree is not None and (draws != 1 or agree < 0):
+        raise ValueError(f"agree= needs draws=1 and agree >= 0, got draws={draws}, agree={agree}")
     if then is not None and (workers != 1 or on_again is None):
         raise ValueError("then= continues one valgrind process (workers=1) and needs on_again=")
     _require_valgrind()
@@ -582,7 +589,8 @@ def collect_callgrind_many(
                                       (lambda j, stats: on_result(python[j], stats)) if on_result else None,
                                       _local(then, python), (lambda j, again, stats: on_again(
                                           python[j], dataclasses.replace(again, cases=tuple(
-                                              python[k] for k in again.cases)), stats)) if then else None)
+                                              python[k] for k in again.cases)), stats)) if then else None,
+                                      agree)
             for i, result in zip(python, counted):
                 results[i] = result
         if cpp_counted is not None:
@@ -613,13 +621,14 @@ def _local(then: Callable[[], Again | None] | None, python: list[int]) -> Callab
 
 def _collect_python(timers, number, repeats, collect_baseline, retain_out_file, case_timeout, on_error, progress,
                     workers=1, simulate=False, functions=True, draws=1, deadline=None, on_result=None, then=None,
-                    on_again=None):
+                    on_again=None, agree=None):
     """Python statements and CallCases: one valgrind process (one Python start-up under valgrind) for them
     all, or `workers` side by side, each dealt every workers-th statement; `then`, `on_again`: the process
     goes on with Again's draws (collect_callgrind_many)."""
     # a CallCase brings its own number; a Timer's statement runs `number` times per counted run
     cases = [
-        dict({"number": number}, **t._worker_case(), index=i, repeats=repeats, baseline=collect_baseline, draws=draws)
+        dict({"number": number}, **t._worker_case(), index=i, repeats=repeats, baseline=collect_baseline, draws=draws,
+             agree=agree)
         for i, t in enumerate(timers)
     ]
     blobs, unpicklable = _pickle_cases(cases, timers, on_error)
@@ -641,7 +650,8 @@ def _collect_python(timers, number, repeats, collect_baseline, retain_out_file, 
             if i in unpicklable:
                 continue
             continued[offset + i] = (i, again)
-            blobs.append((offset + i, _dumps(dict(cases[i], index=offset + i, repeats=1, draws=again.draws))))
+            blobs.append((offset + i, _dumps(dict(cases[i], index=offset + i, repeats=1, draws=again.draws,
+                                                  agree=None))))
         return blobs, again
 
     with tempfile.TemporaryDirectory(prefix="torchbench_callgrind_") as tmp:
@@ -654,7 +664,7 @@ def _collect_python(timers, number, repeats, collect_baseline, retain_out_file, 
             mine = [dict(e, case=0) if e.get("case") == index else e for e in so_far
                     if e.get("case") == index or e["event"] == "baseline"]
             stats = _assemble([timers[i]], mine, [cases[i]["number"]], again.draws if again else repeats * draws,
-                              False, simulate, functions)[0]
+                              False, simulate, functions, agreed=agree is not None and again is None)[0]
             if isinstance(stats, CallgrindError):
                 return
             if again is not None:
@@ -680,7 +690,7 @@ def _collect_python(timers, number, repeats, collect_baseline, retain_out_file, 
             for found in pool.map(run, range(len(shares))):
                 events.extend(found)
         return _assemble(timers, events, [c["number"] for c in cases], repeats * draws, retain_out_file, simulate,
-                         functions)
+                         functions, agreed=agree is not None)
 
 
 def _imported_off_path() -> dict[str, str]:
@@ -887,7 +897,9 @@ def _pickle_cases(cases: list[dict[str, Any]], timers: Sequence[Any],
     return blobs, errors
 
 
-def _assemble(timers, events, numbers, repeats, retain_out_file, simulate=False, functions=True):
+def _assemble(timers, events, numbers, repeats, retain_out_file, simulate=False, functions=True, agreed=False):
+    """Each timer's CallgrindStats, one a dump: `repeats` of them (`agreed`: at least AGREED_REPEATS and at
+    most `repeats`, the worker having stopped once its repeats agreed), or the reason it has none."""
     dumps: dict[int, dict[int, Path]] = collections.defaultdict(dict)
     baselines: dict[tuple[str, int, str], Path] = {}  # (launch dir, number, loop kind): shared empty-loop dump
     errors: dict[int, str] = {}
@@ -911,7 +923,8 @@ def _assemble(timers, events, numbers, repeats, retain_out_file, simulate=False,
 
     results: list[tuple[CallgrindStats, ...] | CallgrindError] = []
     for i, timer in enumerate(timers):
-        if i in errors or len(dumps[i]) != repeats:
+        least = min(AGREED_REPEATS, repeats) if agreed else repeats
+        if i in errors or not least <= len(dumps[i]) <= repeats or sorted(dumps[i]) != list(range(len(dumps[i]))):
             why = errors.get(i, "the worker reported no counts")
             results.append(CallgrindError(f"{timer.task_spec.title!r} failed under callgrind:\n{why}"))
             continue
@@ -920,7 +933,7 @@ def _assemble(timers, events, numbers, repeats, retain_out_file, simulate=False,
         base_inc, base_exc = parsed[baseline] if baseline else empty
         base_events = (totals[baseline] if baseline else {}) if simulate else None
         stats = []
-        for r in range(repeats):
+        for r in range(len(dumps[i])):
             dump = dumps[i][r]
             inc, exc = parsed[dump]
             out = dump.read_text() if retain_out_file else None
