@@ -140,13 +140,11 @@ packages = ["mylib"]
 TARGET = "time_normalize"
 
 
-def make_repo(path: Path, heavy_seconds: float = 0.0) -> tuple[str, str, str]:
-    """(base, a reworded docstring, normalize three times the work), the base checked out; with
-    `heavy_seconds`, the suite has HEAVY's two rows, whose setups take about that long."""
+def _first_commit(path: Path, suite: str) -> tuple[git.Repo, str]:
+    """A repository at `path` on main whose first commit holds mylib, its packaging, its conf and `suite`."""
     repo = git.Repo.init(path, initial_branch="main")
     with repo.config_writer() as cw:
         cw.set_value("user", "name", "newcomer").set_value("user", "email", "newcomer@example.com")
-    suite = SUITE + (HEAVY.format(steps=heavy_steps(heavy_seconds), seconds=heavy_seconds) if heavy_seconds else "")
     files = {"pyproject.toml": PYPROJECT, "mylib/__init__.py": LIBRARY.format(extra=""),
              "benchmarks/__init__.py": "", "benchmarks/bench_helpers.py": suite,
              "asv.conf.json": json.dumps(CONF, indent=2)}
@@ -154,7 +152,14 @@ def make_repo(path: Path, heavy_seconds: float = 0.0) -> tuple[str, str, str]:
         (path / rel).parent.mkdir(parents=True, exist_ok=True)
         (path / rel).write_text(text)
     repo.git.add(".")
-    base = repo.index.commit("mylib and its asv suite").hexsha
+    return repo, repo.index.commit("mylib and its asv suite").hexsha
+
+
+def make_repo(path: Path, heavy_seconds: float = 0.0) -> tuple[str, str, str]:
+    """(base, a reworded docstring, normalize three times the work), the base checked out; with
+    `heavy_seconds`, the suite has HEAVY's two rows, whose setups take about that long."""
+    suite = SUITE + (HEAVY.format(steps=heavy_steps(heavy_seconds), seconds=heavy_seconds) if heavy_seconds else "")
+    repo, base = _first_commit(path, suite)
     (path / "mylib/__init__.py").write_text(LIBRARY.format(extra="").replace("Each row scaled", "Every row scaled"))
     repo.index.add(["mylib/__init__.py"])
     docs = repo.index.commit("reword a docstring").hexsha
@@ -169,22 +174,13 @@ def make_repo(path: Path, heavy_seconds: float = 0.0) -> tuple[str, str, str]:
 def make_history(path: Path) -> list[str]:
     """A linear history on main: base, a reworded docstring, normalize three times the work, another reworded
     docstring (the step: at the third commit). Its commits, oldest first."""
-    repo = git.Repo.init(path, initial_branch="main")
-    with repo.config_writer() as cw:
-        cw.set_value("user", "name", "newcomer").set_value("user", "email", "newcomer@example.com")
-    files = {"pyproject.toml": PYPROJECT, "mylib/__init__.py": LIBRARY.format(extra=""),
-             "benchmarks/__init__.py": "", "benchmarks/bench_helpers.py": SUITE,
-             "asv.conf.json": json.dumps(CONF, indent=2)}
-    for rel, text in files.items():
-        (path / rel).parent.mkdir(parents=True, exist_ok=True)
-        (path / rel).write_text(text)
-    repo.git.add(".")
-    shas = [repo.index.commit("mylib and its asv suite").hexsha]
+    repo, base = _first_commit(path, SUITE)
+    shas = [base]
     library = LIBRARY.format(extra="")
-    for subject, library in (("reword a docstring", library.replace("Each row scaled", "Every row scaled")),
-                             ("normalize: three times the work",
-                              library.replace("    return out\n", EXTRA + "    return out\n", 1)),
-                             ("reword another docstring", library.replace("Euclidean distances", "Distances"))):
+    for subject, (old, new) in (("reword a docstring", ("Each row scaled", "Every row scaled")),
+                                ("normalize: three times the work", ("    return out\n", EXTRA + "    return out\n")),
+                                ("reword another docstring", ("Euclidean distances", "Distances"))):
+        library = library.replace(old, new, 1)  # each commit on the one before: the slowdown stays
         (path / "mylib/__init__.py").write_text(library)
         repo.index.add(["mylib/__init__.py"])
         shas.append(repo.index.commit(subject).hexsha)

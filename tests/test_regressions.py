@@ -51,7 +51,8 @@ def test_find_s_record_is_joined_and_only_confirmed_regressions_reach_the_feed(b
     fresh = steps_page.collect(series_pages, revisions, tmp_path, [])
     up, down = fresh
     confirmation = {"status": "regressed", "label": "compute", "ratio": 1.98, "ci_low": 1.9, "ci_high": 2.05,
-                    "p_value": 1e-4, "processes": [12, 12], "counts_delta": 0.9, "error": ""}
+                    "p_value": 1e-4, "processes": [12, 12], "counts_delta": 0.9, "decided_by": "instruction counts",
+                    "error": ""}
     culprit = {"status": "found", "culprit": shas[2], "subject": "commit 2", "parent": shas[1], "range": shas[1:3],
                "skipped": [], "probes": [], "why": "", "jobs": [["bench.Dispatch.track_time", 1]],
                "profiles": {"bench.Dispatch.track_time|1": {"culprit": "profiles/x/c.svg"},
@@ -59,7 +60,8 @@ def test_find_s_record_is_joined_and_only_confirmed_regressions_reach_the_feed(b
     record = {step_record.record_key(up): {**up, "status": "confirmed", "confirmation": confirmation,
                                           "culprit": culprit, "confirmed_at": "2026-11-22T07:00:00+00:00"},
               step_record.record_key(down): {**down, "status": "refuted", "confirmation": {**confirmation,
-                                                                                         "status": "unchanged"}}}
+                                                                                         "status": "unchanged",
+                                                                                         "decided_by": "wall time"}}}
     for entry in record.values():
         for key in ("series", "subject_before", "subject_after"):
             entry.pop(key)
@@ -76,6 +78,13 @@ def test_find_s_record_is_joined_and_only_confirmed_regressions_reach_the_feed(b
     rows = page.select("tr.step")
     assert [r["class"] for r in rows] == [["step", "confirmed", "up"], ["step", "refuted", "down"]]
     assert shas[2][:8] in rows[0].get_text() and "compute" in rows[0].get_text() and "+98.0%" in rows[0].get_text()
+    # the channel that decided the re-measurement, where it was not the wall time (the alert's rows say so too)
+    assert "decided by instruction counts" in rows[0].get_text() and "decided by" not in rows[1].get_text()
+    from torchbench.history.find import StepsFound, render_steps
+
+    listing = render_steps(StepsFound(step_record.read_record(tmp_path)), tmp_path).splitlines()
+    assert [("decided by instruction counts" in line, "decided by" in line) for line in listing
+            if "TensorLike" in line] == [(True, True), (False, False)], listing
     assert [a["href"] for a in rows[0].select("a.flame")] == ["profiles/x/c.svg"]  # its own case's only
     feed = feedparser.parse(str(html / steps_page.FEED))
     assert not feed.bozo and feed.feed.title == "tensorlib performance regressions"

@@ -84,8 +84,8 @@ class InstructionCounts(Channel):
     valgrind; counts.py says what they see and weigh."""
 
     name, label = COUNTS, COMPUTE
-    measure = ("collect.collect_counts: callgrind, count_decision.COUNT_REPEATS runs a process, the first valgrind "
-               "process a side, then jittered ones in count_decision.DRAWS layout draws (pair.py)")
+    measure = ("collect.collect_counts: callgrind, in the first valgrind process a side two counted runs that agree "
+               "(asv_worker.REPEATS_AGREE) or three (COUNT_REPEATS), then jittered ones in count_decision.DRAWS layout draws (pair.py)")
     noise = ("count_decision.py: the row's own spread between layouts (the jittered processes) plus the commit "
              "noise calibrated on a pool of identical code at many commits (count_decision.COMMIT_RATIO and "
              "COMMIT_SD), tested at the suite's deterministic level (deterministic_level)")

@@ -2,7 +2,8 @@
 
 Every countable row (a TimerSuite statement, an asv `time_` method counted call
 by call, a method that times with a Timer) is counted under valgrind
-(callgrind), COUNT_REPEATS times in one process a side. Counts see compute
+(callgrind), in one process a side: twice where the two runs agree within
+asv_worker.REPEATS_AGREE, else COUNT_REPEATS times. Counts see compute
 (more Python bytecode, more dispatch, more arithmetic), not memory or cache
 effects. Like PyTorch's own pull-request instruction-count benchmarks (a
 per-benchmark noise margin, no wall time) and CodSpeed (simulated instruction

@@ -31,6 +31,7 @@ import git
 from torchbench_core.storage import atomic_write_text
 
 from .. import stats, tools
+from ..ab.channels import WALL
 from ..ab.evidence import Evidence, Job, Side
 from ..ab.options import Policy, Rounds
 from ..ab.pair import measure_pair, patterns_for, select_jobs
@@ -101,7 +102,7 @@ def _summary(row: Verdict | None) -> dict | None:
     if row is None:
         return None
     c = row.comparison
-    return {"status": row.status, "label": row.label, "counts_delta": row.counts_delta,
+    return {"status": row.status, "label": row.label, "decided_by": row.decided_by, "counts_delta": row.counts_delta,
             "ratio": c.ratio if c else None, "ci_low": c.ci_low if c else None,
             "ci_high": c.ci_high if c else None, "p_value": c.p_value if c else None,
             "processes": [c.n_base, c.n_head] if c else None, "error": row.error}
@@ -382,6 +383,8 @@ def render_steps(found: StepsFound, out: Path) -> str:
         measured = f", re-measured {conf['ratio']:.3f}x" if conf.get("ratio") else ""
         if conf.get("ratio") and conf.get("ci_low") is not None and conf.get("ci_high") is not None:
             measured += f" [{conf['ci_low']:.3f}, {conf['ci_high']:.3f}]"
+        if conf.get("decided_by") and conf.get("decided_by") != WALL:  # the channel that decided, as the alert says
+            measured += f", decided by {conf['decided_by']}"
         lines.append(f"  {shown_status(s['status']):12} {s['ratio']:6.3f}x{measured}  {s['name']}  [{s['env_name']}]  "
                      f"{where}")
     lines += [f"note: {p}" for p in found.problems]
