@@ -437,7 +437,8 @@ def test_a_plain_asv_suite_is_counted_call_by_call_with_asv_setup_outside_the_co
     assert set(counts) == {f"bench_ops.Lists.time_{m}|{i}" for m in ("sort", "sorted") for i in (0, 1)} | {
         "bench_ops.Plain.time_sum|0"}
     for key, values in counts.items():
-        assert len(values) == 3 and min(values) > 0, key
+        # two counted runs where they agree (asv_worker.REPEATS_AGREE), else three
+        assert len(values) in (2, 3) and min(values) > 0, key
         assert max(values) - min(values) < 0.02 * min(values), (key, values)  # counts repeat
     per = {key: min(values) for key, values in counts.items()}
     sort, sorted_ = "bench_ops.Lists.time_sort|{}", "bench_ops.Lists.time_sorted|{}"

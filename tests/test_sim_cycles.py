@@ -171,7 +171,8 @@ def test_memory_traffic_moves_cycles_not_instructions(tmp_path):
     assert set(tally["seconds"]) == {name} and tally["seconds"][name] > 0, tally  # what each row cost
     cycles, events, counts = evidence.cycles["base"], evidence.sim_events["base"], evidence.counts["base"]
     for job in (big, small):
-        assert len(counts[job]) == len(cycles[job]) == len(events[job]) == 3, (counts, cycles, events)
+        # a value a counted run: two where their instructions agree (asv_worker.REPEATS_AGREE), else three
+        assert len(counts[job]) == len(cycles[job]) == len(events[job]) in (2, 3), (counts, cycles, events)
         # repeatable: each repeat walks on from where the last stopped, through other entries (1.1% measured)
         assert max(cycles[job]) - min(cycles[job]) <= 0.03 * min(cycles[job]), cycles[job]
         # the simulated instructions are the counted ones (both with the empty loop's subtracted)
