@@ -104,15 +104,19 @@ def _nothing():
 AGREED_REPEATS = 2  # a case that says how close its repeats must agree stops at this many once they do
 
 
-def _dump_total(path):
-    """A dump's instruction total (its `events:` and `summary:` lines, near its top), or None where it has none."""
-    names = None
+def dump_totals(path):
+    """A callgrind out file's total of each event (its `events:` line and its `summary:` or `totals:` line,
+    near its top: the rest is its functions), an event the totals leave out 0; None where it has neither line.
+    Here, not in callgrind.py (which reads its dumps with it), because this worker imports nothing of ours."""
+    names, totals = None, None
     with open(path) as f:
         for line in f:
             if line.startswith("events:"):
                 names = line.split()[1:]
-            elif line.startswith(("summary:", "totals:")) and names and "Ir" in names:
-                return int(line.split()[1:][names.index("Ir")])
+            elif line.startswith(("summary:", "totals:")):
+                totals = [int(x) for x in line.split()[1:]]
+            if names is not None and totals is not None:
+                return {name: (totals[i] if i < len(totals) else 0) for i, name in enumerate(names)}
     return None
 
 
@@ -290,7 +294,7 @@ def main():
             report(event="dump", case=index, repeat=first + repeat, dump=dump)
             if agree is None:
                 continue
-            totals.append(_dump_total(os.path.join(out_dir, f"callgrind.out.{dump}")))
+            totals.append((dump_totals(os.path.join(out_dir, f"callgrind.out.{dump}")) or {}).get("Ir"))
             if len(totals) >= AGREED_REPEATS and None not in totals and (
                     max(totals) - min(totals) <= agree * min(totals)):
                 break

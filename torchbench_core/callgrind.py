@@ -37,7 +37,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, NamedTuple, Sequence
 
-from ._callgrind_worker import AGREED_REPEATS, SWITCH_ENV
+from ._callgrind_worker import AGREED_REPEATS, SWITCH_ENV, dump_totals
 from .cpp import compile_cpp, instrumentation_switch
 from .processes import describe_exit
 from .memory_price import LL_MISS_CYCLES, PRICE_ENV
@@ -369,19 +369,12 @@ def simulated_per_run(stats: Sequence[CallgrindStats]) -> dict[str, list[Any]]:
 
 
 def _dump_events(path: Path) -> dict[str, int]:
-    """A callgrind out file's total of each event: its `events:` line and `summary:` (or `totals:`) line."""
-    names, totals = None, None
-    with open(path) as f:
-        for line in f:
-            if line.startswith("events:"):
-                names = line.split()[1:]
-            elif line.startswith(("summary:", "totals:")):
-                totals = [int(x) for x in line.split()[1:]]
-            if names is not None and totals is not None:
-                break  # a dump's summary comes near its top: the rest is its functions
-    if names is None or totals is None:
+    """A callgrind out file's total of each event: its `events:` line and `summary:` (or `totals:`) line
+    (_callgrind_worker.dump_totals, which the worker reads its repeats' totals with too)."""
+    found = dump_totals(path)
+    if found is None:
         raise CallgrindError(f"{path}: no events or totals in the callgrind out file")
-    return {name: (totals[i] if i < len(totals) else 0) for i, name in enumerate(names)}
+    return found
 
 
 # -- running valgrind ---------------------------------------------------------

@@ -383,7 +383,7 @@ def render_steps(found: StepsFound, out: Path) -> str:
         measured = f", re-measured {conf['ratio']:.3f}x" if conf.get("ratio") else ""
         if conf.get("ratio") and conf.get("ci_low") is not None and conf.get("ci_high") is not None:
             measured += f" [{conf['ci_low']:.3f}, {conf['ci_high']:.3f}]"
-        if conf.get("decided_by") and conf.get("decided_by") != WALL:  # the channel that decided, as the alert says
+        if conf.get("decided_by") not in (None, "", WALL):  # the channel that decided, as the alert says
             measured += f", decided by {conf['decided_by']}"
         lines.append(f"  {shown_status(s['status']):12} {s['ratio']:6.3f}x{measured}  {s['name']}  [{s['env_name']}]  "
                      f"{where}")
