@@ -37,7 +37,9 @@ tests/test_counts_test.py checks the fitted constants against:
     {"suites": {NAME: {"description", "commits": [sha...], "jobs": {"name|index": row name},
                        "by_call": ["name|index", ...], "counts": {"<commit>": {"<layout>": {"name|index":
                        [per call, one per repeat]}}}, "cycles": the same for the simulated cycles, "ll": the
-                       same for the simulated last-level misses (a suite recorded since they were kept),
+                       same for the simulated last-level misses (a suite recorded since they were kept), "alloc":
+                       the same for the instructions in the memory allocators, which "counts" leaves out (a suite
+                       recorded since 2026-12-07; its counts before then include them),
                        "seconds": [per valgrind process]}}}
 
     python evaluation/counts_noise_pool.py [--commits 12] [--jittered 4] [--jitter-commits I ...] [--jitters 2]
@@ -230,6 +232,8 @@ def record(name: str, n: int, jittered: list[int], jitters: int, tmp: Path, pool
             got = {k: r["counts"] for k, r in found.items() if "counts" in r}
             failed = {k: r.get("error", "") for k, r in found.items() if "counts" not in r and not r.get("skipped")}
             cycles = {k: r["cycles"] for k, r in found.items() if "cycles" in r}  # simulated (asv_worker.counts)
+            # the instructions in the memory allocators a call, beside the counts outside them (asv_worker.counts)
+            alloc = {k: r["allocator"] for k, r in found.items() if "allocator" in r}
             # the simulated last-level misses a run (instruction and data reads, data writes), one per repeat
             ll = {k: [sum(e.get(x, 0) for x in LL_EVENTS) for e in r["events"]] for k, r in found.items()
                   if r.get("events")}
@@ -242,6 +246,7 @@ def record(name: str, n: int, jittered: list[int], jitters: int, tmp: Path, pool
                 entry["counts"].setdefault(str(i), {})[name_] = {k: pick(v) for k, v in got.items()}
                 entry.setdefault("cycles", {}).setdefault(str(i), {})[name_] = {k: pick(v) for k, v in cycles.items()}
                 entry.setdefault("ll", {}).setdefault(str(i), {})[name_] = {k: pick(v) for k, v in ll.items()}
+                entry.setdefault("alloc", {}).setdefault(str(i), {})[name_] = {k: pick(v) for k, v in alloc.items()}
             entry["seconds"].append(seconds)
             atomic_write_bytes(out, gzip.compress(json.dumps(pool).encode()))
             print(f"{name}: commit {i}, layout {layout}: {len(got)} rows, {len(failed)} failed, {seconds:.0f} s"
