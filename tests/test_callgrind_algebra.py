@@ -173,3 +173,72 @@ def test_bad_arguments():
         tb.Timer("pass").collect_callgrind(repeats=0)
     with pytest.raises(ValueError, match="on_error"):
         tb.callgrind.collect_callgrind_many([tb.Timer("pass")], on_error="ignore")
+
+
+# A callgrind out file as callgrind writes one (name compression, relative positions, an inlined file, a call
+# whose inclusive cost follows its calls= line): libc's _int_malloc (100 + 20 inlined from arena.c), a stripped
+# libc's malloc named alone (7), pymalloc (30), and code of the library itself (500 + 40 + 9 + 2).
+DUMP = """\
+version: 1
+creator: callgrind-3.19.0
+positions: line
+events: Ir Dr
+summary: 708 40
+
+ob=(1) /usr/lib/x86_64-linux-gnu/libc.so.6
+fl=(1) ./malloc/./malloc/malloc.c
+fn=(1) _int_malloc
+3766 60 4
++2 40 1
+fi=(2) ./malloc/./malloc/arena.c
+162 20 2
+fe=(1)
+fn=(2) unlink_chunk.constprop.0
+0 0
+ob=(2) /usr/bin/python3.11
+fl=(3) /build/Objects/obmalloc.c
+fn=(3) _PyObject_Malloc
+10 30 3
+fl=(4) /build/Python/ceval.c
+fn=(4) _PyEval_EvalFrameDefault
+5 500 20
+cfl=(1)
+cfn=(1)
+calls=2 3766
+* 120 7
++3 40 2
+fl=(5) ???
+fn=(5) malloc
+0 7
+fn=(6) at::native::neg_kernel(at::TensorIteratorBase&)'2
+0 9
+fl=(4)
+fn=(4)
+6 2
+"""
+
+
+def test_the_allocators_share_of_a_dump_is_their_functions_self_cost(tmp_path):
+    """Issue 61: the instructions a dump counts in glibc's malloc and CPython's pymalloc, by file where debug
+    symbols name it and by name where they do not; a call's inclusive cost (the line after calls=) is not a
+    caller's own, and the rest of the dump is the code's."""
+    from torchbench_core._callgrind_worker import dump_allocator, dump_totals, is_allocator
+
+    path = tmp_path / "callgrind.out.1"
+    path.write_text(DUMP)
+    assert dump_allocator(path) == 60 + 40 + 20 + 30 + 7
+    assert dump_totals(path)["Ir"] - dump_allocator(path) == 500 + 40 + 9 + 2
+    assert is_allocator("???", "_int_free") and is_allocator(None, "unlink_chunk.constprop.0")
+    assert is_allocator("/x/Objects/obmalloc.c", "pymalloc_alloc") and not is_allocator("???", "malloc_usable")
+    assert not is_allocator("/x/aten/src/ATen/native/Copy.cpp", "at::native::copy_")
+
+
+def test_counts_outside_the_allocator_subtract_its_share_and_its_baseline():
+    stats = CallgrindStats(tb.TaskSpec("x", "pass"), 10, False, *(FunctionCounts((), b) for b in (True, False)),
+                           *(FunctionCounts((), b) for b in (True, False)), None, stmt_total=5_000,
+                           baseline_total=300, stmt_allocator=900, baseline_allocator=20)
+    assert stats.allocator(subtract_baseline=True) == 880 and stats.allocator() == 900
+    assert stats.outside_allocator(subtract_baseline=True) == 4_700 - 880
+    assert CallgrindStats.from_dict(stats.to_dict()).outside_allocator() == 4_100
+    unread = CallgrindStats.from_dict({**stats.to_dict(), "stmt_allocator": None})
+    assert unread.allocator() is None and unread.outside_allocator() == 5_000

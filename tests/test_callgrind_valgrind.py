@@ -180,3 +180,24 @@ def test_counted_runs_stop_at_two_where_they_agree_and_go_on_where_they_do_not()
     assert {i: len(stats) for i, stats in given.items()} == {0: 2, 1: 4}
     with pytest.raises(ValueError, match="agree= needs draws=1"):
         collect_callgrind_many(timers, repeats=3, agree=5e-4, draws=2)
+
+
+def test_counts_outside_the_allocator_are_the_same_in_every_layout_draw():
+    """Issue 61: malloc's, free's and pymalloc's paths follow the heap's state, so a torch op's and a Python
+    loop's counts move between layout draws (948,787-956,401 instructions over 100 calls of one op in eight
+    layouts, measured; sum(range(1000)) 7%); outside the allocators they do not (804,022 in every one), or by
+    what the interpreter's specialisation does there (torch.cat's attribute: 0.07-0.14%)."""
+    timers = [tb.Timer("torch.neg(a)", setup="a = torch.ones(16, 16)", label="neg"),
+              tb.Timer("torch.cat([a, b])", setup="a, b = torch.ones(4, 4), torch.ones(4, 4)", label="cat"),
+              tb.Timer("sum(range(1000))", label="sum of ints")]
+    results = collect_callgrind_many(timers, number=50, repeats=1, draws=6, on_error="raise")
+    moved = 0
+    for stats in results:
+        totals = [s.counts(subtract_baseline=True) for s in stats]
+        outside = [s.outside_allocator(subtract_baseline=True) for s in stats]
+        assert len(stats) == 6 and all(s.allocator(subtract_baseline=True) > 0 for s in stats)
+        assert max(outside) - min(outside) <= 2.5e-3 * min(outside), (totals, outside)
+        if max(totals) - min(totals) > 5e-3 * min(totals):  # a layout moved the total: not the code's own
+            moved += 1
+            assert max(outside) - min(outside) < (max(totals) - min(totals)) / 5, (totals, outside)
+    assert moved >= 1  # the draws are other layouts: some total moved by more than 0.5%
