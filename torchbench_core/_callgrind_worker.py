@@ -125,8 +125,9 @@ def dump_totals(path):
 # their entry points by name where a file is not known. Which path malloc, free or pymalloc take follows the
 # heap's state, not the code: the same torch op counted 948,787-956,401 instructions over 100 calls in eight
 # memory layouts (shifts before the imports, objects allocated after them), and 804,022 in every one outside
-# these functions; twelve rows of torch ops and pure-Python functions moved 0.08-2.0% in all and 0-0.09%
-# outside them, the rest in memcpy, memset and memcmp, whose paths follow alignment (docs/counts.md).
+# these functions and what they call (realloc's memcpy, where the block moves); twelve rows of torch ops and
+# pure-Python functions moved 0.08-2.0% in all and 0-0.09% outside them, the rest in memcpy, memset and
+# memcmp, whose paths follow alignment (docs/counts.md).
 ALLOCATOR_FILES = ("/malloc.c", "/arena.c", "/hooks.c", "/obmalloc.c")
 ALLOCATOR_FUNCTIONS = frozenset({
     "malloc", "free", "calloc", "realloc", "reallocarray", "memalign", "posix_memalign", "aligned_alloc",
@@ -150,9 +151,10 @@ def is_allocator(file, function):
 
 
 def dump_allocator(path):
-    """The instructions a callgrind out file counts in the allocators' own functions (is_allocator): the
-    self cost of each such function, its calls' inclusive costs left out (what they call is counted where it
-    runs). The format is callgrind's (name compression, relative positions, inlined files: fi=/fe=)."""
+    """The instructions a callgrind out file counts in the allocators (is_allocator): each such function's
+    self cost, and the inclusive cost of its calls to other functions (realloc's memcpy, when the block moves:
+    whether it moves follows the heap's state too); a call between two of them is counted where it runs.
+    The format is callgrind's (name compression, relative positions, inlined files: fi=/fe=)."""
     files, functions = {}, {}
 
     def named(table, rest):  # "(12) name" defines id 12; "(12)" refers to it; a plain name is itself
@@ -166,14 +168,17 @@ def dump_allocator(path):
 
     positions, column, total = 1, None, 0
     file = inlined = function = None
-    counted, skip = False, False
+    callee_file = callee = None
+    counted, call = False, None  # call: after calls=, whether its inclusive cost (the next line) is counted
     with open(path) as f:
         for line in f:
             first = line[:1]
             if first.isdigit() or first in "+-*":
-                if skip:  # the line after calls=: the call's inclusive cost
-                    skip = False
-                elif counted and column is not None:
+                if call is not None:
+                    take, call = call, None
+                else:
+                    take = counted
+                if take and column is not None:
                     fields = line.split()
                     if len(fields) > column:
                         total += int(fields[column])
@@ -190,13 +195,16 @@ def dump_allocator(path):
             elif key in ("fi", "fe"):
                 inlined = named(files, rest)
             elif key == "fn":
-                function, inlined = named(functions, rest), None
+                function, inlined, callee_file = named(functions, rest), None, None
             elif key in ("cfl", "cfi"):
-                named(files, rest)
+                callee_file = named(files, rest)
+                continue
             elif key == "cfn":
-                named(functions, rest)
-            elif key == "calls":
-                skip = True
+                callee = named(functions, rest)
+                continue
+            elif key == "calls":  # from an allocator to code of its own choosing (memcpy): the allocator's
+                call = counted and not is_allocator(callee_file or inlined or file, callee)
+                callee_file = None
                 continue
             else:
                 continue
