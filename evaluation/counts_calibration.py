@@ -49,7 +49,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from torchbench.ab.channels import CYCLES_COMMIT_SD  # noqa: E402
+from torchbench.ab.channels import CYCLES_COMMIT_RATIO, CYCLES_COMMIT_SD, CYCLES_FIRST_MOVE  # noqa: E402
 from torchbench.ab.count_decision import (BY_CALL, COMMIT_SD, COUNT_ALPHA, DRAWS, FIRST_CEILING, STATEMENT,  # noqa: E402
                                          count_decision)
 from torchbench.ab.counts import NEAR  # noqa: E402
@@ -58,8 +58,8 @@ from torchbench.ab.options import Policy  # noqa: E402
 # the pool: each commit's jittered process draws layouts of its own (salted); the commits of
 # counts_noise_pool-2026-11-28.json.gz (FIT_COMMITS) were recorded before the constants were fitted, the rest
 # after (held out)
-POOL = ROOT / "evaluation" / "results" / "counts_noise_pool-2026-11-28c.json.gz"
-FIT_COMMITS = {"plain": 12, "timer": 8}
+POOL = ROOT / "evaluation" / "results" / "counts_noise_pool-2026-12-07.json.gz"
+FIT_COMMITS = {"plain": 10, "track": 10}  # a kind's constants fitted on one suite; einops and timer held out whole
 # the pool before it, whose commits drew their layouts alike (the same seeds): it alone has the two jittered
 # processes of one layout each ("j1", "j2") that the rules before the layout draws are replayed on
 ALIKE_POOL = ROOT / "evaluation" / "results" / "counts_noise_pool-2026-11-27.json.gz"
@@ -167,7 +167,7 @@ def aa_p_values(suite: dict, kind: str, commit_sd: float, field: str = "counts")
     ps = []
     for a, b, job in _rows(suite, field, True):
         t = count_decision(processes(suite, a, job, field=field), processes(suite, b, job, field=field), kind, 0.0,
-                       commit_sd=commit_sd)
+                           commit_sd=commit_sd, **_own(field, kind))
         if t is not None:
             ps.append(t.p_value)
     return np.array(ps)
@@ -182,7 +182,7 @@ def holds(suite: dict, kind: str, commit_sd: float, field: str = "counts", floor
     alpha = alert_level(suite)
     ceiling = FIRST_CEILING if field == "counts" else None
     return not any(rule(processes(suite, a, job, field=field), processes(suite, b, job, field=field), kind, floor,
-                        commit_sd, alpha, ceiling) == "decided" for a, b, job in _rows(suite, field, True))
+                        commit_sd, alpha, ceiling, field=field) == "decided" for a, b, job in _rows(suite, field, True))
 
 
 def fit_commit_sd(suite: dict, kind: str, field: str = "counts") -> float:
@@ -290,7 +290,7 @@ def measure(suite: dict, kind: str, floor: float, commit_sd: float, cycles_sd: f
                 flat = count_decision(processes(suite, a, job), processes(suite, b, job), kind, floor, alpha=alpha)
                 if flat is not None and not flat.decides and abs(flat.delta) < floor:
                     verdict = rule(processes(suite, a, job, field="cycles"), processes(suite, b, job, field="cycles"),
-                                   kind, floor, cycles_sd, alpha)
+                                   kind, floor, cycles_sd, alpha, field="cycles")
             done, rows = per_pair.get((a, b), (0, 0))
             per_pair[(a, b)] = (done + (verdict == "decided"), rows + 1)
             flagged[(a, b)] = flagged.get((a, b), False) or verdict == "decided"
@@ -350,7 +350,8 @@ def candidate_pairs(suite: dict, kind: str, floor: float, commit_sd: float, cycl
             if not all(v for side in by for v in side):
                 undrawn += 1  # a candidate the pool did not draw (at another miss price): not decided here
                 continue
-            verdict = rule(by[0], by[1], kind, floor, commit_sd if moved else cycles_sd, alpha)
+            verdict = rule(by[0], by[1], kind, floor, commit_sd if moved else cycles_sd, alpha,
+                           field="counts" if moved else "cycles")
             here += verdict == "decided"
         decided += here
         rows += in_pair
@@ -367,28 +368,107 @@ def first_move(suite: dict, field: str = "counts") -> float:
     return round(float(np.quantile(first_moves(suite, field), 0.99)), 4)
 
 
+def _own(field: str, kind: str) -> dict:
+    """count_decision's constants other than the commit sd for a field: the counts' own (its defaults), or the
+    simulated cycles' (channels.CYCLES_COMMIT_RATIO, CYCLES_FIRST_MOVE)."""
+    return {} if field == "counts" else {"commit_ratio": CYCLES_COMMIT_RATIO[kind],
+                                         "first_move": CYCLES_FIRST_MOVE[kind]}
+
+
 def rule(base: list[list[float]], head: list[list[float]], kind: str, floor: float, commit_sd: float,
          alpha: float = COUNT_ALPHA, ceiling: float | None = None,
-         again: tuple[list[list[float]], list[list[float]]] | None = None) -> str:
+         again: tuple[list[list[float]], list[list[float]]] | None = None, field: str = "counts") -> str:
     """The alert's rule on one row: "decided", "near" (a second jittered process would count it: where the
     pool has none, `again` None, it is not decided here), "second" (decided by the second jittered process a
     side, `again`: each side's draws of it, as the alert's count_decision.MAX_PASSES) or "" (a first process a
     side, then the jittered layouts for a candidate). `ceiling`: the instruction counts' FIRST_CEILING (a
     first move past it decides alone)."""
-    first = count_decision(base[:1], head[:1], kind, floor, commit_sd=commit_sd, alpha=alpha, ceiling=ceiling)
+    own = _own(field, kind)
+    first = count_decision(base[:1], head[:1], kind, floor, commit_sd=commit_sd, alpha=alpha, ceiling=ceiling,
+                           **own)
     if first is not None and first.decides:
         return "decided"
     if first is None or not first.pending:
         return ""
-    t = count_decision(base, head, kind, floor, commit_sd=commit_sd, alpha=alpha)
+    t = count_decision(base, head, kind, floor, commit_sd=commit_sd, alpha=alpha, **own)
     if t.decides:
         return "decided"
     if not (abs(t.delta) >= floor and t.p_value <= NEAR):
         return ""
     if again is None:
         return "near"
-    t = count_decision(base + again[0], head + again[1], kind, floor, commit_sd=commit_sd, alpha=alpha)
+    t = count_decision(base + again[0], head + again[1], kind, floor, commit_sd=commit_sd, alpha=alpha, **own)
     return "second" if t.decides else ""
+
+
+def largest_first_move(suite: dict, commits=None) -> tuple[float, str]:
+    """The largest |log(head/base)| of a first process a side over every pair of the suite's commits (or of
+    `commits`), and the row that made it."""
+    chosen = sorted((c for c, by in suite["counts"].items() if by.get("0") and (commits is None or c in commits)),
+                    key=int)
+    largest, where = 0.0, ""
+    for a, b in itertools.combinations(chosen, 2):
+        first = [suite["counts"][c]["0"] for c in (a, b)]
+        for job in set(first[0]) & set(first[1]):
+            if first[0][job] and first[1][job]:
+                move = abs(math.log(np.mean(first[1][job]) / np.mean(first[0][job])))
+                if move > largest:
+                    largest, where = move, job
+    return largest, where
+
+
+def fitted_constants(suite: dict, name: str) -> dict:
+    """The count test's constants fitted on the suite's first FIT_COMMITS commits: COMMIT_SD on those of them
+    with layout draws ("drawn": that subset, for fit_commit_sd and holds) and FIRST_MOVE on their first
+    processes; the kept constant of a kind is the largest over its suites."""
+    commits = sorted((c for c, by in suite["counts"].items() if by.get("0")), key=int)[:FIT_COMMITS.get(name, 0)]
+    fit = subset(suite, commits)
+    drawn = subset(suite, jittered_commits(fit))
+    return {"commit_sd": fit_commit_sd(drawn, KINDS[name]), "first_move": first_move(fit), "drawn": drawn}
+
+
+def first_pairs(suite: dict, kind: str, floor: float, ceiling: float, commit_sd: float, alpha: float,
+                commits=None) -> dict:
+    """The alert's counts rule on every pair of the suite's commits with first processes (or of `commits`): as
+    they are (A/A) and with the head's counts raised 2% and 5% in every layout. A row that moved past the
+    ceiling on its first processes is decided there; one between the floor and the ceiling is decided by its
+    layout draws where both commits have them (rule()), and counted "undrawn" (not decided: a lower bound of
+    the power) where they do not. Per factor: rows decided, undrawn, and (A/A) the pairs with a row decided,
+    over all pairs and over those that share no commit."""
+    chosen = sorted((c for c, by in suite["counts"].items() if by.get("0") and (commits is None or c in commits)),
+                    key=int)
+    drawn = set(jittered_commits(suite))
+    all_pairs = list(itertools.combinations(chosen, 2))
+    out = {"pairs": len(all_pairs), "level": alpha, "ceiling": ceiling}
+    for factor in (1.0, 1.02, 1.05):
+        per_pair, undrawn = {}, 0
+        for a, b in all_pairs:
+            done = rows = 0
+            for job in suite["jobs"]:
+                x, y = suite["counts"][a]["0"].get(job), suite["counts"][b]["0"].get(job)
+                if not (x and y):
+                    continue
+                rows += 1
+                first = count_decision([x], [[v * factor for v in y]], kind, floor, ceiling=ceiling)
+                if first.decides:
+                    done += 1
+                elif first.pending:
+                    if a in drawn and b in drawn:
+                        done += rule(processes(suite, a, job), processes(suite, b, job, factor), kind, floor,
+                                     commit_sd, alpha, ceiling) == "decided"
+                    else:
+                        undrawn += 1
+            per_pair[(a, b)] = (done, rows)
+        key = f"{factor:.2f}"
+        out[key] = {**clustered_bounds(list(per_pair.values())), "undrawn": undrawn}
+        if factor == 1.0:
+            apart = disjoint(list(per_pair))
+            flagged = {ab for ab, (done, _) in per_pair.items() if done}
+            out["suites"] = {"flagged": len(flagged), "of": len(per_pair),
+                             "bounds": clopper_pearson(len(flagged), len(per_pair)),
+                             "disjoint_flagged": len(flagged & set(apart)), "disjoint_of": len(apart),
+                             "disjoint_bounds": clopper_pearson(len(flagged & set(apart)), len(apart))}
+    return out
 
 
 def calibrate(pool: dict, floor: float, splits: int = 12, shipped: bool = False) -> dict:

@@ -17,7 +17,7 @@ over 16 numbers, after its docstring: a few percent of its 3 rows' instructions,
 found in `unpack`; the first run of this script meant `unpack` and, its docstring's last line being pack's
 too, slowed `pack`: the alert named pack's rows, so the script now says what it does).
 
-    python evaluation/einops_suite.py [--out FILE] [--no-asv] [--wide]
+    python evaluation/einops_suite.py [--out FILE] [--no-asv] [--wide] [--loop N]
 
 prints, for each pair, what `torchbench alert` decided with its defaults (the 9-minute budget, counts on), what
 its counting cost and confirmed, beside `asv continuous` on the same pair (its defaults).
@@ -209,7 +209,8 @@ class PackThree:
 
 PACKING = "einops/packing.py"
 MARK = "    Read the tutorial for introduction and application scenarios.\n    \"\"\"\n"
-SLOWER = "    _ = sum(i * i for i in range(16))  # a little more compute\n"
+SLOWER = "    _ = sum(i * i for i in range({loop}))  # a little more compute\n"
+LOOP = 16  # the loop's numbers: 16 moved pack's rows' counts by +13.6-15.6% (--loop 2: a few percent)
 TARGET = "time_pack"  # the rows the slower commit changes
 
 
@@ -223,9 +224,9 @@ def sources(into: Path) -> Path:
     return src / "einops"
 
 
-def make_repo(path: Path, package: Path, wide: bool = False) -> tuple[str, str, str]:
-    """The repository at `path`: (its base commit, a docstring reworded, pack slowed), the base checked out;
-    `wide`: the suite's 22 more rows (MORE) beside its 42."""
+def make_repo(path: Path, package: Path, wide: bool = False, loop: int = LOOP) -> tuple[str, str, str]:
+    """The repository at `path`: (its base commit, a docstring reworded, pack slowed by a loop over `loop`
+    numbers), the base checked out; `wide`: the suite's 22 more rows (MORE) beside its 42."""
     import shutil
 
     repo = git.Repo.init(path, initial_branch="main")
@@ -246,7 +247,7 @@ def make_repo(path: Path, package: Path, wide: bool = False) -> tuple[str, str, 
     docs = repo.index.commit("packing: reword a docstring").hexsha
     repo.git.checkout("--detach", base)
     at = text.index(MARK, text.index("\ndef pack(")) + len(MARK)  # after pack's docstring
-    (path / PACKING).write_text(text[:at] + SLOWER + text[at:])
+    (path / PACKING).write_text(text[:at] + SLOWER.format(loop=loop) + text[at:])
     repo.index.add([PACKING])
     slower = repo.index.commit("pack: a little more compute").hexsha
     repo.git.checkout("--detach", base)
@@ -268,12 +269,14 @@ def main() -> None:
     parser.add_argument("--alert-args", default="", metavar="FLAGS",
                         help="flags added to each alert, e.g. \"--max-rounds 2\" to look at the counting alone")
     parser.add_argument("--wide", action="store_true", help="64 rows: 22 more beside the 42 (MORE)")
+    parser.add_argument("--loop", type=int, default=LOOP,
+                        help=f"the numbers pack's added loop sums (default {LOOP}: counts +14-16%%; 2: a few percent)")
     args = parser.parse_args()
 
     def make(tmp: Path):
         path = tmp / "einops-repo"
         path.mkdir()
-        base, docs, slower = make_repo(path, sources(tmp / "wheel"), args.wide)
+        base, docs, slower = make_repo(path, sources(tmp / "wheel"), args.wide, args.loop)
         return path, base, {"aa": ("A/A (a reworded docstring)", docs, False), "slower": ("pack slowed", slower, True)}
 
     trial("einops-suite-", make, TARGET, args.pairs, args.out, not args.no_asv, args.alert_args)

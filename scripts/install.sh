@@ -14,6 +14,14 @@ if ! command -v valgrind >/dev/null 2>&1; then
     $SUDO apt-get update -qq && $SUDO apt-get install -y -qq valgrind >/dev/null
 fi
 
+# glibc's debug symbols name malloc's inner functions (_int_malloc, _int_free, ...) in valgrind's dumps, so the
+# counts can leave the allocators out (docs/counts.md); Debian's valgrind depends on them already
+if command -v dpkg >/dev/null 2>&1 && ! dpkg -s libc6-dbg >/dev/null 2>&1; then
+    echo "== installing libc6-dbg (Debian package): glibc's symbols, for counts outside the allocators"
+    if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+    $SUDO apt-get update -qq && $SUDO apt-get install -y -qq libc6-dbg >/dev/null
+fi
+
 if ! command -v c++ >/dev/null 2>&1; then
     echo "== installing g++ (Debian package) for C++ statements (Timer(language='cpp'))"
     if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi

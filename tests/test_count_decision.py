@@ -1,7 +1,7 @@
 """The instruction-count test (torchbench/ab/count_decision.py): its behaviour on crafted rows, and its constants
-and error rates recomputed from the recorded pool of identical code at many commits
-(evaluation/results/counts_noise_pool-2026-11-28c.json.gz, evaluation/counts_calibration.py): fitted on the
-commits recorded before the fit, measured on those recorded after."""
+and error rates recomputed from the recorded pool of identical code at many commits, counted outside the memory
+allocators (evaluation/results/counts_noise_pool-2026-12-07.json.gz, evaluation/counts_calibration.py): fitted on
+the first commits of two suites, measured on their other commits and on two suites none was fitted on."""
 
 import sys
 from pathlib import Path
@@ -67,37 +67,10 @@ def test_no_test_without_positive_counts_on_both_sides():
     assert count_decision([[0.0, 1.0, 1.0]], [[1.0] * 3], STATEMENT, 0.01) is None
 
 
-@pytest.fixture(scope="module")
-def pool():
-    if not calibration.POOL.exists():
-        pytest.fail(f"{calibration.POOL} is missing: record it with evaluation/counts_noise_pool.py")
-    return calibration.load()
-
-
-def test_the_pool_holds_commits_recorded_after_the_fit(pool):
-    """Pairs of any two commits of a suite (each commit adds an unused helper: an A/A pair); the commits the
-    constants are fitted on (FIT_COMMITS) and those recorded after the fit, held out."""
-    suites = pool["suites"]
-    assert set(suites) == {"timer", "plain"}
-    assert all(len(s["jobs"]) >= 40 for s in suites.values()) and sum(len(s["jobs"]) for s in suites.values()) >= 60
-    for name, suite in suites.items():
-        fit, held = calibration.fit_and_held_out(suite, name)
-        assert len(calibration.jittered_commits(fit)) == calibration.FIT_COMMITS[name]
-        assert set(calibration.jittered_commits(fit)).isdisjoint(calibration.jittered_commits(held))
-    assert len(calibration.pairs(calibration.fit_and_held_out(suites["plain"], "plain")[1])) >= 66
-    assert calibration.layouts(next(iter(suites.values())))[1:] == [f"j1d{d}" for d in range(DRAWS)]
-
-
-# the pool drawn alike for every commit, and the one that holds every later chain (-28c's, -28d's, -29's and -29b's,
-# grown: -29c's plain commits from AFTER_CEILING on were recorded after FIRST_CEILING was set at x2)
-POOLS = ["counts_noise_pool-2026-11-27.json.gz", "counts_noise_pool-2026-11-29c.json.gz"]
-AFTER_CEILING = ("counts_noise_pool-2026-11-29c.json.gz", "plain", 60)
-
-
 def test_a_first_move_past_the_ceiling_decides_without_layout_draws():
     """A 3x slowdown's counts (+200%) on a first process a side decide the row (nothing to confirm in layout
-    draws, whose valgrind start-up a short budget may not afford); a +80% move, below the ceiling, stays a
-    candidate that its draws decide; without the ceiling (simulated cycles) a first process decides nothing."""
+    draws); a +80% move, below the ceiling, stays a candidate that its draws decide; without the ceiling
+    (simulated cycles) a first process decides nothing."""
     base, head = sides([20_000], [60_000], spread=0.001)
     found = count_decision(base, head, BY_CALL, 0.01, ceiling=ct.FIRST_CEILING)
     assert found.decides and not found.pending and found.p_value == 0.0 and found.delta == pytest.approx(2, rel=0.01)
@@ -108,135 +81,118 @@ def test_a_first_move_past_the_ceiling_decides_without_layout_draws():
     assert below.pending and not below.decides
 
 
-def test_the_ceiling_is_far_beyond_the_largest_first_move_of_identical_code():
-    """FIRST_CEILING against every pair of commits of every count pool (each commit's first process a side):
-    the largest A/A first move is at most a third of it (it is a fifth: x2 against 14.6%). A first ceiling of
-    x1.5 failed this on the chains recorded after it was set (14.6%, 2.97 times less). x2's held-out test: the
-    plain chain's 40 commits recorded after it was set (133,560 A/A row pairs with one of them), largest 14.8%."""
-    import itertools
-
-    largest, pairs, held_largest, held_pairs = 0.0, 0, 0.0, 0
-    for name in POOLS:
-        path = ROOT / "evaluation" / "results" / name
-        for suite_name, suite in calibration.load(path)["suites"].items():
-            for a, b in itertools.combinations(sorted(suite["counts"], key=int), 2):
-                held = (name, suite_name) == AFTER_CEILING[:2] and max(int(a), int(b)) >= AFTER_CEILING[2]
-                first = [suite["counts"][c].get("0", {}) for c in (a, b)]
-                for job in set(first[0]) & set(first[1]):
-                    if first[0][job] and first[1][job]:
-                        move = abs(float(np.log(np.mean(first[1][job]) / np.mean(first[0][job]))))
-                        pairs, largest = pairs + 1, max(largest, move)
-                        if held:
-                            held_pairs, held_largest = held_pairs + 1, max(held_largest, move)
-    assert pairs >= 330_000 and 0.1 < largest <= ct.FIRST_CEILING / 3, (pairs, largest)
-    assert held_pairs >= 133_560 and 0.1 < held_largest <= ct.FIRST_CEILING / 3, (held_pairs, held_largest)
+@pytest.fixture(scope="module")
+def pool():
+    if not calibration.POOL.exists():
+        pytest.fail(f"{calibration.POOL} is missing: record it with evaluation/counts_noise_pool.py")
+    return calibration.load()
 
 
-def test_the_constants_are_fitted_on_every_commit_recorded(pool):
-    """COMMIT_SD, CYCLES_COMMIT_SD and FIRST_MOVE are what counts_calibration.py fits on every commit of the
-    pool (COMMIT_RATIO's part beside them), not hand-set: not with a smaller constant. (Their figures out of
-    sample are those of the procedure fitted on the first commits: test_the_rule_out_of_sample.)"""
-    from torchbench.ab.channels import CYCLES_COMMIT_SD
+def _fit_and_held(suite: dict, name: str) -> tuple[set[str], set[str]]:
+    commits = sorted((c for c, by in suite["counts"].items() if by.get("0")), key=int)
+    fit = calibration.FIT_COMMITS.get(name, 0)  # a suite no constant was fitted on is held out whole
+    return set(commits[:fit]), set(commits[fit:])
 
-    def fitted(whole: dict, kind: str, value: float, field: str) -> bool:
-        """fit_commit_sd's answer, checked where it lies: the rule holds at `value` and not one grid step below
-        (fit_commit_sd bisects the grid for that value; two evaluations of the rule where it takes nine)."""
-        step = float(calibration.GRID[1] - calibration.GRID[0])
-        return calibration.holds(whole, kind, value, field) and (
-            value < step / 2 or not calibration.holds(whole, kind, value - step, field))
+
+def test_the_pool_holds_three_suites_of_forty_commits(pool):
+    """Issue 61 part 3: at least 40 commits a suite (each adds an unused helper: any two are an A/A pair) across
+    at least three suites, one of them Timer-in-`track_` (statements counted in place) and one a real library's
+    (einops 0.8.1); each commit's first process, the first commits' layout draws, and the allocators' share
+    beside the counts outside them."""
+    suites = pool["suites"]
+    assert {"plain", "track", "einops"} <= set(suites), set(suites)
+    for name, suite in suites.items():
+        fit, held = _fit_and_held(suite, name)
+        assert len(fit) + len(held) >= 40 and len(held) >= 20 and len(suite["jobs"]) >= 40, name
+        assert len(calibration.jittered_commits(suite)) >= 6, name  # layout draws, for the draws' test
+        assert suite["alloc"]["0"]["0"], name  # the allocators' instructions kept beside
+    assert calibration.KINDS["track"] == STATEMENT and calibration.KINDS["einops"] == BY_CALL
+
+
+def test_outside_the_allocators_identical_code_moves_a_fifth_as_far(pool):
+    """Why the counts leave the allocators out: on the same processes, every suite's first processes of
+    identical code moved at least five times farther with the allocators' instructions in (their largest move
+    2.5-3.0% on the plain and track suites) than without (0.05-0.33%), and hundreds of A/A row pairs moved past
+    the 1% floor with them, none without."""
+    import copy
 
     for name, suite in pool["suites"].items():
-        kind = calibration.KINDS[name]
-        whole = calibration.subset(suite, calibration.jittered_commits(suite))
-        assert fitted(whole, kind, COMMIT_SD[kind], "counts"), name
-        assert fitted(whole, kind, CYCLES_COMMIT_SD[kind], "cycles"), name
-        assert FIRST_MOVE[kind] == calibration.first_move(suite), name
+        total = copy.deepcopy(suite)
+        for commit, layouts in total["counts"].items():
+            for layout, rows in layouts.items():
+                for job, values in rows.items():
+                    rows[job] = [v + a for v, a in zip(values, suite["alloc"][commit][layout][job])]
+        outside, _ = calibration.largest_first_move(suite)
+        with_allocators, _ = calibration.largest_first_move(total)
+        assert with_allocators >= 5 * outside and outside < 0.005, (name, outside, with_allocators)
+        moves = calibration.first_moves(total)
+        assert (moves >= 0.01).sum() >= 10 and (calibration.first_moves(suite) >= 0.01).sum() == 0, name
+
+
+def test_the_constants_are_fitted_on_the_first_commits(pool):
+    """COMMIT_SD and FIRST_MOVE are what counts_calibration.py fits on the first FIT_COMMITS commits of each
+    suite (the largest over a kind's suites; COMMIT_RATIO's part beside them), not hand-set; the commits after
+    them are held out (test_the_rule_out_of_sample)."""
+    step = float(calibration.GRID[1] - calibration.GRID[0])
+    for kind in (STATEMENT, BY_CALL):
+        fitted = [calibration.fitted_constants(suite, name) for name, suite in pool["suites"].items()
+                  if calibration.KINDS[name] == kind and name in calibration.FIT_COMMITS]
+        assert fitted, kind
+        assert COMMIT_SD[kind] == max(f["commit_sd"] for f in fitted), kind
+        assert FIRST_MOVE[kind] == max(f["first_move"] for f in fitted), kind
+        # not one grid step smaller: the rule then decides an A/A row or its p-values do not hold
+        assert COMMIT_SD[kind] < step / 2 or not all(
+            calibration.holds(f["drawn"], kind, COMMIT_SD[kind] - step) for f in fitted), kind
+
+
+def test_the_ceiling_is_far_beyond_the_largest_first_move_of_identical_code(pool):
+    """FIRST_CEILING (x2) against every pair of commits of every suite: the largest first move of identical
+    code outside the allocators is a tiny share of it. It is not lowered to five times that share: a dict or
+    set keyed by objects' identity moves by 1-2% between layouts outside the allocators too (its probes follow
+    the addresses: tests/test_callgrind_valgrind.py), which only a row's layout draws show."""
+    for name, suite in pool["suites"].items():
+        largest, row = calibration.largest_first_move(suite)
+        assert 0 < largest <= ct.FIRST_CEILING / 50, (name, largest, suite["jobs"][row])
 
 
 def test_the_rule_out_of_sample(pool):
-    """The constants fitted on the plain suite's commits recorded first, measured at the alert's level on those
-    recorded after: no A/A suite ends "regression" (by counts, or by simulated cycles where the counts are
-    flat) and no A/A row is decided; +2% and +5% decided on at least the measured shares (80.3%, 98.7%: the
-    issue's goals, 95% and 99%, are not met: rows a commit moves by as much are left to the wall time). The
-    TimerSuite's held-out commits are too few to assert on and ended 1 of 15 suites in regression
-    (docs/results.md). Without COMMIT_RATIO the plain held-out commits end A/A suites in regression: the next
-    test."""
-    suite = pool["suites"]["plain"]
-    fit, held = calibration.fit_and_held_out(suite, "plain")
-    level = calibration.alert_level(suite)
-    sd, cycles_sd = calibration.fit_commit_sd(fit, BY_CALL), calibration.fit_commit_sd(fit, BY_CALL, "cycles")
-    m = calibration.measure(held, BY_CALL, 0.01, sd, cycles_sd, level)
-    assert m["suites"]["of"] >= 66 and m["suites"]["flagged"] <= 0.01 * m["suites"]["of"], m["suites"]
-    assert m["1.00"]["x"] <= 0.001 * m["1.00"]["n"], m["1.00"]
-    assert m["1.02"]["share"] >= 0.78 and m["1.05"]["share"] >= 0.98, (m["1.02"], m["1.05"])
-
-
-def test_a_suite_none_was_fitted_on_decides_no_row_in_its_disjoint_a_a_pairs():
-    """The Timer-in-`track_` suite (graphlib, counted as statements; no constant fitted on it), its 40 commits
-    in 20 disjoint adjacent A/A pairs counted as the alert counts them (a first process a side, then the pair's
-    candidates alone in a jittered process of DRAWS draws at both commits: counts_noise_pool.py --candidates),
-    with the shipped constants at the alert's level and this machine's price of a miss (362-724 measured): no
-    row decided, so no suite ends "regression". The pairs share no commit (a commit in two pairs made them
-    look more independent than they were: issue 61)."""
-    pool = calibration.load(ROOT / "evaluation" / "results" / "counts_noise_pool-2026-11-28d.json.gz")
-    suite = calibration.repriced(pool, 362)["suites"]["track"]
-    from torchbench.ab.channels import CYCLES_COMMIT_SD
-
-    found = calibration.candidate_pairs(suite, STATEMENT, 0.01, COMMIT_SD[STATEMENT], CYCLES_COMMIT_SD[STATEMENT],
-                                        calibration.alert_level(suite))
-    assert found["pairs"] >= 20 and found["rows"] >= 800, found
-    assert found["candidates"] >= 40 and found["undrawn"] <= 0.05 * found["candidates"], found  # drawn as the alert
-    assert found["decided"] == 0 and found["flagged"] == 0, found
-
-
-def test_four_suites_commit_disjoint_a_a_pairs_out_of_sample_decide_no_row():
-    """Issue 61 part 3: every suite of the pool recorded after the fit (counts_noise_pool-2026-11-29c: the
-    timer and track chains of 40 commits, the plain one of 100 (its pairs from commit 60 on drawn with the later
-    draws' short warm-up, LATER_WARMUP), and einops 0.8.1's 42-row plain suite, 40 commits, no
-    constant fitted on it), its commit-disjoint adjacent A/A pairs whose commits no constant was fitted on (timer
-    from commit 8, plain from 12: FIT_COMMITS; track and einops: none), counted as the alert counts them (a first
-    process a side, the candidates' draws), at the alert's level with the shipped constants: no row decided, so
-    no A/A suite ends "regression". Replayed with a last-level miss priced as the pool chose its candidates (100:
-    every candidate drawn) and as this project's machines pay it (362: a few cycles-only candidates the pool did
-    not draw). 100 pairs, none flagged: a 95% bound of 3.6% a suite (a bound of 1% needs ~370 with none flagged)."""
-    from torchbench.ab.channels import CYCLES_COMMIT_SD
-
-    for price in (100, 362):
-        pool = calibration.load(ROOT / "evaluation" / "results" / "counts_noise_pool-2026-11-29c.json.gz")
-        pool = calibration.repriced(pool, price) if price != 100 else pool
-        pairs = rows = 0
-        for name, suite in pool["suites"].items():
-            kind = calibration.KINDS[name]
-            fitted = calibration.FIT_COMMITS.get(name, 0)
-            held = calibration.subset(suite, [c for c in suite["counts"] if int(c) >= fitted])
-            found = calibration.candidate_pairs(held, kind, 0.01, COMMIT_SD[kind], CYCLES_COMMIT_SD[kind],
-                                                calibration.alert_level(suite))
-            # the candidates were drawn (at the price they were chosen at, every one)
-            assert found["undrawn"] <= (0 if price == 100 else 0.3 * found["candidates"]), (name, price, found)
-            assert found["decided"] == 0 and found["flagged"] == 0, (name, price, found)
-            pairs, rows = pairs + found["pairs"], rows + found["rows"]
-        assert set(pool["suites"]) == {"timer", "plain", "track", "einops"}
-        assert pairs >= 100 and rows >= 4600, (pairs, rows)
-
-
-def test_without_the_ratio_held_out_a_a_suites_end_in_regression(pool, monkeypatch):
-    suite = pool["suites"]["plain"]
-    fit, held = calibration.fit_and_held_out(suite, "plain")
-    monkeypatch.setitem(ct.COMMIT_RATIO, BY_CALL, 0.0)
-    sd = calibration.fit_commit_sd(fit, BY_CALL)
-    m = calibration.measure(held, BY_CALL, 0.01, sd, None, calibration.alert_level(suite))
-    assert m["suites"]["flagged"] >= 1, m["suites"]
-
-
-def test_each_commit_of_the_pool_draws_layouts_of_its_own(pool):
-    """The pool's A/A pairs are independent layout draws: its jittered processes were salted by commit
-    (counts_noise_pool.py), so two commits repeat each other's draws only on rows whose counts no layout
-    moves; the earlier pool, drawn alike, repeated them on most of the plain suite's rows."""
-    alike = calibration.load(calibration.ALIKE_POOL)
+    """Issue 61's goals, on the commits no constant was fitted on, at the alert's level. Identical code: no
+    row's first processes moved past the floor over every pair of held-out commits (no candidate, so no jittered
+    process, no row decided, no suite ending "regression"). A +2% and a +5% compute change (the head's counts
+    raised in every layout), on the pairs of held-out commits counted in layout draws: decided on at least 95%
+    and 99% of rows (a row still near its bar after one jittered process a side, which the alert would count in
+    a second, counts as not decided here)."""
     for name, suite in pool["suites"].items():
-        assert suite.get("salted"), name
-        assert calibration.repeated_layouts(suite) < 0.35, name
-    assert calibration.repeated_layouts(alike["suites"]["plain"]) > 0.5
+        kind = calibration.KINDS[name]
+        _, held = _fit_and_held(suite, name)
+        level = calibration.alert_level(suite)
+        aa = calibration.first_pairs(suite, kind, 0.01, ct.FIRST_CEILING, COMMIT_SD[kind], level, held)
+        assert aa["pairs"] >= 435 and aa["1.00"]["n"] >= 17_000, (name, aa["pairs"], aa["1.00"]["n"])
+        assert aa["1.00"]["x"] == aa["1.00"]["undrawn"] == aa["suites"]["flagged"] == 0, (name, aa["1.00"])
+        drawn = calibration.subset(suite, [c for c in calibration.jittered_commits(suite) if c in held])
+        m = calibration.measure(drawn, kind, 0.01, COMMIT_SD[kind], None, level)
+        assert m["pairs"] >= 15 and m["1.00"]["x"] == 0, (name, m["pairs"], m["1.00"])
+        assert m["1.02"]["share"] >= 0.95 and m["1.05"]["share"] >= 0.99, (name, m["1.02"], m["1.05"])
+
+
+def test_commit_disjoint_a_a_pairs_counted_as_the_alert_counts_decide_no_row(pool):
+    """The held-out commits' disjoint adjacent pairs (20-21, 22-23, ...) replayed as the alert counts them: a
+    first process a side, then the candidates (counts, or, counts flat, simulated cycles moved past the floor)
+    in a jittered process of DRAWS draws at both commits (counts_noise_pool.py --candidates), at the alert's
+    level with a last-level miss priced at this machine's 362 cycles: no row decided, so no suite ends
+    "regression"."""
+    from torchbench.ab.channels import CYCLES_COMMIT_SD
+
+    pool = calibration.repriced(pool, 362)
+    pairs = rows = 0
+    for name, suite in pool["suites"].items():
+        kind = calibration.KINDS[name]
+        _, held = _fit_and_held(suite, name)
+        found = calibration.candidate_pairs(calibration.subset(suite, held), kind, 0.01, COMMIT_SD[kind],
+                                            CYCLES_COMMIT_SD[kind], calibration.alert_level(suite))
+        assert found["decided"] == 0 and found["flagged"] == 0, (name, found)
+        pairs, rows = pairs + found["pairs"], rows + found["rows"]
+    assert pairs >= 30 and rows >= 1200, (pairs, rows)
 
 
 def test_the_jitter_salt_draws_other_layouts_and_leaves_the_alerts_alone():
@@ -259,29 +215,3 @@ def test_the_commit_noise_is_part_of_the_test():
     assert count_decision(base, head, STATEMENT, 0.01, commit_sd=0.0).decides
     assert not count_decision(base, head, STATEMENT, 0.01, commit_sd=0.01).decides
     assert ct.count_decision(base, head, STATEMENT, 0.01, commit_sd=0.01).margin > 0.012
-
-
-
-def test_the_second_jittered_pass_on_a_pool_recorded_after_the_constants():
-    """Issue 61's power, as the alert decides: the plain suite's 8 commits recorded on 2026-12-01, after every
-    constant was fitted (none fitted on them), each counted in a first process and two jittered processes of
-    DRAWS draws (counts_noise_pool.py --jitters 2 --draws 8), replayed with the alert's two passes: a candidate
-    near its bar after the first jittered process a side (counts.NEAR) is decided on both (MAX_PASSES), as the
-    alert's second pass decides it. Identical code: no row decided. +2% and +5%: at least the shares measured
-    (57.9%, 97.6%; 39.9% and 96.1% without the second pass), the second pass deciding rows the first left near;
-    the issue's 95% and 99% are not met: the layouts of this recording spread 0.36% a row (median), 2.2 times
-    the pool before's, and a commit moves a row about as far as its layouts (COMMIT_RATIO)."""
-    pool = calibration.load(ROOT / "evaluation" / "results" / "counts_noise_pool-2026-12-01.json.gz")
-    suite = pool["suites"]["plain"]
-    assert len(calibration.jittered_commits(suite)) == 8
-    assert all(calibration.second_pass(suite, c, job) for c in suite["counts"] for job in suite["jobs"])
-    level = calibration.alert_level(suite)
-    m = calibration.measure(suite, BY_CALL, 0.01, COMMIT_SD[BY_CALL], None, level)
-    assert m["1.00"]["x"] == 0 and m["suites"]["flagged"] == 0 and m["1.00"]["n"] >= 1100, m["1.00"]
-    assert m["1.02"]["share"] >= 0.57 and m["1.05"]["share"] >= 0.97, (m["1.02"], m["1.05"])
-    assert m["1.02"]["second"] >= 200 and m["1.02"]["near"] == 0, m["1.02"]  # every near row got its pass
-    first_only = {factor: sum(calibration.rule(calibration.processes(suite, a, job),
-                                               calibration.processes(suite, b, job, factor), BY_CALL, 0.01,
-                                               COMMIT_SD[BY_CALL], level, ct.FIRST_CEILING) == "decided"
-                              for a, b, job in calibration._rows(suite, "counts", True)) for factor in (1.02, 1.05)}
-    assert first_only[1.02] < m["1.02"]["x"] - 200 and first_only[1.05] < m["1.05"]["x"], first_only

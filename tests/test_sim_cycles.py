@@ -175,8 +175,9 @@ def test_memory_traffic_moves_cycles_not_instructions(tmp_path):
         assert len(counts[job]) == len(cycles[job]) == len(events[job]) in (2, 3), (counts, cycles, events)
         # repeatable: each repeat walks on from where the last stopped, through other entries (1.1% measured)
         assert max(cycles[job]) - min(cycles[job]) <= 0.03 * min(cycles[job]), cycles[job]
-        # the simulated instructions are the counted ones (both with the empty loop's subtracted)
-        assert events[job][0]["Ir"] == pytest.approx(counts[job][0], rel=1e-3)
+        # the simulated instructions are the counted ones and the allocators' (the counts leave theirs out;
+        # a lookup in a table allocates little: the boxed result), both with the empty loop's subtracted
+        assert counts[job][0] <= events[job][0]["Ir"] <= 1.3 * counts[job][0], (counts[job], events[job][0])
     assert abs(counts[big][0] / counts[small][0] - 1) < 0.01, counts
     assert cycles[big][0] > 1.5 * cycles[small][0], cycles  # 2.2x measured
     assert events[big][0]["DLmr"] > 50 > events[small][0]["DLmr"], events

@@ -242,7 +242,8 @@ class CallgrindStats:
         """counts() less allocator(): the instructions of the code itself, which the memory layout does not move
         (the allocators' paths follow the heap's state: _callgrind_worker.ALLOCATOR_FILES); counts() where the
         allocators' share was not read."""
-        return self.counts(subtract_baseline=subtract_baseline) - (self.allocator(subtract_baseline=subtract_baseline) or 0)
+        allocator = self.allocator(subtract_baseline=subtract_baseline) or 0
+        return self.counts(subtract_baseline=subtract_baseline) - allocator
 
     def events(self, *, subtract_baseline: bool = False) -> dict[str, int] | None:
         """Simulated events (Ir, I1mr, D1mr, D1mw, ILmr, DLmr, DLmw, Bc, Bcm, Bi, Bim, ...) for number_per_run

@@ -26,9 +26,9 @@ from .evidence import Evidence, Job
 from .options import Policy
 from .sequential import Design
 
-__all__ = ["CHANNELS", "COUNTS", "CYCLES", "CYCLES_COMMIT_SD", "Channel", "DETERMINISTIC", "Finding",
-           "INSTRUCTION_COUNTS", "InstructionCounts", "MEMORY", "ORDER", "SIMULATED_CYCLES", "SYSCALLS",
-           "SCHEDULED", "SYSCALL_TRACES", "SYSTEM_CALLS", "SimulatedCycles", "SystemCalls", "WALL", "WALL_TIME",
+__all__ = ["CHANNELS", "COUNTS", "CYCLES", "CYCLES_COMMIT_RATIO", "CYCLES_COMMIT_SD", "CYCLES_FIRST_MOVE", "Channel",
+           "DETERMINISTIC", "Finding", "INSTRUCTION_COUNTS", "InstructionCounts", "MEMORY", "ORDER",
+           "SIMULATED_CYCLES", "SYSCALLS", "SCHEDULED", "SYSCALL_TRACES", "SYSTEM_CALLS", "SimulatedCycles", "SystemCalls", "WALL", "WALL_TIME",
            "WallTime", "counted_rows", "deterministic_level", "findings", "simulating", "syscall_moves",
            "syscall_traces", "to_confirm", "to_retrace", "wall_fdr"]
 
@@ -39,6 +39,11 @@ MEMORY = "memory (simulated cache)"
 # (count_decision.COMMIT_RATIO's part, as large as the row's spread between layouts, beside it): the commit
 # noise the layouts do not show, log sd
 CYCLES_COMMIT_SD = {STATEMENT: 0.0005, BY_CALL: 0.0}
+# ... beside the commit noise as large as the row's own spread between layouts, and the first move of
+# identical code below which a row is flat: the totals' (the allocators' instructions included), as the cycles
+# are; the counts outside the allocators have constants of their own (count_decision)
+CYCLES_COMMIT_RATIO = {STATEMENT: 1.0, BY_CALL: 1.0}
+CYCLES_FIRST_MOVE = {STATEMENT: 0.0194, BY_CALL: 0.0143}
 
 
 @dataclass(frozen=True)
@@ -222,7 +227,8 @@ class SimulatedCycles(Channel):
              level: float) -> Finding | None:
         base, head = _cycles_runs(evidence, "base", job), _cycles_runs(evidence, "head", job)
         kind = kind_of(evidence, job)
-        t = count_decision(base, head, kind, floor, commit_sd=CYCLES_COMMIT_SD[kind], alpha=level)
+        t = count_decision(base, head, kind, floor, commit_sd=CYCLES_COMMIT_SD[kind],
+                           commit_ratio=CYCLES_COMMIT_RATIO[kind], first_move=CYCLES_FIRST_MOVE[kind], alpha=level)
         if t is None:
             return None
         counts = seen.get(COUNTS)
