@@ -1,37 +1,30 @@
 """Calibrate the instruction-count test on one set of commits, and measure it on others (issues 50 and 61).
 
-Reads evaluation/counts_noise_pool.py's pool and, per kind of row (the timer suite's TimerSuite statements,
-the plain suite's `time_` methods counted call by call), fits the two constants of
-torchbench/ab/count_decision.py on the FIT commits alone (those of the pool recorded before the fit,
-counts_noise_pool-2026-11-28: the plain suite's first 12, the timer suite's first 8):
+Reads evaluation/counts_noise_pool.py's pool: suites of identical code at many commits (each commit adds an
+unused helper to the module the suite imports), each commit's first process (layout "0"), some commits'
+jittered processes of DRAWS layout draws ("j1d0" .. "j1d7"), and the candidates of disjoint adjacent pairs in
+draws as the alert counts them ("c1d0" ..). The counts are the instructions of the code itself, outside the
+memory allocators and CPython's type cache's misses
+(asv_worker.counts), the layout-driven share kept beside ("layout_driven"). Per kind of row (TimerSuite and
+Timer-in-`track_` statements, `time_` methods counted call by call) it fits the constants of
+torchbench/ab/count_decision.py on the FIT_COMMITS first commits of one suite of that kind:
 
     FIRST_MOVE  the 99th percentile of |log(head/base)| of a first process a side between adjacent commits
                 (a row below it is "flat": the wall-time bar is stricter for it)
     COMMIT_SD   the smallest commit noise (log sd, on a 0.01% grid) beyond COMMIT_RATIO's part at which the
-                test's A/A p-values hold at 5% and at 1% on the fit commits' pairs (at most 5% of their rows
-                have p <= 0.05, at most 1% p <= 0.01) and the whole rule at the alert's level decides none
-                of their A/A rows; the figures that count are those of the commits it was not fitted on
-    (and, where the pool has simulated cycles, the same fit for them: channels.CYCLES_COMMIT_SD)
+                test's A/A p-values hold at 5% and at 1% on the fit commits' pairs with draws (at most 5% of
+                their rows have p <= 0.05, at most 1% p <= 0.01) and the whole rule at the alert's level decides
+                none of their A/A rows
 
-Then the rule, at the level the alert decides at (Policy.deterministic_level: the deterministic channels'
-share of the suite's false-alert budget, Bonferroni over the suite's rows), is measured on the commits it was
-not fitted on: the HELD-OUT commits, recorded after the fit (counts_noise_pool-2026-11-28c: the plain suite's
-commits 12-25, the timer suite's 8-13), and, beside, twelve random halves of all the commits (fitted on one
-half, measured on the other's pairs). Each pair of commits is an A/A suite of the suite's rows; a suite
-"ends regression" where any row is decided by counts or (counts flat) simulated cycles. Bounds: Clopper-Pearson
-at 95%; for rows, with the rows of a pair clustered (Kish's design effect from the pairs' spread of the
-share, the count and the rows divided by it), since the rows of one pair share its two commits' layouts.
+and measures the rule with the shipped constants, at the level the alert decides at (Policy.
+deterministic_level: the deterministic channels' share of the suite's false-alert budget, Bonferroni over the
+suite's rows), on the commits no constant was fitted on (the fit suites' other commits, and whole suites of
+the kind none was fitted on): every pair of them on first processes (first_pairs: A/A, +2%, +5%), their
+pairs with draws through the whole rule (measure), and their disjoint adjacent pairs counted as the alert
+counts them, simulated cycles included (candidate_pairs). Bounds: Clopper-Pearson at 95%; for rows, with the
+rows of a pair clustered (Kish's design effect), since the rows of one pair share its two commits' layouts.
 
-The test's layouts a side are the alert's: the first process's, then one jittered process's DRAWS layout
-draws (the pool's "j1d0" .. "j1d7", counts_noise_pool.py --draws). The whole rule (a first process a side;
-a row moved by at least the floor counted in the draws; decided at the alert's level) is replayed on every
-pair of commits with draws: the rows decided where nothing changed, and where the head's counts of every
-row are raised by 2% and by 5% (a compute change: every layout's counts scaled); a row that would get a
-second jittered process (near its bar: the pool has none) counts as not decided. COMMIT_RATIO is not
-fitted: a commit moves a row about as far as its layouts do (stated in count_decision.py, with the moment
-estimates beside it).
-
-    python evaluation/counts_calibration.py [POOL] [--floor 0.01] [--splits 12]
+    python evaluation/counts_calibration.py [POOL] [--floor 0.01] [--miss-cycles 362]
 """
 
 from __future__ import annotations
@@ -50,8 +43,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from torchbench.ab.channels import CYCLES_COMMIT_RATIO, CYCLES_COMMIT_SD, CYCLES_FIRST_MOVE  # noqa: E402
-from torchbench.ab.count_decision import (BY_CALL, COMMIT_SD, COUNT_ALPHA, DRAWS, FIRST_CEILING, STATEMENT,  # noqa: E402
-                                         count_decision)
+from torchbench.ab.count_decision import (BY_CALL, COMMIT_SD, COUNT_ALPHA, DRAWS, FIRST_CEILING,  # noqa: E402
+                                          FIRST_MOVE, STATEMENT, count_decision)
 from torchbench.ab.counts import NEAR  # noqa: E402
 from torchbench.ab.options import Policy  # noqa: E402
 
@@ -59,10 +52,7 @@ from torchbench.ab.options import Policy  # noqa: E402
 # counts_noise_pool-2026-11-28.json.gz (FIT_COMMITS) were recorded before the constants were fitted, the rest
 # after (held out)
 POOL = ROOT / "evaluation" / "results" / "counts_noise_pool-2026-12-07.json.gz"
-FIT_COMMITS = {"plain": 10, "track": 10}  # a kind's constants fitted on one suite; einops and timer held out whole
-# the pool before it, whose commits drew their layouts alike (the same seeds): it alone has the two jittered
-# processes of one layout each ("j1", "j2") that the rules before the layout draws are replayed on
-ALIKE_POOL = ROOT / "evaluation" / "results" / "counts_noise_pool-2026-11-27.json.gz"
+FIT_COMMITS = {"plain": 20, "einops": 20, "track": 20}  # each suite's first 20 commits; the rest held out
 # the track suite's rows time a Timer in track_ methods: counted as its statement (asv_worker.AsvTimed)
 KINDS = {"timer": STATEMENT, "plain": BY_CALL, "track": STATEMENT, "einops": BY_CALL}
 GRID = np.arange(0, 0.02, 0.0001)  # commit noise candidates, log sd
@@ -93,28 +83,22 @@ def repriced(pool: dict, miss_cycles: int) -> dict:
 
 
 # the alert's layouts a side: the first process's, then one jittered process's DRAWS layout draws
-# (counts_noise_pool.py --draws: "j1d0" .. ); the pool before (ALIKE_POOL) had two jittered processes instead
+# (counts_noise_pool.py --draws: "j1d0" .. )
 DRAWN = ["0"] + [f"j1d{d}" for d in range(DRAWS)]
-PROCESSES = ["0", "j1", "j2"]
 # the second jittered process a side the alert starts for a row still near its bar (count_decision.MAX_PASSES,
 # counts.NEAR): its DRAWS draws, where the pool has them (counts_noise_pool.py --jitters 2 --draws 8)
 SECOND = [f"j2d{d}" for d in range(DRAWS)]
 
 
-def layouts(suite: dict, drawn: bool = True) -> list[str]:
-    return DRAWN if drawn else PROCESSES
-
-
-def jittered_commits(suite: dict, field: str = "counts", drawn: bool = True) -> list[str]:
+def jittered_commits(suite: dict, field: str = "counts") -> list[str]:
     """The commits counted (or simulated: field "cycles") in the first layout and every jittered one."""
     by_commit = suite.get(field, {})
-    return sorted((c for c, by in by_commit.items() if all(by.get(layout) for layout in layouts(suite, drawn))),
+    return sorted((c for c, by in by_commit.items() if all(by.get(layout) for layout in DRAWN)),
                   key=int)
 
 
-def processes(suite: dict, commit: str, job: str, factor: float = 1.0, field: str = "counts",
-              drawn: bool = True) -> list[list[float]]:
-    return [[v * factor for v in suite[field][commit][layout][job]] for layout in layouts(suite, drawn)]
+def processes(suite: dict, commit: str, job: str, factor: float = 1.0, field: str = "counts") -> list[list[float]]:
+    return [[v * factor for v in suite[field][commit][layout][job]] for layout in DRAWN]
 
 
 def second_pass(suite: dict, commit: str, job: str, factor: float = 1.0, field: str = "counts"
@@ -138,34 +122,21 @@ def first_moves(suite: dict, field: str = "counts") -> np.ndarray:
     return np.array(moves)
 
 
-def pairs(suite: dict, field: str = "counts", drawn: bool = True) -> list[tuple[str, str]]:
-    return list(itertools.combinations(jittered_commits(suite, field, drawn), 2))
+def pairs(suite: dict, field: str = "counts") -> list[tuple[str, str]]:
+    return list(itertools.combinations(jittered_commits(suite, field), 2))
 
 
-def _rows(suite: dict, field: str, drawn: bool):
+def _rows(suite: dict, field: str):
     """(base commit, head commit, job) of every pair's rows that every layout of both commits has."""
-    for a, b in pairs(suite, field, drawn):
+    for a, b in pairs(suite, field):
         for job in suite["jobs"]:
-            if all(job in suite[field][c][layout] for c in (a, b) for layout in layouts(suite, drawn)):
+            if all(job in suite[field][c][layout] for c in (a, b) for layout in DRAWN):
                 yield a, b, job
-
-
-REPEAT = 0.001  # two commits' layout draws "repeat" each other where every draw agrees within this
-
-
-def repeated_layouts(suite: dict, field: str = "counts") -> float:
-    """The share of the pairs' rows whose jittered draws repeat between the two commits (every draw's mean
-    within REPEAT of the other commit's same draw): a pool whose commits draw alike (the same seeds, code
-    that moves little) holds fewer independent layouts than pairs."""
-    repeats = [all(abs(math.log(np.mean(suite[field][b][d][job]) / np.mean(suite[field][a][d][job]))) < REPEAT
-                   for d in DRAWN[1:])
-               for a, b, job in _rows(suite, field, True)]
-    return float(np.mean(repeats)) if repeats else math.nan
 
 
 def aa_p_values(suite: dict, kind: str, commit_sd: float, field: str = "counts") -> np.ndarray:
     ps = []
-    for a, b, job in _rows(suite, field, True):
+    for a, b, job in _rows(suite, field):
         t = count_decision(processes(suite, a, job, field=field), processes(suite, b, job, field=field), kind, 0.0,
                            commit_sd=commit_sd, **_own(field, kind))
         if t is not None:
@@ -182,7 +153,7 @@ def holds(suite: dict, kind: str, commit_sd: float, field: str = "counts", floor
     alpha = alert_level(suite)
     ceiling = FIRST_CEILING if field == "counts" else None
     return not any(rule(processes(suite, a, job, field=field), processes(suite, b, job, field=field), kind, floor,
-                        commit_sd, alpha, ceiling, field=field) == "decided" for a, b, job in _rows(suite, field, True))
+                        commit_sd, alpha, ceiling, field=field) == "decided" for a, b, job in _rows(suite, field))
 
 
 def fit_commit_sd(suite: dict, kind: str, field: str = "counts") -> float:
@@ -205,29 +176,9 @@ def subset(suite: dict, commits) -> dict:
                         for field in ("counts", "cycles")}}
 
 
-def fit_and_held_out(suite: dict, name: str) -> tuple[dict, dict]:
-    """The suite's FIT commits (recorded before the fit) and the rest (recorded after it)."""
-    commits = sorted(suite["counts"], key=int)
-    return subset(suite, commits[:FIT_COMMITS[name]]), subset(suite, commits[FIT_COMMITS[name]:])
-
-
 def alert_level(suite: dict) -> float:
     """The level the alert decides a count or cycles test at in a suite of this suite's rows."""
     return Policy().deterministic_level(len(suite["jobs"]))
-
-
-def random_halves(suite: dict, kind: str, floor: float, splits: int, seed: int = 0) -> list[dict]:
-    """COMMIT_SD fitted on a random half of the commits with draws, the rule measured on the other half's
-    pairs at the alert's level (`measure`), `splits` times."""
-    rng = np.random.default_rng(seed)
-    commits = jittered_commits(suite)
-    out = []
-    for _ in range(splits):
-        drawn = list(rng.permutation(commits))
-        fit_on, test_on = subset(suite, drawn[:len(drawn) // 2]), subset(suite, drawn[len(drawn) // 2:])
-        sd = fit_commit_sd(fit_on, kind)
-        out.append({"commit_sd": sd, **measure(test_on, kind, floor, sd, None, alert_level(suite))})
-    return out
 
 
 def clopper_pearson(x: float, n: float, confidence: float = 0.95) -> tuple[float, float]:
@@ -278,7 +229,7 @@ def measure(suite: dict, kind: str, floor: float, commit_sd: float, cycles_sd: f
     cycle_pairs = set(pairs(suite, "cycles")) if cycles_sd is not None else set()
     for factor in (1.0, 1.02, 1.05):
         per_pair, flagged, passes = {}, {}, {"near": 0, "second": 0}
-        for a, b, job in _rows(suite, "counts", True):
+        for a, b, job in _rows(suite, "counts"):
             again = (second_pass(suite, a, job), second_pass(suite, b, job, factor))
             verdict = rule(processes(suite, a, job), processes(suite, b, job, factor), kind, floor, commit_sd, alpha,
                            FIRST_CEILING, again if None not in again else None)
@@ -286,7 +237,7 @@ def measure(suite: dict, kind: str, floor: float, commit_sd: float, cycles_sd: f
                 passes[verdict] += 1
             verdict = "decided" if verdict == "second" else verdict
             if factor == 1.0 and verdict != "decided" and (a, b) in cycle_pairs and \
-                    all(job in suite["cycles"][c][layout] for c in (a, b) for layout in layouts(suite)):
+                    all(job in suite["cycles"][c][layout] for c in (a, b) for layout in DRAWN):
                 flat = count_decision(processes(suite, a, job), processes(suite, b, job), kind, floor, alpha=alpha)
                 if flat is not None and not flat.decides and abs(flat.delta) < floor:
                     verdict = rule(processes(suite, a, job, field="cycles"), processes(suite, b, job, field="cycles"),
@@ -471,43 +422,51 @@ def first_pairs(suite: dict, kind: str, floor: float, ceiling: float, commit_sd:
     return out
 
 
-def calibrate(pool: dict, floor: float, splits: int = 12, shipped: bool = False) -> dict:
-    """Per suite of `pool`: the constants fitted on its FIT commits, and the rule measured in sample, on the
-    held-out commits, and over `splits` random halves. `shipped`: every suite measured whole with the shipped
-    constants (a pool recorded after they were fitted)."""
+def held_commits(suite: dict, name: str) -> set[str]:
+    """The suite's commits no constant was fitted on: after its FIT_COMMITS, or all of a suite not fitted on."""
+    commits = sorted((c for c, by in suite["counts"].items() if by.get("0")), key=int)
+    return set(commits[FIT_COMMITS.get(name, 0):])
+
+
+def with_layout_driven(suite: dict) -> dict:
+    """The suite's counts with the layout-driven instructions added back (the totals), where it kept them."""
+    import copy
+
+    total = copy.deepcopy(suite)
+    for commit, layouts_ in total["counts"].items():
+        for layout, rows in layouts_.items():
+            driven = suite.get("layout_driven", {}).get(commit, {}).get(layout, {})
+            for job, values in rows.items():
+                if job in driven:
+                    rows[job] = [v + a for v, a in zip(values, driven[job])]
+    return total
+
+
+def calibrate(pool: dict, floor: float) -> dict:
+    """Per suite: the constants fitted on its first commits (where it is a fit suite), its first moves of
+    identical code outside the allocators and with them, and the shipped rule measured on its held-out
+    commits."""
     out = {}
     for name, suite in pool["suites"].items():
-        kind = KINDS[name]
-        if shipped or name not in FIT_COMMITS:  # no constant fitted on it: the shipped constants, on all of it
-            counted = {job for layouts in suite["counts"].values() for rows in layouts.values() for job in rows}
-            out[name] = {"kind": kind, "rows": len(counted), "unfitted": True,
-                         "held_commits": len(jittered_commits(suite)), "salted": bool(suite.get("salted")),
-                         "repeated_layouts": repeated_layouts(suite), "level": alert_level(suite),
-                         "held_p": {str(level): float(np.mean(aa_p_values(suite, kind, COMMIT_SD[kind]) <= level))
-                                    for level in LEVELS},
-                         "held_out": measure(suite, kind, floor, COMMIT_SD[kind], CYCLES_COMMIT_SD[kind],
-                                             alert_level(suite)),
-                         "candidate_pairs": candidate_pairs(suite, kind, floor, COMMIT_SD[kind],
-                                                            CYCLES_COMMIT_SD[kind], alert_level(suite))}
-            continue
-        fit, held = fit_and_held_out(suite, name)
-        sd = fit_commit_sd(fit, kind)
-        cycles_sd = fit_commit_sd(fit, kind, "cycles") if pairs(fit, "cycles") else None
+        kind, held = KINDS[name], held_commits(suite, name)
         alpha = alert_level(suite)
-        moves = first_moves(fit)
-        whole = subset(suite, jittered_commits(suite))  # the constants kept: fitted on every commit recorded
-        out[name] = {"kind": kind, "rows": len(suite["jobs"]), "first_commits_sd": sd,
-                     "first_commits_cycles_sd": cycles_sd,
-                     "commit_sd": fit_commit_sd(whole, kind), "first_move": first_move(suite),
-                     "cycles_commit_sd": fit_commit_sd(whole, kind, "cycles") if pairs(whole, "cycles") else None,
-                     "level": alpha,
-                     "fit_commits": len(jittered_commits(fit)), "held_commits": len(jittered_commits(held)),
-                     "candidates": float(np.mean(moves >= floor)),
-                     "salted": bool(suite.get("salted")), "repeated_layouts": repeated_layouts(suite),
-                     "held_p": {str(level): float(np.mean(aa_p_values(held, kind, sd) <= level)) for level in LEVELS},
-                     "in_sample": measure(fit, kind, floor, sd, cycles_sd, alpha),
-                     "held_out": measure(held, kind, floor, sd, cycles_sd, alpha),
-                     "halves": random_halves(suite, kind, floor, splits)}
+        drawn = subset(suite, [c for c in jittered_commits(suite) if c in held])
+        found = {"kind": kind, "rows": len(suite["jobs"]), "level": alpha, "held": len(held),
+                 "largest": largest_first_move(suite), "held_largest": largest_first_move(suite, held),
+                 "first_pairs": first_pairs(suite, kind, floor, FIRST_CEILING, COMMIT_SD[kind], alpha, held),
+                 "drawn": measure(drawn, kind, floor, COMMIT_SD[kind], None, alpha) if pairs(drawn) else None,
+                 "candidate_pairs": candidate_pairs(subset(suite, held), kind, floor, COMMIT_SD[kind],
+                                                    CYCLES_COMMIT_SD[kind], alpha)}
+        if suite.get("layout_driven"):
+            total = with_layout_driven(suite)
+            found["total_largest"] = largest_first_move(total)
+            found["total_past_floor"] = int((first_moves(total) >= floor).sum())
+            found["past_floor"] = int((first_moves(suite) >= floor).sum())
+        if name in FIT_COMMITS:
+            fitted = fitted_constants(suite, name)
+            found["fitted"] = {"commit_sd": fitted["commit_sd"], "first_move": fitted["first_move"],
+                               "fit_commits": FIT_COMMITS[name]}
+        out[name] = found
     return out
 
 
@@ -516,78 +475,47 @@ def _share(m: dict) -> str:
     return f"{m['x']}/{m['n']} ({m['share']:.2%}; 95% CP {low:.2%}-{high:.2%}, design effect {m['design_effect']:.1f})"
 
 
-def _report(what: str, m: dict) -> list[str]:
-    s = m["suites"]
-    return [f"  {what}: {m['pairs']} pairs of commits ({m['disjoint_pairs']} sharing no commit), level {m['level']:.2e}",
-            f"    A/A rows decided: {_share(m['1.00'])}",
-            f"    A/A suites ending regression (counts or cycles): {s['flagged']}/{s['of']} "
-            f"(95% CP up to {s['bounds'][1]:.1%}); of the pairs sharing no commit {s['disjoint_flagged']}/"
-            f"{s['disjoint_of']} (up to {s['disjoint_bounds'][1]:.1%})",
-            f"    +2% rows decided: {_share(m['1.02'])}{_passes(m['1.02'])}",
-            f"    +5% rows decided: {_share(m['1.05'])}{_passes(m['1.05'])}"]
-
-
-def _passes(m: dict) -> str:
-    """What the second jittered process did: the rows it decided (where the pool has its draws) or the rows
-    left near their bar that it would have counted (where it has not)."""
-    if m.get("second"):
-        return f"; {m['second']} of them by the second jittered process"
-    return f"; {m['near']} more near their bar (no second jittered process in the pool)" if m.get("near") else ""
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("pool", nargs="?", type=Path, default=POOL)
     parser.add_argument("--floor", type=float, default=0.01)
-    parser.add_argument("--splits", type=int, default=12, help="random halves of the commits (default 12)")
-    parser.add_argument("--miss-cycles", type=int, default=100,
-                        help="price a simulated last-level miss at this many cycles (the pool's suites that kept "
-                             "their misses; memory_price.py measures this machine's: 362)")
-    parser.add_argument("--shipped", action="store_true",
-                        help="measure every suite of POOL whole with the shipped constants, none fitted (a pool "
-                             "recorded after they were)")
+    parser.add_argument("--miss-cycles", type=int, default=362,
+                        help="price a simulated last-level miss at this many cycles (memory_price.py measures "
+                             "this machine's; 362 where the constants were set)")
     args = parser.parse_args()
-    found = calibrate(repriced(load(args.pool), args.miss_cycles), args.floor, args.splits, args.shipped)
+    found = calibrate(repriced(load(args.pool), args.miss_cycles), args.floor)
+    apart = {"pairs": 0, "flagged": 0}
     for name, f in found.items():
-        if f.get("unfitted"):
-            print(f"== {name} ({f['kind']}): {f['rows']} rows, {f['held_commits']} commits, none fitted on: the "
-                  f"shipped constants (COMMIT_SD {COMMIT_SD[f['kind']]:.4f}, CYCLES_COMMIT_SD "
-                  f"{CYCLES_COMMIT_SD[f['kind']]:.4f}); the draws "
-                  + ("salted by commit" if f["salted"] else "alike for every commit")
-                  + f", repeating between a pair's commits on {f['repeated_layouts']:.1%} of rows")
-            print("  A/A p-values: " + ", ".join(f"p <= {k}: {v:.2%}" for k, v in f["held_p"].items()))
-            print("\n".join(_report("out of sample (a suite recorded after the fit)", f["held_out"])))
-            c = f["candidate_pairs"]
-            if c:
-                print(f"  the disjoint adjacent A/A pairs counted as the alert counts (a first process a side, the "
-                      f"candidates' draws): {c['pairs']} pairs, {c['rows']} rows, {c['candidates']} candidates "
-                      f"({c['undrawn']} not drawn); "
-                      f"A/A rows decided {c['decided']}/{c['rows']} (95% CP up to {c['rows_bounds'][1]:.2%}), "
-                      f"suites ending regression {c['flagged']}/{c['pairs']} (up to {c['suites_bounds'][1]:.1%})")
-            continue
-        print(f"== {name} ({f['kind']}): {f['rows']} rows; fitted on {f['fit_commits']} commits, held out "
-              f"{f['held_commits']} recorded after the fit; the draws "
-              + ("salted by commit" if f["salted"] else "alike for every commit")
-              + f", repeating between a pair's commits on {f['repeated_layouts']:.1%} of rows")
-        cycles = f"{f['first_commits_cycles_sd']:.4f}" if f["first_commits_cycles_sd"] is not None else "-"
-        print(f"  fitted on the first commits: COMMIT_SD {f['first_commits_sd']:.4f}, CYCLES_COMMIT_SD {cycles}; "
-              f"candidates (first move >= {args.floor:.0%}): {f['candidates']:.1%}")
-        print("  held-out A/A p-values: " + ", ".join(f"p <= {k}: {v:.2%}" for k, v in f["held_p"].items()))
-        for what in ("in_sample", "held_out"):
-            print("\n".join(_report(what.replace("_", " ") + " (the first commits' constants)", f[what])))
-        h = f["halves"]
-        print(f"  {len(h)} random halves (fit on one, measured on the other): COMMIT_SD "
-              f"{min(x['commit_sd'] for x in h):.4f}-{max(x['commit_sd'] for x in h):.4f}; A/A rows decided "
-              f"{sum(x['1.00']['x'] for x in h)}/{sum(x['1.00']['n'] for x in h)}, suites ending regression "
-              f"{sum(x['suites']['flagged'] for x in h)}/{sum(x['suites']['of'] for x in h)}; +2% "
-              f"{min(x['1.02']['share'] for x in h):.1%}-{max(x['1.02']['share'] for x in h):.1%}, +5% "
-              f"{min(x['1.05']['share'] for x in h):.1%}-{max(x['1.05']['share'] for x in h):.1%}")
-        cycles = f"{f['cycles_commit_sd']:.4f}" if f["cycles_commit_sd"] is not None else "-"
-        print(f"  kept (fitted on every commit recorded): COMMIT_SD {f['commit_sd']:.4f}, CYCLES_COMMIT_SD {cycles}, "
-              f"FIRST_MOVE {f['first_move']:.4f}")
-    print(json.dumps({name: {"commit_sd": f["commit_sd"], "first_move": f["first_move"],
-                             "cycles_commit_sd": f["cycles_commit_sd"]} for name, f in found.items()
-                      if not f.get("unfitted")}))
+        largest, row = f["largest"]
+        print(f"== {name} ({f['kind']}, {f['rows']} rows): {f['held']} commits held out; level {f['level']:.2e}")
+        if "fitted" in f:
+            x = f["fitted"]
+            print(f"  fitted on its first {x['fit_commits']} commits: COMMIT_SD {x['commit_sd']:.4f}, FIRST_MOVE "
+                  f"{x['first_move']:.4f} (shipped: {COMMIT_SD[f['kind']]:.4f}, {FIRST_MOVE[f['kind']]:.4f})")
+        if "total_largest" in f:
+            print(f"  first moves of identical code, every pair of commits: largest {largest:.3%} outside the "
+                  f"layout-driven code ({row or '-'}), {f['total_largest'][0]:.3%} with it; adjacent pairs "
+                  f"past the floor {f['past_floor']} and {f['total_past_floor']}")
+        print(f"  held out: largest first move {f['held_largest'][0]:.3%} (ceiling {FIRST_CEILING:.3f} |log|)")
+        m = f["first_pairs"]
+        print(f"  every pair of held-out commits on first processes ({m['pairs']} pairs, "
+              f"{m['suites']['disjoint_of']} sharing no commit): A/A rows decided {_share(m['1.00'])}, "
+              f"{m['1.00']['undrawn']} candidates without draws; suites ending regression {m['suites']['flagged']}"
+              f"/{m['suites']['of']}")
+        d = f["drawn"]
+        if d:
+            print(f"  held-out pairs with layout draws ({d['pairs']}): A/A rows decided {_share(d['1.00'])}; "
+                  f"+2% {_share(d['1.02'])} ({d['1.02']['near']} near their bar); +5% {_share(d['1.05'])}")
+        c = f["candidate_pairs"]
+        if c:
+            apart["pairs"] += c["pairs"]
+            apart["flagged"] += c["flagged"]
+            print(f"  disjoint adjacent held-out pairs counted as the alert counts (candidates' draws, cycles "
+                  f"included): {c['pairs']} pairs, {c['rows']} rows, {c['candidates']} candidates ({c['undrawn']} "
+                  f"not drawn); rows decided {c['decided']}, suites ending regression {c['flagged']}")
+    low, high = clopper_pearson(apart["flagged"], apart["pairs"])
+    print(f"== commit-disjoint A/A suites, every suite: {apart['flagged']} of {apart['pairs']} ending regression "
+          f"(95% CP up to {high:.1%})")
 
 
 if __name__ == "__main__":

@@ -37,13 +37,14 @@ tests/test_counts_test.py checks the fitted constants against:
     {"suites": {NAME: {"description", "commits": [sha...], "jobs": {"name|index": row name},
                        "by_call": ["name|index", ...], "counts": {"<commit>": {"<layout>": {"name|index":
                        [per call, one per repeat]}}}, "cycles": the same for the simulated cycles, "ll": the
-                       same for the simulated last-level misses (a suite recorded since they were kept), "alloc":
-                       the same for the instructions in the memory allocators, which "counts" leaves out (a suite
-                       recorded since 2026-12-07; its counts before then include them),
+                       same for the simulated last-level misses (a suite recorded since they were kept),
+                       "layout_driven": the same for the instructions in code whose path follows memory addresses
+                       (the allocators, the type cache's misses), which "counts" leaves out (a suite recorded since
+                       2026-12-07; its counts before then include them),
                        "seconds": [per valgrind process]}}}
 
     python evaluation/counts_noise_pool.py [--commits 12] [--jittered 4] [--jitter-commits I ...] [--jitters 2]
-                                           [--draws 1] [--candidates]
+                                           [--draws 1] [--candidates] [--no-simulate]
                                            [--suites timer plain]
                                            [--out PATH]
 
@@ -94,7 +95,7 @@ from torchbench.project import example  # noqa: E402
 from torchbench.project.commits import Commit  # noqa: E402
 from torchbench.project.folders import locked_folders  # noqa: E402
 from torchbench_core._callgrind_worker import JITTER_ENV, SALT_ENV  # noqa: E402
-from torchbench_core.asv_worker import DRAWS_ENV  # noqa: E402
+from torchbench_core.asv_worker import DRAWS_ENV, SIMULATE_ENV  # noqa: E402
 from torchbench_core.storage import atomic_write_bytes  # noqa: E402
 
 OUT = ROOT / "evaluation" / "results" / "counts_noise_pool.json.gz"
@@ -173,7 +174,7 @@ def candidate_rows(entry: dict, kind: str, a: str, b: str, floor: float = 0.01) 
 
 
 def record(name: str, n: int, jittered: list[int], jitters: int, tmp: Path, pool: dict, out: Path,
-           draws: int = 1, candidates: bool = False) -> None:
+           draws: int = 1, candidates: bool = False, simulate: bool = True) -> None:
     description, make = SUITES[name]
     repo, base, module = make(tmp / name)
     shas = chain(repo, base, module, n)
@@ -213,6 +214,8 @@ def record(name: str, n: int, jittered: list[int], jitters: int, tmp: Path, pool
             # each commit's jittered processes draw layouts of their own (SALT_ENV: the alert jitters base and
             # head alike, where a pool of commits whose code moves little would repeat one layout pair to pair)
             env = {JITTER_ENV: layout[1:], SALT_ENV: f"commit {i}"} if layout[0] in "jc" else {}
+            if not simulate:
+                env[SIMULATE_ENV] = "0"
             if draws > 1 and layout[0] in "jc":
                 env[DRAWS_ENV] = str(draws)
             rows = [job for job in planned if not only or f"{job[0]}|{job[1]}" in only[0]]
@@ -232,8 +235,9 @@ def record(name: str, n: int, jittered: list[int], jitters: int, tmp: Path, pool
             got = {k: r["counts"] for k, r in found.items() if "counts" in r}
             failed = {k: r.get("error", "") for k, r in found.items() if "counts" not in r and not r.get("skipped")}
             cycles = {k: r["cycles"] for k, r in found.items() if "cycles" in r}  # simulated (asv_worker.counts)
-            # the instructions in the memory allocators a call, beside the counts outside them (asv_worker.counts)
-            alloc = {k: r["allocator"] for k, r in found.items() if "allocator" in r}
+            # the instructions a call in code whose path follows memory addresses (the allocators, the type
+            # cache's misses), beside the counts of the code itself, which leave them out (asv_worker.counts)
+            driven = {k: r["layout_driven"] for k, r in found.items() if "layout_driven" in r}
             # the simulated last-level misses a run (instruction and data reads, data writes), one per repeat
             ll = {k: [sum(e.get(x, 0) for x in LL_EVENTS) for e in r["events"]] for k, r in found.items()
                   if r.get("events")}
@@ -246,7 +250,8 @@ def record(name: str, n: int, jittered: list[int], jitters: int, tmp: Path, pool
                 entry["counts"].setdefault(str(i), {})[name_] = {k: pick(v) for k, v in got.items()}
                 entry.setdefault("cycles", {}).setdefault(str(i), {})[name_] = {k: pick(v) for k, v in cycles.items()}
                 entry.setdefault("ll", {}).setdefault(str(i), {})[name_] = {k: pick(v) for k, v in ll.items()}
-                entry.setdefault("alloc", {}).setdefault(str(i), {})[name_] = {k: pick(v) for k, v in alloc.items()}
+                entry.setdefault("layout_driven", {}).setdefault(str(i), {})[name_] = {
+                    k: pick(v) for k, v in driven.items()}
             entry["seconds"].append(seconds)
             atomic_write_bytes(out, gzip.compress(json.dumps(pool).encode()))
             print(f"{name}: commit {i}, layout {layout}: {len(got)} rows, {len(failed)} failed, {seconds:.0f} s"
@@ -282,6 +287,8 @@ def main() -> None:
                         help="with --draws: count each disjoint adjacent pair's (0-1, 2-3, ...) candidate rows (first "
                              "counts or cycles moved beyond 1%%) in a jittered process of D draws at both commits, "
                              "as the alert does, where the pair has no draws yet (stored as layouts c1d0 ..)")
+    parser.add_argument("--no-simulate", action="store_true",
+                        help="count without the cache and branch simulation (1.6x faster; no simulated cycles kept)")
     parser.add_argument("--suites", nargs="+", default=list(SUITES), choices=list(SUITES))
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
@@ -295,7 +302,7 @@ def main() -> None:
         for name in args.suites:
             jittered = sorted(set(range(args.jittered)) | set(args.jitter_commits))
             record(name, args.commits, jittered, args.jitters, Path(tmp_name), pool, args.out, args.draws,
-                   args.candidates)
+                   args.candidates, not args.no_simulate)
     print(f"== wrote {args.out} in {(time.perf_counter() - began) / 60:.1f} min", flush=True)
 
 

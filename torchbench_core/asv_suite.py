@@ -210,10 +210,10 @@ class CountsSuite:
     case's counts beside its time. One valgrind process counts every case of
     a commit (asv's ``setup_cache``), so the suite pays valgrind's start-up
     (tens of seconds with torch) once, not once per case. Each row's samples
-    are instructions per run, ``repeats`` of them, baseline subtracted, outside
-    the memory allocators (malloc's, free's and pymalloc's paths follow the
-    heap's state, which a commit moves without changing the code:
-    ``CallgrindStats.outside_allocator``).
+    are instructions per run, ``repeats`` of them, baseline subtracted, of the
+    code itself: outside the memory allocators and CPython's type cache's
+    misses, whose paths follow memory addresses, which a commit moves without
+    changing the code (``CallgrindStats.code_counts``).
     """
 
     of: type | None = None
@@ -242,7 +242,7 @@ def _count_every_case(self) -> dict:
     outcomes = collect_callgrind_many([self._specs[k].timer() for k in keys], self.number, self.repeats,
                                       on_error="return")
     return {key: str(o) if isinstance(o, CallgrindError)
-            else [s.outside_allocator(subtract_baseline=True) / self.number for s in o] for key, o in zip(keys, outcomes)}
+            else [s.code_counts(subtract_baseline=True) / self.number for s in o] for key, o in zip(keys, outcomes)}
 
 
 def _counts_setup(self, cache, label, sub_label, description, num_threads) -> None:

@@ -37,9 +37,10 @@ on alone.
 
 `counts` collects instruction counts (callgrind) for the jobs, all in one
 valgrind process: {job key: {"counts": [per call, one per repeat]} or
-{"error": why}}, the instructions outside the memory allocators (malloc, free,
-pymalloc: their paths follow the heap's state, not the code; "allocator" gives
-theirs per call beside); the same process simulates the caches and branch predictors
+{"error": why}}, the instructions of the code itself: outside the memory
+allocators and CPython's type cache's misses, whose paths follow memory
+addresses, not the code ("layout_driven" gives theirs per call beside:
+CallgrindStats.code_counts); the same process simulates the caches and branch predictors
 (unless TORCHBENCH_COUNTS_SIMULATE=0), adding "cycles" (estimated cycles per
 call, one per repeat: callgrind.estimated_cycles) and "events" (the simulated
 events per call behind them, one {event: value} per repeat). `syscalls` traces
@@ -900,8 +901,9 @@ def counts(suite: Path, jobs: list[list], out: Path, cache_dir: Path | None = No
             def answer(key: str, outcome) -> dict:
                 """Per run of the statement (per call of a time_ method); "cycles" and "events" simulated; with
                 draws, a layout draw's values in turn."""
-                found = {"counts": [s.outside_allocator(subtract_baseline=True) / s.number_per_run for s in outcome],
-                         "allocator": [(s.allocator(subtract_baseline=True) or 0) / s.number_per_run for s in outcome],
+                found = {"counts": [s.code_counts(subtract_baseline=True) / s.number_per_run for s in outcome],
+                         "layout_driven": [(s.layout_driven(subtract_baseline=True) or 0) / s.number_per_run
+                                           for s in outcome],
                          "draws": draws, **simulated_per_run(outcome)}
                 if key in plans:
                     found["plan"] = plans[key]

@@ -37,7 +37,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, NamedTuple, Sequence
 
-from ._callgrind_worker import AGREED_REPEATS, SWITCH_ENV, dump_allocator, dump_totals
+from ._callgrind_worker import AGREED_REPEATS, SWITCH_ENV, dump_layout_driven, dump_totals
 from .cpp import compile_cpp, instrumentation_switch
 from .processes import describe_exit
 from .memory_price import LL_MISS_CYCLES, PRICE_ENV
@@ -206,11 +206,11 @@ class CallgrindStats:
     # with no function tables parsed (the stats above are then empty); None where the tables were parsed
     stmt_total: int | None = None
     baseline_total: int | None = None
-    # each dump's instructions in the memory allocators' own functions (_callgrind_worker.dump_allocator:
-    # glibc's malloc and CPython's pymalloc), whose paths follow the heap's state rather than the code; None
-    # where they were not read
-    stmt_allocator: int | None = None
-    baseline_allocator: int | None = None
+    # each dump's instructions in code whose path follows memory addresses rather than the code
+    # (_callgrind_worker.dump_layout_driven: glibc's malloc, CPython's pymalloc and its type cache's misses);
+    # None where they were not read
+    stmt_layout_driven: int | None = None
+    baseline_layout_driven: int | None = None
 
     def stats(self, inclusive: bool = False) -> FunctionCounts:
         return self.stmt_inclusive_stats if inclusive else self.stmt_exclusive_stats
@@ -231,19 +231,20 @@ class CallgrindStats:
             stmt, base = stmt.denoise(), base.denoise()
         return stmt.sum() - (base.sum() if subtract_baseline else 0)
 
-    def allocator(self, *, subtract_baseline: bool = False) -> int | None:
-        """Of counts(), the instructions in the memory allocators' own functions (malloc, free, pymalloc: their
-        self cost), for number_per_run runs; None where they were not read."""
-        if self.stmt_allocator is None:
+    def layout_driven(self, *, subtract_baseline: bool = False) -> int | None:
+        """Of counts(), the instructions in code whose path follows memory addresses rather than the code (the
+        memory allocators and CPython's type cache's misses: _callgrind_worker.LAYOUT_DRIVEN_FUNCTIONS), for
+        number_per_run runs; None where they were not read."""
+        if self.stmt_layout_driven is None:
             return None
-        return self.stmt_allocator - ((self.baseline_allocator or 0) if subtract_baseline else 0)
+        return self.stmt_layout_driven - ((self.baseline_layout_driven or 0) if subtract_baseline else 0)
 
-    def outside_allocator(self, *, subtract_baseline: bool = False) -> int:
-        """counts() less allocator(): the instructions of the code itself, which the memory layout does not move
-        (the allocators' paths follow the heap's state: _callgrind_worker.ALLOCATOR_FILES); counts() where the
-        allocators' share was not read."""
-        allocator = self.allocator(subtract_baseline=subtract_baseline) or 0
-        return self.counts(subtract_baseline=subtract_baseline) - allocator
+    def code_counts(self, *, subtract_baseline: bool = False) -> int:
+        """counts() less layout_driven(): the instructions of the code itself, which a commit that moves the
+        memory layout without changing the code does not move; counts() where the layout-driven share was not
+        read."""
+        driven = self.layout_driven(subtract_baseline=subtract_baseline) or 0
+        return self.counts(subtract_baseline=subtract_baseline) - driven
 
     def events(self, *, subtract_baseline: bool = False) -> dict[str, int] | None:
         """Simulated events (Ir, I1mr, D1mr, D1mw, ILmr, DLmr, DLmw, Bc, Bcm, Bi, Bim, ...) for number_per_run
@@ -314,8 +315,8 @@ class CallgrindStats:
                if self.stmt_events is not None else {}),
             **({"stmt_total": self.stmt_total, "baseline_total": self.baseline_total}
                if self.stmt_total is not None else {}),
-            **({"stmt_allocator": self.stmt_allocator, "baseline_allocator": self.baseline_allocator}
-               if self.stmt_allocator is not None else {}),
+            **({"stmt_layout_driven": self.stmt_layout_driven, "baseline_layout_driven": self.baseline_layout_driven}
+               if self.stmt_layout_driven is not None else {}),
         }
 
     @classmethod
@@ -333,8 +334,8 @@ class CallgrindStats:
             baseline_events=data.get("baseline_events"),
             stmt_total=data.get("stmt_total"),
             baseline_total=data.get("baseline_total"),
-            stmt_allocator=data.get("stmt_allocator"),
-            baseline_allocator=data.get("baseline_allocator"),
+            stmt_layout_driven=data.get("stmt_layout_driven"),
+            baseline_layout_driven=data.get("baseline_layout_driven"),
         )
 
 
@@ -935,7 +936,7 @@ def _assemble(timers, events, numbers, repeats, retain_out_file, simulate=False,
     else:
         parsed = dict.fromkeys(wanted, empty)
     totals = {path: _dump_events(path) for path in wanted} if simulate or not functions else {}
-    allocator = {path: dump_allocator(path) for path in wanted}
+    driven = {path: dump_layout_driven(path) for path in wanted}
     debug = _built_with_debug_symbols()
 
     results: list[tuple[CallgrindStats, ...] | CallgrindError] = []
@@ -957,8 +958,8 @@ def _assemble(timers, events, numbers, repeats, retain_out_file, simulate=False,
             ir = None if functions else (totals[dump]["Ir"], totals[baseline]["Ir"] if baseline else 0)
             stats.append(CallgrindStats(timer.task_spec, number, debug, base_inc, base_exc, inc, exc, out,
                                         totals.get(dump) if simulate else None, base_events,
-                                        *(ir or (None, None)), allocator[dump],
-                                        allocator[baseline] if baseline else 0))
+                                        *(ir or (None, None)), driven[dump],
+                                        driven[baseline] if baseline else 0))
         results.append(tuple(stats))
     return results
 
@@ -1076,6 +1077,6 @@ def _cpp_stats(timer: Any, number: int, dumps: list[Path], retain_out_file: bool
     empty = (FunctionCounts((), True), FunctionCounts((), False))
     return tuple(
         CallgrindStats(timer.task_spec, number, debug, *empty, *_annotate(dump),
-                       dump.read_text() if retain_out_file else None, stmt_allocator=dump_allocator(dump))
+                       dump.read_text() if retain_out_file else None, stmt_layout_driven=dump_layout_driven(dump))
         for dump in dumps
     )
