@@ -1,7 +1,7 @@
 """The instruction-count test (torchbench/ab/count_decision.py): its behaviour on crafted rows, and its constants
-and error rates recomputed from the recorded pool of identical code at many commits, counted outside the memory
-allocators (evaluation/results/counts_noise_pool-2026-12-07.json.gz, evaluation/counts_calibration.py): fitted on
-the first commits of two suites, measured on their other commits and on two suites none was fitted on."""
+and error rates recomputed from the recorded pool of identical code at many commits, the counts of the code itself
+(outside the memory allocators and the type cache's misses: evaluation/results/counts_noise_pool-2026-12-07.json.gz,
+evaluation/counts_calibration.py): fitted on each suite's first commits, measured on the commits after them."""
 
 import sys
 from pathlib import Path
@@ -97,28 +97,29 @@ def _fit_and_held(suite: dict, name: str) -> tuple[set[str], set[str]]:
 def test_the_pool_holds_three_suites_of_forty_commits(pool):
     """Issue 61 part 3: at least 40 commits a suite (each adds an unused helper: any two are an A/A pair) across
     at least three suites, one of them Timer-in-`track_` (statements counted in place) and one a real library's
-    (einops 0.8.1); each commit's first process, the first commits' layout draws, and the allocators' share
-    beside the counts outside them."""
+    (einops 0.8.1); each commit's first process, layout draws at fit and at held-out commits, and the
+    layout-driven share beside the counts of the code itself."""
     suites = pool["suites"]
     assert {"plain", "track", "einops"} <= set(suites), set(suites)
     for name, suite in suites.items():
         fit, held = _fit_and_held(suite, name)
         assert len(fit) + len(held) >= 40 and len(held) >= 20 and len(suite["jobs"]) >= 40, name
-        assert len(calibration.jittered_commits(suite)) >= 6, name  # layout draws, for the draws' test
-        assert suite["alloc"]["0"]["0"], name  # the allocators' instructions kept beside
+        drawn = set(calibration.jittered_commits(suite))
+        assert len(drawn & fit) >= 4 and len(drawn & held) >= 6, name  # layout draws, for the draws' test
+        assert suite["layout_driven"]["0"]["0"], name  # the layout-driven instructions kept beside
     assert calibration.KINDS["track"] == STATEMENT and calibration.KINDS["einops"] == BY_CALL
 
 
-def test_outside_the_allocators_identical_code_stays_below_the_floor(pool):
-    """Why the counts leave the allocators out: on the same processes, every suite's first processes of
-    identical code moved at least twice as far with the allocators' instructions in (their largest move
-    2.6-3.2%) as without them, and hundreds of adjacent A/A pairs' rows moved past the 1% floor with them, none
-    without (candidates, each a jittered process's layout draws a side, that decide nothing)."""
+def test_the_code_itself_moves_far_less_between_commits_of_identical_code(pool):
+    """Why the counts leave the layout-driven code out: on the same processes, every suite's first processes of
+    identical code moved at least three times as far with the allocators' and the type cache's instructions in
+    as without them, and A/A pairs' rows moved past the 1% floor with them, none without (each such candidate
+    a jittered process's layout draws a side, deciding nothing)."""
     for name, suite in pool["suites"].items():
-        total = calibration.with_allocators(suite)
+        total = calibration.with_layout_driven(suite)
         outside, _ = calibration.largest_first_move(suite)
-        with_allocators, _ = calibration.largest_first_move(total)
-        assert with_allocators >= 2 * outside and outside < 0.01, (name, outside, with_allocators)
+        with_them, _ = calibration.largest_first_move(total)
+        assert with_them >= 3 * outside and outside < 0.005, (name, outside, with_them)
         moves = calibration.first_moves(total)
         assert (moves >= 0.01).sum() >= 10 and (calibration.first_moves(suite) >= 0.01).sum() == 0, name
 
@@ -141,9 +142,9 @@ def test_the_constants_are_fitted_on_the_first_commits(pool):
 
 def test_the_ceiling_is_far_beyond_the_largest_first_move_of_identical_code(pool):
     """FIRST_CEILING (x2) against every pair of commits of every suite: the largest first move of identical
-    code outside the allocators is a tiny share of it. It is not lowered to five times that share: a dict or
-    set keyed by objects' identity moves by 1-2% between layouts outside the allocators too (its probes follow
-    the addresses: tests/test_callgrind_valgrind.py), which only a row's layout draws show."""
+    code itself is a tiny share of it. It is not lowered to five times that share: a dict or set keyed by
+    objects' identity moves by 1-2% between layouts in the code itself too (its probes follow the addresses:
+    tests/test_callgrind_valgrind.py), which only a row's layout draws show."""
     for name, suite in pool["suites"].items():
         largest, row = calibration.largest_first_move(suite)
         assert 0 < largest <= ct.FIRST_CEILING / 50, (name, largest, suite["jobs"][row])
@@ -161,7 +162,7 @@ def test_the_rule_out_of_sample(pool):
         _, held = _fit_and_held(suite, name)
         level = calibration.alert_level(suite)
         aa = calibration.first_pairs(suite, kind, 0.01, ct.FIRST_CEILING, COMMIT_SD[kind], level, held)
-        assert aa["pairs"] >= 435 and aa["1.00"]["n"] >= 17_000, (name, aa["pairs"], aa["1.00"]["n"])
+        assert aa["pairs"] >= 190 and aa["1.00"]["n"] >= 7_500, (name, aa["pairs"], aa["1.00"]["n"])
         assert aa["1.00"]["x"] == aa["1.00"]["undrawn"] == aa["suites"]["flagged"] == 0, (name, aa["1.00"])
         drawn = calibration.subset(suite, [c for c in calibration.jittered_commits(suite) if c in held])
         m = calibration.measure(drawn, kind, 0.01, COMMIT_SD[kind], None, level)
@@ -171,13 +172,12 @@ def test_the_rule_out_of_sample(pool):
 
 def test_commit_disjoint_a_a_pairs_counted_as_the_alert_counts_decide_no_row(pool):
     """The held-out commits' disjoint adjacent pairs (20-21, 22-23, ...) replayed as the alert counts them: a
-    first process a side, then the candidates (counts, or, counts flat, simulated cycles moved past the floor)
-    in a jittered process of DRAWS draws at both commits (counts_noise_pool.py --candidates), at the alert's
-    level with a last-level miss priced at this machine's 362 cycles: no row decided, so no suite ends
-    "regression"."""
+    first process a side, then the candidates (rows whose counts moved past the floor) in a jittered process
+    of DRAWS draws at both commits (counts_noise_pool.py --candidates), at the alert's level: no row decided,
+    so no suite ends "regression". (The pool was counted without the cache simulation: the simulated cycles'
+    own constants, CYCLES_COMMIT_SD, were fitted on the pools before, which kept them.)"""
     from torchbench.ab.channels import CYCLES_COMMIT_SD
 
-    pool = calibration.repriced(pool, 362)
     pairs = rows = 0
     for name, suite in pool["suites"].items():
         kind = calibration.KINDS[name]
@@ -186,7 +186,7 @@ def test_commit_disjoint_a_a_pairs_counted_as_the_alert_counts_decide_no_row(poo
                                             CYCLES_COMMIT_SD[kind], calibration.alert_level(suite))
         assert found["decided"] == 0 and found["flagged"] == 0, (name, found)
         pairs, rows = pairs + found["pairs"], rows + found["rows"]
-    assert pairs >= 30 and rows >= 1200, (pairs, rows)
+    assert pairs >= 10 * len(pool["suites"]) and rows >= 400 * len(pool["suites"]), (pairs, rows)
 
 
 def test_the_jitter_salt_draws_other_layouts_and_leaves_the_alerts_alone():

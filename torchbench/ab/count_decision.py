@@ -1,14 +1,14 @@
 """The instruction-count test: did a row's counts move beyond what a commit that changes nothing it runs does?
 
-The counts are a row's instructions **outside the memory allocators** (glibc's malloc and CPython's pymalloc,
-with what they call: torchbench_core._callgrind_worker.dump_allocator). Which path malloc, free and pymalloc
-take follows the heap's state, and a commit that only adds an unused function to the module a suite imports
-moves the heap: with the allocators' instructions in, such commits moved torch-op rows by up to 2.5-3.2% on
-the plain and Timer-in-track_ suites (and by up to 14.6% in earlier pools), hundreds of A/A row pairs past the
-1% floor; without them, by at most 0.07-0.33%, none past the floor (evaluation/counts_noise_pool.py,
-counts_noise_pool-2026-12-07: 40 commits a suite). What still moves between layouts outside the allocators is
-code whose own path follows addresses (a dict or set keyed by objects' identity: 1.1-1.9% between 8 layouts)
-and the interpreter's re-specialisation (a few tenths of a percent on a torch op whose setup makes new
+The counts are the instructions of **the code itself**: outside code whose path follows memory addresses rather
+than the code, the memory allocators (glibc's malloc, CPython's pymalloc) and CPython's type cache's misses,
+with what they call (torchbench_core._callgrind_worker.dump_layout_driven). A commit that only adds an unused
+function to the module a suite imports moves the heap and the interned names: with those instructions in, such
+commits moved torch-op rows by 2.5-3.2% on the plain and Timer-in-track_ suites (by up to 14.6% in earlier
+pools), and hundreds of A/A row pairs past the 1% floor; the code itself moves far less
+(evaluation/counts_noise_pool.py, counts_noise_pool-2026-12-07). What still moves between layouts in the code
+itself is code whose own path follows addresses (a dict or set keyed by objects' identity: 1.1-1.9% between 8
+layouts) and the interpreter's re-specialisation (a few tenths of a percent on a torch op whose setup makes new
 lambdas), so the test keeps its layout draws:
 
 1. **First process.** Each side counts every row once, in the default layout. A row whose counts moved by
@@ -29,9 +29,9 @@ lambdas), so the test keeps its layout draws:
    margin printed is the smallest change this row's noise lets the test decide. COUNT_ALPHA is the level of a
    test made outside a suite (the default of a direct call).
 
-The rule's errors out of sample: docs/results.md#counts-outside-the-memory-allocators-issue-61-2026-12-07
-(the constants fitted on the plain and Timer-in-track_ suites' first 10 commits, measured on their other
-commits and on einops 0.8.1's suite and the TimerSuite, none fitted on).
+The rule's errors out of sample: docs/results.md#the-codes-own-counts-issue-61-2026-12-07 (the constants fitted
+on the first 20 commits of a plain suite, einops 0.8.1's suite and a Timer-in-track_ suite, measured on their
+other commits).
 """
 
 from __future__ import annotations
@@ -51,13 +51,13 @@ JITTERS = DRAWS  # the jittered layouts a side a candidate's test rests on after
 WITH_FIRST = True  # the first (default-layout) process is one of the test's processes beside the draws
 COUNT_ALPHA = 0.01  # the two-sided level of a test outside a suite (the alert's: Policy.deterministic_level)
 LABEL_ALPHA = 0.05  # a row whose counts moved at this level is labelled compute (weights, not decisions)
-# evaluation/counts_calibration.py on the first FIT_COMMITS (10) commits of the plain suite (time_ methods counted
-# call by call) and of the Timer-in-track_ suite (statements) of evaluation/results/counts_noise_pool-2026-12-07
-# (counts outside the allocators; each commit's layouts drawn anew): the commit noise the draws do not show beyond
-# COMMIT_RATIO's part (log sd: the smallest at which the A/A p-values of the commits with layout draws hold at 5%
-# and 1% and the rule at the alert's level decides none of their A/A rows), and the 99th percentile of a first
-# process's A/A move between adjacent commits, per kind of row. Held out: those suites' other 30 commits,
-# einops 0.8.1's suite and the TimerSuite whole.
+# evaluation/counts_calibration.py on the first FIT_COMMITS (20) commits of each suite of
+# evaluation/results/counts_noise_pool-2026-12-07 (the code's own counts; each commit's layouts drawn anew): the
+# commit noise the draws do not show beyond COMMIT_RATIO's part (log sd: the smallest at which the A/A p-values
+# of the commits with layout draws hold at 5% and 1% and the rule at the alert's level decides none of their A/A
+# rows), and the 99th percentile of a first process's A/A move between adjacent commits, per kind of row (the
+# largest over its suites: time_ methods counted call by call, the plain suite's and einops'; statements, the
+# Timer-in-track_ suite's). Held out: each suite's commits after them.
 COMMIT_SD = {STATEMENT: 0.0001, BY_CALL: 0.0}
 # the part of the commit noise that grows with the row's own spread between layouts (sd between layouts
 # times this): a row whose layouts move it far is one a commit moves far. Set, not fitted: the commit noise as
