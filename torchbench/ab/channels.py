@@ -41,7 +41,7 @@ MEMORY = "memory (simulated cache)"
 CYCLES_COMMIT_SD = {STATEMENT: 0.0005, BY_CALL: 0.0}
 # ... beside the commit noise as large as the row's own spread between layouts, and the first move of
 # identical code below which a row is flat: the totals' (the allocators' instructions included), as the cycles
-# are; the counts outside the allocators have constants of their own (count_decision)
+# are; the counts of the code itself have constants of their own (count_decision)
 CYCLES_COMMIT_RATIO = {STATEMENT: 1.0, BY_CALL: 1.0}
 CYCLES_FIRST_MOVE = {STATEMENT: 0.0194, BY_CALL: 0.0143}
 
