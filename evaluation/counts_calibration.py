@@ -30,6 +30,7 @@ rows of a pair clustered (Kish's design effect), since the rows of one pair shar
 from __future__ import annotations
 
 import argparse
+import copy
 import gzip
 import itertools
 import json
@@ -110,9 +111,15 @@ def second_pass(suite: dict, commit: str, job: str, factor: float = 1.0, field: 
     return [[v * factor for v in by[layout][job]] for layout in SECOND]
 
 
+def first_commits(suite: dict, commits=None, field: str = "counts") -> list[str]:
+    """The suite's commits with a first process (layout "0"), in order; of `commits` alone where given."""
+    return sorted((c for c, by in suite.get(field, {}).items() if by.get("0") and (commits is None or c in commits)),
+                  key=int)
+
+
 def first_moves(suite: dict, field: str = "counts") -> np.ndarray:
     """|log(head/base)| of first processes between adjacent commits, every row."""
-    commits = sorted((c for c, by in suite.get(field, {}).items() if by.get("0")), key=int)
+    commits = first_commits(suite, field=field)
     moves = []
     for a, b in zip(commits, commits[1:]):
         for job in suite["jobs"]:
@@ -270,7 +277,7 @@ def candidate_pairs(suite: dict, kind: str, floor: float, commit_sd: float, cycl
 
     rows = decided = flagged = candidates = undrawn = 0  # rows: every pair's rows counted on both sides
     pairs_, per_pair = 0, []
-    commits = sorted((c for c, by in suite["counts"].items() if by.get("0")), key=int)
+    commits = first_commits(suite)
     for a, b in zip(commits[::2], commits[1::2]):
         if int(b) != int(a) + 1:
             continue
@@ -355,8 +362,7 @@ def rule(base: list[list[float]], head: list[list[float]], kind: str, floor: flo
 def largest_first_move(suite: dict, commits=None) -> tuple[float, str]:
     """The largest |log(head/base)| of a first process a side over every pair of the suite's commits (or of
     `commits`), and the row that made it."""
-    chosen = sorted((c for c, by in suite["counts"].items() if by.get("0") and (commits is None or c in commits)),
-                    key=int)
+    chosen = first_commits(suite, commits)
     largest, where = 0.0, ""
     for a, b in itertools.combinations(chosen, 2):
         first = [suite["counts"][c]["0"] for c in (a, b)]
@@ -372,8 +378,7 @@ def fitted_constants(suite: dict, name: str) -> dict:
     """The count test's constants fitted on the suite's first FIT_COMMITS commits: COMMIT_SD on those of them
     with layout draws ("drawn": that subset, for fit_commit_sd and holds) and FIRST_MOVE on their first
     processes; the kept constant of a kind is the largest over its suites."""
-    commits = sorted((c for c, by in suite["counts"].items() if by.get("0")), key=int)[:FIT_COMMITS.get(name, 0)]
-    fit = subset(suite, commits)
+    fit = subset(suite, fit_commits(suite, name))
     drawn = subset(suite, jittered_commits(fit))
     return {"commit_sd": fit_commit_sd(drawn, KINDS[name]), "first_move": first_move(fit), "drawn": drawn}
 
@@ -386,8 +391,7 @@ def first_pairs(suite: dict, kind: str, floor: float, ceiling: float, commit_sd:
     layout draws where both commits have them (rule()), and counted "undrawn" (not decided: a lower bound of
     the power) where they do not. Per factor: rows decided, undrawn, and (A/A) the pairs with a row decided,
     over all pairs and over those that share no commit."""
-    chosen = sorted((c for c, by in suite["counts"].items() if by.get("0") and (commits is None or c in commits)),
-                    key=int)
+    chosen = first_commits(suite, commits)
     drawn = set(jittered_commits(suite))
     all_pairs = list(itertools.combinations(chosen, 2))
     out = {"pairs": len(all_pairs), "level": alpha, "ceiling": ceiling}
@@ -422,16 +426,18 @@ def first_pairs(suite: dict, kind: str, floor: float, ceiling: float, commit_sd:
     return out
 
 
+def fit_commits(suite: dict, name: str) -> list[str]:
+    """The suite's first FIT_COMMITS commits, which the constants are fitted on (none for a suite not fitted on)."""
+    return first_commits(suite)[:FIT_COMMITS.get(name, 0)]
+
+
 def held_commits(suite: dict, name: str) -> set[str]:
     """The suite's commits no constant was fitted on: after its FIT_COMMITS, or all of a suite not fitted on."""
-    commits = sorted((c for c, by in suite["counts"].items() if by.get("0")), key=int)
-    return set(commits[FIT_COMMITS.get(name, 0):])
+    return set(first_commits(suite)[FIT_COMMITS.get(name, 0):])
 
 
 def with_layout_driven(suite: dict) -> dict:
     """The suite's counts with the layout-driven instructions added back (the totals), where it kept them."""
-    import copy
-
     total = copy.deepcopy(suite)
     for commit, layouts_ in total["counts"].items():
         for layout, rows in layouts_.items():
@@ -444,7 +450,7 @@ def with_layout_driven(suite: dict) -> dict:
 
 def calibrate(pool: dict, floor: float) -> dict:
     """Per suite: the constants fitted on its first commits (where it is a fit suite), its first moves of
-    identical code outside the allocators and with them, and the shipped rule measured on its held-out
+    identical code, the code's own counts and with the layout-driven instructions, and the shipped rule measured on its held-out
     commits."""
     out = {}
     for name, suite in pool["suites"].items():

@@ -89,9 +89,8 @@ def pool():
 
 
 def _fit_and_held(suite: dict, name: str) -> tuple[set[str], set[str]]:
-    commits = sorted((c for c, by in suite["counts"].items() if by.get("0")), key=int)
-    fit = calibration.FIT_COMMITS.get(name, 0)  # a suite no constant was fitted on is held out whole
-    return set(commits[:fit]), set(commits[fit:])
+    # a suite no constant was fitted on is held out whole
+    return set(calibration.fit_commits(suite, name)), calibration.held_commits(suite, name)
 
 
 def test_the_pool_holds_three_suites_of_forty_commits(pool):
