@@ -21,10 +21,11 @@ deterministic_level: the deterministic channels' share of the suite's false-aler
 suite's rows), on the commits no constant was fitted on (the fit suites' other commits, and whole suites of
 the kind none was fitted on): every pair of them on first processes (first_pairs: A/A, +2%, +5%), their
 pairs with draws through the whole rule (measure), and their disjoint adjacent pairs counted as the alert
-counts them, simulated cycles included (candidate_pairs). Bounds: Clopper-Pearson at 95%; for rows, with the
+counts them, simulated cycles included (candidate_pairs); with --after, the same on the commits a pool recorded
+after the fit (after_fit: the plain chain grown from 40 to 240 commits, 100 disjoint A/A suites). Bounds: Clopper-Pearson at 95%; for rows, with the
 rows of a pair clustered (Kish's design effect), since the rows of one pair share its two commits' layouts.
 
-    python evaluation/counts_calibration.py [POOL] [--floor 0.01] [--miss-cycles 362]
+    python evaluation/counts_calibration.py [POOL] [--floor 0.01] [--miss-cycles 362] [--after [CHAIN]]
 """
 
 from __future__ import annotations
@@ -54,6 +55,11 @@ from torchbench.ab.options import Policy  # noqa: E402
 # after (held out)
 POOL = ROOT / "evaluation" / "results" / "counts_noise_pool-2026-12-07.json.gz"
 FIT_COMMITS = {"plain": 20, "einops": 20, "track": 20}  # each suite's first 20 commits; the rest held out
+# the same pool's plain chain grown after the constants were fitted on it (counts_noise_pool.py --commits 240,
+# its first 40 commits the pool's): commits RECORDED_AFTER and on were counted after the fit, the pool recorded
+# after it that issue 61 asks the rule to be measured on
+AFTER_POOL = ROOT / "evaluation" / "results" / "counts_noise_pool-2026-12-07-chain.json.gz"
+RECORDED_AFTER = 40
 # the track suite's rows time a Timer in track_ methods: counted as its statement (asv_worker.AsvTimed)
 KINDS = {"timer": STATEMENT, "plain": BY_CALL, "track": STATEMENT, "einops": BY_CALL}
 GRID = np.arange(0, 0.02, 0.0001)  # commit noise candidates, log sd
@@ -476,6 +482,28 @@ def calibrate(pool: dict, floor: float) -> dict:
     return out
 
 
+def after_fit(pool: dict, start: int = RECORDED_AFTER, floor: float = 0.01) -> dict:
+    """The shipped rule on the commits a pool recorded after the constants were fitted (its commits from the
+    `start`th on), per suite that has them: the largest first move between any two of them, adjacent pairs
+    past the floor, their disjoint adjacent pairs counted as the alert counts them (candidate_pairs: a suite
+    of the suite's rows a pair), and the rule on their pairs with layout draws (measure: A/A, +2%, +5%)."""
+    out = {}
+    for name, suite in pool["suites"].items():
+        commits = [c for c in first_commits(suite) if int(c) >= start]
+        if len(commits) < 2:
+            continue
+        kind, alpha = KINDS[name], alert_level(suite)
+        after = subset(suite, commits)
+        drawn = subset(after, jittered_commits(after))
+        out[name] = {"kind": kind, "rows": len(suite["jobs"]), "level": alpha, "commits": len(commits),
+                     "largest": largest_first_move(suite, commits),
+                     "past_floor": int((first_moves(after) >= floor).sum()),
+                     "candidate_pairs": candidate_pairs(after, kind, floor, COMMIT_SD[kind], CYCLES_COMMIT_SD[kind],
+                                                        alpha),
+                     "drawn": measure(drawn, kind, floor, COMMIT_SD[kind], None, alpha) if pairs(drawn) else None}
+    return out
+
+
 def _share(m: dict) -> str:
     low, high = m["bounds"]
     return f"{m['x']}/{m['n']} ({m['share']:.2%}; 95% CP {low:.2%}-{high:.2%}, design effect {m['design_effect']:.1f})"
@@ -488,6 +516,11 @@ def main() -> None:
     parser.add_argument("--miss-cycles", type=int, default=362,
                         help="price a simulated last-level miss at this many cycles (memory_price.py measures "
                              "this machine's; 362 where the constants were set)")
+    parser.add_argument("--after", type=Path, nargs="?", const=AFTER_POOL,
+                        help="also measure the rule on this pool's commits recorded after the fit (default "
+                             f"{AFTER_POOL.name})")
+    parser.add_argument("--recorded-after", type=int, default=RECORDED_AFTER,
+                        help=f"the first commit of --after's recorded after the fit ({RECORDED_AFTER})")
     args = parser.parse_args()
     found = calibrate(repriced(load(args.pool), args.miss_cycles), args.floor)
     apart = {"pairs": 0, "flagged": 0}
@@ -522,6 +555,26 @@ def main() -> None:
     low, high = clopper_pearson(apart["flagged"], apart["pairs"])
     print(f"== commit-disjoint A/A suites, every suite: {apart['flagged']} of {apart['pairs']} ending regression "
           f"(95% CP up to {high:.1%})")
+    if args.after is None:
+        return
+    for name, f in after_fit(repriced(load(args.after), args.miss_cycles), args.recorded_after, args.floor).items():
+        print(f"== {name}, recorded after the fit ({args.after.name}, its {f['commits']} commits from the "
+              f"{args.recorded_after}th on; level {f['level']:.2e})")
+        print(f"  largest first move of identical code over every pair of them {f['largest'][0]:.3%}; adjacent "
+              f"pairs' rows past the floor {f['past_floor']}")
+        c = f["candidate_pairs"]
+        apart["pairs"] += c["pairs"]
+        apart["flagged"] += c["flagged"]
+        print(f"  disjoint adjacent pairs counted as the alert counts: {c['pairs']} pairs, {c['rows']} rows, "
+              f"{c['candidates']} candidates ({c['undrawn']} not drawn); rows decided {c['decided']}, suites "
+              f"ending regression {c['flagged']} (95% CP up to {c['suites_bounds'][1]:.1%})")
+        d = f["drawn"]
+        if d:
+            print(f"  pairs with layout draws ({d['pairs']}): A/A rows decided {_share(d['1.00'])}; +2% "
+                  f"{_share(d['1.02'])} ({d['1.02']['near']} near their bar); +5% {_share(d['1.05'])}")
+    low, high = clopper_pearson(apart["flagged"], apart["pairs"])
+    print(f"== commit-disjoint A/A suites out of sample, held out and recorded after: {apart['flagged']} of "
+          f"{apart['pairs']} ending regression (95% CP up to {high:.1%})")
 
 
 if __name__ == "__main__":

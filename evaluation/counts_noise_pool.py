@@ -203,7 +203,8 @@ def record(name: str, n: int, jittered: list[int], jitters: int, tmp: Path, pool
         # differ from run to run; the timer suite's dates are fixed)
         if entry["counts"] and not entry.get("salted"):
             raise SystemExit(f"{out}: its {name} layouts were drawn alike for every commit: give another --out")
-        entry.update({"salted": True, "description": description, "commits": entry.get("commits", shas),
+        kept = entry.get("commits", [])  # a resumed chain made longer keeps its commits and adds the new ones
+        entry.update({"salted": True, "description": description, "commits": kept + shas[len(kept):],
                       "trees": trees,
                       "jobs": {f"{n_}|{i}": evidence.jobs[(n_, i)].name for n_, i in jobs},
                       "by_call": [f"{n_}|{i}" for n_, i in jobs if evidence.jobs[(n_, i)].by_call]})

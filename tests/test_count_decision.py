@@ -208,3 +208,24 @@ def test_the_commit_noise_is_part_of_the_test():
     assert count_decision(base, head, STATEMENT, 0.01, commit_sd=0.0).decides
     assert not count_decision(base, head, STATEMENT, 0.01, commit_sd=0.01).decides
     assert ct.count_decision(base, head, STATEMENT, 0.01, commit_sd=0.01).margin > 0.012
+
+
+def test_a_pool_recorded_after_the_fit_ends_no_a_a_suite_in_regression():
+    """Issue 61 part 3 and its goal of at least 100 commit-disjoint A/A suites: the plain chain grown after the
+    constants were fitted (counts_calibration.AFTER_POOL, its commits from RECORDED_AFTER on, none fitted on).
+    Its 100 disjoint adjacent pairs, counted as the alert counts them (a suite of 42 rows a pair, at the
+    alert's level), end none in "regression"; its commits counted in layout draws decide no A/A row and decide
+    a +2% and a +5% compute change on at least 95% and 99% of rows."""
+    if not calibration.AFTER_POOL.exists():
+        pytest.fail(f"{calibration.AFTER_POOL} is missing: record it with evaluation/counts_noise_pool.py")
+    found = calibration.after_fit(calibration.load(calibration.AFTER_POOL))
+    plain = found["plain"]
+    assert plain["commits"] >= 200 and plain["rows"] >= 40, plain["commits"]
+    largest, _ = plain["largest"]
+    assert largest < 0.005 and plain["past_floor"] == 0, (largest, plain["past_floor"])
+    c = plain["candidate_pairs"]
+    assert c["pairs"] >= 100 and c["rows"] >= 4_000, c
+    assert c["decided"] == 0 and c["flagged"] == 0 and c["undrawn"] == 0, c
+    d = plain["drawn"]
+    assert d is not None and d["pairs"] >= 45 and d["1.00"]["x"] == 0, d and d["1.00"]
+    assert d["1.02"]["share"] >= 0.95 and d["1.05"]["share"] >= 0.99, (d["1.02"], d["1.05"])
