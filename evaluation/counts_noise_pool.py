@@ -96,6 +96,7 @@ from torchbench.project.commits import Commit  # noqa: E402
 from torchbench.project.folders import locked_folders  # noqa: E402
 from torchbench_core._callgrind_worker import JITTER_ENV, SALT_ENV  # noqa: E402
 from torchbench_core.asv_worker import DRAWS_ENV, SIMULATE_ENV  # noqa: E402
+from torchbench_core.memory_price import LL_MISS_CYCLES, PRICE_ENV  # noqa: E402
 from torchbench_core.storage import atomic_write_bytes  # noqa: E402
 
 OUT = ROOT / "evaluation" / "results" / "counts_noise_pool.json.gz"
@@ -174,7 +175,7 @@ def candidate_rows(entry: dict, kind: str, a: str, b: str, floor: float = 0.01) 
 
 
 def record(name: str, n: int, jittered: list[int], jitters: int, tmp: Path, pool: dict, out: Path,
-           draws: int = 1, candidates: bool = False, simulate: bool = True) -> None:
+           draws: int = 1, candidates: bool = False, simulate: bool = True, miss_cycles: int = LL_MISS_CYCLES) -> None:
     description, make = SUITES[name]
     repo, base, module = make(tmp / name)
     shas = chain(repo, base, module, n)
@@ -203,6 +204,10 @@ def record(name: str, n: int, jittered: list[int], jitters: int, tmp: Path, pool
         # differ from run to run; the timer suite's dates are fixed)
         if entry["counts"] and not entry.get("salted"):
             raise SystemExit(f"{out}: its {name} layouts were drawn alike for every commit: give another --out")
+        if entry["counts"] and entry.get("miss_cycles", LL_MISS_CYCLES) != miss_cycles:
+            raise SystemExit(f"{out}: its {name} cycles price a miss at {entry.get('miss_cycles', LL_MISS_CYCLES)}: "
+                             f"give that --miss-cycles or another --out")
+        entry["miss_cycles"] = miss_cycles  # the simulated cycles' price of a last-level miss (counts_calibration.repriced)
         kept = entry.get("commits", [])  # a resumed chain made longer keeps its commits and adds the new ones
         entry.update({"salted": True, "description": description, "commits": kept + shas[len(kept):],
                       "trees": trees,
@@ -215,6 +220,7 @@ def record(name: str, n: int, jittered: list[int], jitters: int, tmp: Path, pool
             # each commit's jittered processes draw layouts of their own (SALT_ENV: the alert jitters base and
             # head alike, where a pool of commits whose code moves little would repeat one layout pair to pair)
             env = {JITTER_ENV: layout[1:], SALT_ENV: f"commit {i}"} if layout[0] in "jc" else {}
+            env[PRICE_ENV] = str(miss_cycles)  # the cycles' price of a miss, so candidates are chosen at it
             if not simulate:
                 env[SIMULATE_ENV] = "0"
             if draws > 1 and layout[0] in "jc":
@@ -290,6 +296,9 @@ def main() -> None:
                              "as the alert does, where the pair has no draws yet (stored as layouts c1d0 ..)")
     parser.add_argument("--no-simulate", action="store_true",
                         help="count without the cache and branch simulation (1.6x faster; no simulated cycles kept)")
+    parser.add_argument("--miss-cycles", type=int, default=LL_MISS_CYCLES,
+                        help="price a simulated last-level miss at this many cycles, as the alert does at what "
+                             f"memory_price measured (default {LL_MISS_CYCLES}, KCachegrind's; 362 on this machine)")
     parser.add_argument("--suites", nargs="+", default=list(SUITES), choices=list(SUITES))
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
@@ -303,7 +312,7 @@ def main() -> None:
         for name in args.suites:
             jittered = sorted(set(range(args.jittered)) | set(args.jitter_commits))
             record(name, args.commits, jittered, args.jitters, Path(tmp_name), pool, args.out, args.draws,
-                   args.candidates, not args.no_simulate)
+                   args.candidates, not args.no_simulate, args.miss_cycles)
     print(f"== wrote {args.out} in {(time.perf_counter() - began) / 60:.1f} min", flush=True)
 
 

@@ -229,3 +229,18 @@ def test_a_pool_recorded_after_the_fit_ends_no_a_a_suite_in_regression():
     d = plain["drawn"]
     assert d is not None and d["pairs"] >= 45 and d["1.00"]["x"] == 0, d and d["1.00"]
     assert d["1.02"]["share"] >= 0.95 and d["1.05"]["share"] >= 0.99, (d["1.02"], d["1.05"])
+
+
+def test_simulated_cycles_of_identical_code_at_the_alerts_miss_price_decide_no_row():
+    """The simulated cycles' channel on a pool recorded after its constants were set, a miss priced at 362
+    cycles as the alert prices it here (counts_calibration.CYCLES_POOL: 40 commits, each disjoint adjacent
+    pair's candidates counted in simulated draws): the 20 A/A suites end none in "regression". Their
+    cycles-only candidates (layout-driven cache and branch events move cycles past the floor where the
+    counts stay flat) cost the alert jittered processes, and a few stay near their bar after one."""
+    if not calibration.CYCLES_POOL.exists():
+        pytest.fail(f"{calibration.CYCLES_POOL} is missing: record it with evaluation/counts_noise_pool.py")
+    pool = calibration.repriced(calibration.load(calibration.CYCLES_POOL), 362)
+    assert pool["suites"]["plain"]["priced"] == pool["suites"]["plain"]["miss_cycles"] == 362
+    c = calibration.after_fit(pool, start=0)["plain"]["candidate_pairs"]
+    assert c["pairs"] >= 20 and c["undrawn"] == 0 and c["candidates"] > 0, c
+    assert c["decided"] == 0 and c["flagged"] == 0, c
