@@ -22,8 +22,9 @@ suite's rows), on the commits no constant was fitted on (the fit suites' other c
 the kind none was fitted on): every pair of them on first processes (first_pairs: A/A, +2%, +5%), their
 pairs with draws through the whole rule (measure), and their disjoint adjacent pairs counted as the alert
 counts them, simulated cycles included (candidate_pairs); with --after, the same on the commits a pool recorded
-after the fit (after_fit: the plain chain grown from 40 to 240 commits, 100 disjoint A/A suites). Bounds: Clopper-Pearson at 95%; for rows, with the
-rows of a pair clustered (Kish's design effect), since the rows of one pair share its two commits' layouts.
+after the fit (after_fit: the plain chain grown from 40 to 240 commits, 100 disjoint A/A suites). Bounds:
+Clopper-Pearson at 95%; for rows, with the rows of a pair clustered (Kish's design effect), since the rows of
+one pair share its two commits' layouts.
 
     python evaluation/counts_calibration.py [POOL] [--floor 0.01] [--miss-cycles 362] [--after [CHAIN]]
 """
@@ -463,8 +464,8 @@ def with_layout_driven(suite: dict) -> dict:
 
 def calibrate(pool: dict, floor: float) -> dict:
     """Per suite: the constants fitted on its first commits (where it is a fit suite), its first moves of
-    identical code, the code's own counts and with the layout-driven instructions, and the shipped rule measured on its held-out
-    commits."""
+    identical code, the code's own counts and with the layout-driven instructions, and the shipped rule
+    measured on its held-out commits."""
     out = {}
     for name, suite in pool["suites"].items():
         kind, held = KINDS[name], held_commits(suite, name)
@@ -516,6 +517,19 @@ def _share(m: dict) -> str:
     return f"{m['x']}/{m['n']} ({m['share']:.2%}; 95% CP {low:.2%}-{high:.2%}, design effect {m['design_effect']:.1f})"
 
 
+def _drawn_line(d: dict) -> str:
+    """measure()'s figures: A/A, +2% and +5% on the pairs with layout draws."""
+    return (f"A/A rows decided {_share(d['1.00'])}; +2% {_share(d['1.02'])} ({d['1.02']['near']} near their bar); "
+            f"+5% {_share(d['1.05'])}")
+
+
+def _candidates_line(c: dict) -> str:
+    """candidate_pairs()' figures: the disjoint pairs counted as the alert counts them."""
+    return (f"{c['pairs']} pairs, {c['rows']} rows, {c['candidates']} candidates ({c['undrawn']} not drawn, "
+            f"{c['near']} near their bar after one pass); rows decided {c['decided']}, suites ending regression "
+            f"{c['flagged']}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("pool", nargs="?", type=Path, default=POOL)
@@ -550,16 +564,13 @@ def main() -> None:
               f"/{m['suites']['of']}")
         d = f["drawn"]
         if d:
-            print(f"  held-out pairs with layout draws ({d['pairs']}): A/A rows decided {_share(d['1.00'])}; "
-                  f"+2% {_share(d['1.02'])} ({d['1.02']['near']} near their bar); +5% {_share(d['1.05'])}")
+            print(f"  held-out pairs with layout draws ({d['pairs']}): {_drawn_line(d)}")
         c = f["candidate_pairs"]
         if c:
             apart["pairs"] += c["pairs"]
             apart["flagged"] += c["flagged"]
             print(f"  disjoint adjacent held-out pairs counted as the alert counts (candidates' draws, cycles "
-                  f"included): {c['pairs']} pairs, {c['rows']} rows, {c['candidates']} candidates ({c['undrawn']} "
-                  f"not drawn, {c['near']} near their bar after one pass); rows decided {c['decided']}, suites "
-                  f"ending regression {c['flagged']}")
+                  f"included): {_candidates_line(c)}")
     low, high = clopper_pearson(apart["flagged"], apart["pairs"])
     print(f"== commit-disjoint A/A suites, every suite: {apart['flagged']} of {apart['pairs']} ending regression "
           f"(95% CP up to {high:.1%})")
@@ -571,15 +582,14 @@ def main() -> None:
         print(f"  largest first move of identical code over every pair of them {f['largest'][0]:.3%}; adjacent "
               f"pairs' rows past the floor {f['past_floor']}")
         c = f["candidate_pairs"]
-        apart["pairs"] += c["pairs"]
-        apart["flagged"] += c["flagged"]
-        print(f"  disjoint adjacent pairs counted as the alert counts: {c['pairs']} pairs, {c['rows']} rows, "
-              f"{c['candidates']} candidates ({c['undrawn']} not drawn, {c['near']} near their bar after one pass); "
-              f"rows decided {c['decided']}, suites ending regression {c['flagged']} (95% CP up to {c['suites_bounds'][1]:.1%})")
+        if c:  # None where no adjacent pair was counted in draws (a pool recorded without --candidates)
+            apart["pairs"] += c["pairs"]
+            apart["flagged"] += c["flagged"]
+            print(f"  disjoint adjacent pairs counted as the alert counts: {_candidates_line(c)} (95% CP up to "
+                  f"{c['suites_bounds'][1]:.1%})")
         d = f["drawn"]
         if d:
-            print(f"  pairs with layout draws ({d['pairs']}): A/A rows decided {_share(d['1.00'])}; +2% "
-                  f"{_share(d['1.02'])} ({d['1.02']['near']} near their bar); +5% {_share(d['1.05'])}")
+            print(f"  pairs with layout draws ({d['pairs']}): {_drawn_line(d)}")
     low, high = clopper_pearson(apart["flagged"], apart["pairs"])
     print(f"== commit-disjoint A/A suites out of sample, held out and recorded after: {apart['flagged']} of "
           f"{apart['pairs']} ending regression (95% CP up to {high:.1%})")

@@ -207,7 +207,7 @@ def record(name: str, n: int, jittered: list[int], jitters: int, tmp: Path, pool
         if entry["counts"] and entry.get("miss_cycles", LL_MISS_CYCLES) != miss_cycles:
             raise SystemExit(f"{out}: its {name} cycles price a miss at {entry.get('miss_cycles', LL_MISS_CYCLES)}: "
                              f"give that --miss-cycles or another --out")
-        entry["miss_cycles"] = miss_cycles  # the simulated cycles' price of a last-level miss (counts_calibration.repriced)
+        entry["miss_cycles"] = miss_cycles  # the cycles' price of a last-level miss (counts_calibration.repriced)
         kept = entry.get("commits", [])  # a resumed chain made longer keeps its commits and adds the new ones
         entry.update({"salted": True, "description": description, "commits": kept + shas[len(kept):],
                       "trees": trees,
