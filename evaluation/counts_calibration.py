@@ -45,11 +45,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from torchbench.ab.channels import CYCLES_COMMIT_RATIO, CYCLES_COMMIT_SD, CYCLES_FIRST_MOVE  # noqa: E402
 from torchbench.ab.count_decision import (BY_CALL, COMMIT_SD, COUNT_ALPHA, DRAWS, FIRST_CEILING,  # noqa: E402
                                           FIRST_MOVE, STATEMENT, count_decision)
 from torchbench.ab.counts import NEAR  # noqa: E402
 from torchbench.ab.options import Policy  # noqa: E402
+from torchbench_core.callgrind import priced_cycles  # noqa: E402
 
 # the pool: each commit's jittered process draws layouts of its own (salted); the commits of
 # counts_noise_pool-2026-11-28.json.gz (FIT_COMMITS) were recorded before the constants were fitted, the rest
@@ -63,8 +63,15 @@ AFTER_POOL = ROOT / "evaluation" / "results" / "counts_noise_pool-2026-12-07-cha
 RECORDED_AFTER = 40
 # a plain chain of 40 commits counted with the cache simulation, a miss at 362 cycles as the alert prices it
 # here, and each disjoint adjacent pair's candidates in simulated draws (counts_noise_pool.py --miss-cycles 362
-# --candidates): recorded after the simulated cycles' constants (channels.CYCLES_*) were set, so all of it held out
+# --candidates): recorded after the simulated cycles' constants were set (KCachegrind's estimate then; its cycles
+# priced now from its counts and last-level misses: priced)
 CYCLES_POOL = ROOT / "evaluation" / "results" / "counts_noise_pool-2026-12-07-cycles.json.gz"
+# the same 40 commits, their cycles priced (priced: own instructions + 362 a last-level miss), which the priced
+# cycles' pricing was chosen on (callgrind.simulated_per_run), then the chain grown after it
+# (counts_noise_pool.py --commits 240 --miss-cycles 362 --candidates, its cycles priced by the worker): its
+# commits from MEMORY_AFTER on were recorded after the constants were set
+MEMORY_POOL = ROOT / "evaluation" / "results" / "counts_noise_pool-2026-12-08-memory.json.gz"
+MEMORY_AFTER = 40
 # the track suite's rows time a Timer in track_ methods: counted as its statement (asv_worker.AsvTimed)
 KINDS = {"timer": STATEMENT, "plain": BY_CALL, "track": STATEMENT, "einops": BY_CALL}
 GRID = np.arange(0, 0.02, 0.0001)  # commit noise candidates, log sd
@@ -76,22 +83,35 @@ def load(path: Path = POOL) -> dict:
     return json.loads(gzip.decompress(path.read_bytes()))
 
 
-def repriced(pool: dict, miss_cycles: int) -> dict:
-    """The pool's simulated cycles with a last-level miss priced at `miss_cycles` instead of the price they were
-    recorded at (the suite's "miss_cycles", counts_noise_pool.py --miss-cycles; 100 before it was kept), for the
-    suites whose last-level misses were kept ("ll"); the others as they are (their "priced" says 100)."""
+def priced_values(counts: list[float], misses: list[float], miss_cycles: int) -> list[float]:
+    """A layout's priced cycles from its repeats' counts and last-level misses: a layout is one draw, its last
+    repeat's misses price each repeat (callgrind.simulated_per_run)."""
+    return [priced_cycles(c, {"DLmr": misses[-1]}, miss_cycles) for c in counts]
+
+
+def priced(pool: dict, miss_cycles: int) -> dict:
+    """The pool's simulated cycles as the alert reads them (callgrind.simulated_per_run: each repeat's own
+    instructions plus `miss_cycles` a last-level miss of its layout's last repeat, the warmest), made from its
+    counts and last-level misses ("ll") for the suites
+    that kept them, in place, whatever they were recorded as (KCachegrind's estimate before 2026-12-08, its
+    "cycles_model" "priced" since) and at whatever price (the suite's "miss_cycles"); "priced" says the price.
+    A suite without "ll" keeps no cycles: they were KCachegrind's estimate, another quantity."""
     for suite in pool["suites"].values():
         ll = suite.get("ll")
-        recorded = suite.get("miss_cycles", 100)
-        suite["priced"] = miss_cycles if ll else recorded
-        if not ll or miss_cycles == recorded:
+        suite["priced"] = miss_cycles if ll else None
+        if not ll:
+            suite.pop("cycles", None)
             continue
         for commit, layouts in suite.get("cycles", {}).items():
             for layout, rows in layouts.items():
-                for job, values in rows.items():
+                for job in list(rows):
+                    counts = suite["counts"].get(commit, {}).get(layout, {}).get(job)
                     misses = ll.get(commit, {}).get(layout, {}).get(job)
-                    if misses and len(misses) == len(values):
-                        rows[job] = [c + (miss_cycles - recorded) * m for c, m in zip(values, misses)]
+                    if counts and misses and len(counts) == len(misses):
+                        rows[job] = priced_values(counts, misses, miss_cycles)
+                    else:
+                        del rows[job]
+        suite["cycles_model"] = "priced"
     return pool
 
 
@@ -157,7 +177,7 @@ def aa_p_values(suite: dict, kind: str, commit_sd: float, field: str = "counts")
     ps = []
     for a, b, job in _rows(suite, field):
         t = count_decision(processes(suite, a, job, field=field), processes(suite, b, job, field=field), kind, 0.0,
-                           commit_sd=commit_sd, **_own(field, kind))
+                           commit_sd=commit_sd)
         if t is not None:
             ps.append(t.p_value)
     return np.array(ps)
@@ -238,14 +258,14 @@ def disjoint(pairs_: list[tuple[str, str]]) -> list[tuple[str, str]]:
     return out
 
 
-def measure(suite: dict, kind: str, floor: float, commit_sd: float, cycles_sd: float | None,
+def measure(suite: dict, kind: str, floor: float, commit_sd: float, cycles: bool,
             alpha: float) -> dict:
     """The rule at `alpha` on every pair of the suite's commits with draws: per factor (1.00: A/A; 1.02,
     1.05: the head's counts raised), the rows decided per pair; for A/A, the pairs (suites) in which any row
-    was decided, by counts or (counts flat, where cycles_sd is given and the pair has them) by simulated
+    was decided, by counts or (counts flat, where `cycles` and the pair has them) by simulated
     cycles; the same on pairs that share no commit."""
     out = {"level": alpha, "pairs": len(pairs(suite)), "disjoint_pairs": len(disjoint(pairs(suite)))}
-    cycle_pairs = set(pairs(suite, "cycles")) if cycles_sd is not None else set()
+    cycle_pairs = set(pairs(suite, "cycles")) if cycles else set()
     for factor in (1.0, 1.02, 1.05):
         per_pair, flagged, passes = {}, {}, {"near": 0, "second": 0}
         for a, b, job in _rows(suite, "counts"):
@@ -260,7 +280,7 @@ def measure(suite: dict, kind: str, floor: float, commit_sd: float, cycles_sd: f
                 flat = count_decision(processes(suite, a, job), processes(suite, b, job), kind, floor, alpha=alpha)
                 if flat is not None and not flat.decides and abs(flat.delta) < floor:
                     verdict = rule(processes(suite, a, job, field="cycles"), processes(suite, b, job, field="cycles"),
-                                   kind, floor, cycles_sd, alpha, field="cycles")
+                                   kind, floor, commit_sd, alpha, field="cycles")
             done, rows = per_pair.get((a, b), (0, 0))
             per_pair[(a, b)] = (done + (verdict == "decided"), rows + 1)
             flagged[(a, b)] = flagged.get((a, b), False) or verdict == "decided"
@@ -275,7 +295,7 @@ def measure(suite: dict, kind: str, floor: float, commit_sd: float, cycles_sd: f
     return out
 
 
-def candidate_pairs(suite: dict, kind: str, floor: float, commit_sd: float, cycles_sd: float | None,
+def candidate_pairs(suite: dict, kind: str, floor: float, commit_sd: float, cycles: bool,
                     alpha: float) -> dict | None:
     """The rule on the disjoint adjacent A/A pairs (0-1, 2-3, ...) counted as the alert counts them: a first
     process a side, then a jittered process of DRAWS draws at both commits for the pair's candidates alone
@@ -310,7 +330,7 @@ def candidate_pairs(suite: dict, kind: str, floor: float, commit_sd: float, cycl
                 continue
             moved = first_test.pending
             cyc = [suite.get("cycles", {}).get(c, {}).get("0", {}).get(job) for c in (a, b)]
-            flat_memory = cycles_sd is not None and all(cyc) and not moved and \
+            flat_memory = cycles and all(cyc) and not moved and \
                 count_decision([cyc[0]], [cyc[1]], kind, floor).pending
             if not (moved or flat_memory):
                 continue
@@ -320,7 +340,7 @@ def candidate_pairs(suite: dict, kind: str, floor: float, commit_sd: float, cycl
             if not all(v for side in by for v in side):
                 undrawn += 1  # a candidate the pool did not draw (at another miss price): not decided here
                 continue
-            verdict = rule(by[0], by[1], kind, floor, commit_sd if moved else cycles_sd, alpha,
+            verdict = rule(by[0], by[1], kind, floor, commit_sd, alpha,
                            field="counts" if moved else "cycles")
             here += verdict == "decided"
             near += verdict == "near"  # the alert would count it in a second jittered pass, which the pool has not
@@ -340,13 +360,6 @@ def first_move(suite: dict, field: str = "counts") -> float:
     return round(float(np.quantile(first_moves(suite, field), 0.99)), 4)
 
 
-def _own(field: str, kind: str) -> dict:
-    """count_decision's constants other than the commit sd for a field: the counts' own (its defaults), or the
-    simulated cycles' (channels.CYCLES_COMMIT_RATIO, CYCLES_FIRST_MOVE)."""
-    return {} if field == "counts" else {"commit_ratio": CYCLES_COMMIT_RATIO[kind],
-                                         "first_move": CYCLES_FIRST_MOVE[kind]}
-
-
 def rule(base: list[list[float]], head: list[list[float]], kind: str, floor: float, commit_sd: float,
          alpha: float = COUNT_ALPHA, ceiling: float | None = None,
          again: tuple[list[list[float]], list[list[float]]] | None = None, field: str = "counts") -> str:
@@ -355,21 +368,19 @@ def rule(base: list[list[float]], head: list[list[float]], kind: str, floor: flo
     side, `again`: each side's draws of it, as the alert's count_decision.MAX_PASSES) or "" (a first process a
     side, then the jittered layouts for a candidate). `ceiling`: the instruction counts' FIRST_CEILING (a
     first move past it decides alone)."""
-    own = _own(field, kind)
-    first = count_decision(base[:1], head[:1], kind, floor, commit_sd=commit_sd, alpha=alpha, ceiling=ceiling,
-                           **own)
+    first = count_decision(base[:1], head[:1], kind, floor, commit_sd=commit_sd, alpha=alpha, ceiling=ceiling)
     if first is not None and first.decides:
         return "decided"
     if first is None or not first.pending:
         return ""
-    t = count_decision(base, head, kind, floor, commit_sd=commit_sd, alpha=alpha, **own)
+    t = count_decision(base, head, kind, floor, commit_sd=commit_sd, alpha=alpha)
     if t.decides:
         return "decided"
     if not (abs(t.delta) >= floor and t.p_value <= NEAR):
         return ""
     if again is None:
         return "near"
-    t = count_decision(base + again[0], head + again[1], kind, floor, commit_sd=commit_sd, alpha=alpha, **own)
+    t = count_decision(base + again[0], head + again[1], kind, floor, commit_sd=commit_sd, alpha=alpha)
     return "second" if t.decides else ""
 
 
@@ -474,9 +485,9 @@ def calibrate(pool: dict, floor: float) -> dict:
         found = {"kind": kind, "rows": len(suite["jobs"]), "level": alpha, "held": len(held),
                  "largest": largest_first_move(suite), "held_largest": largest_first_move(suite, held),
                  "first_pairs": first_pairs(suite, kind, floor, FIRST_CEILING, COMMIT_SD[kind], alpha, held),
-                 "drawn": measure(drawn, kind, floor, COMMIT_SD[kind], None, alpha) if pairs(drawn) else None,
+                 "drawn": measure(drawn, kind, floor, COMMIT_SD[kind], False, alpha) if pairs(drawn) else None,
                  "candidate_pairs": candidate_pairs(subset(suite, held), kind, floor, COMMIT_SD[kind],
-                                                    CYCLES_COMMIT_SD[kind], alpha)}
+                                                    True, alpha)}
         if suite.get("layout_driven"):
             total = with_layout_driven(suite)
             found["total_largest"] = largest_first_move(total)
@@ -506,9 +517,13 @@ def after_fit(pool: dict, start: int = RECORDED_AFTER, floor: float = 0.01) -> d
         out[name] = {"kind": kind, "rows": len(suite["jobs"]), "level": alpha, "commits": len(commits),
                      "largest": largest_first_move(suite, commits),
                      "past_floor": int((first_moves(after) >= floor).sum()),
-                     "candidate_pairs": candidate_pairs(after, kind, floor, COMMIT_SD[kind], CYCLES_COMMIT_SD[kind],
+                     "candidate_pairs": candidate_pairs(after, kind, floor, COMMIT_SD[kind], True,
                                                         alpha),
-                     "drawn": measure(drawn, kind, floor, COMMIT_SD[kind], None, alpha) if pairs(drawn) else None}
+                     "drawn": measure(drawn, kind, floor, COMMIT_SD[kind], False, alpha) if pairs(drawn) else None}
+        if first_commits(after, field="cycles"):  # simulated: the priced cycles' first moves beside the counts'
+            moves = first_moves(after, "cycles")
+            out[name]["cycles_moves"] = {"pairs": len(moves), "past_floor": int((moves >= floor).sum()),
+                                         "p99": float(np.quantile(moves, 0.99)), "largest": float(moves.max())}
     return out
 
 
@@ -543,7 +558,7 @@ def main() -> None:
     parser.add_argument("--recorded-after", type=int, default=RECORDED_AFTER,
                         help=f"the first commit of --after's recorded after the fit ({RECORDED_AFTER})")
     args = parser.parse_args()
-    found = calibrate(repriced(load(args.pool), args.miss_cycles), args.floor)
+    found = calibrate(priced(load(args.pool), args.miss_cycles), args.floor)
     apart = {"pairs": 0, "flagged": 0}
     for name, f in found.items():
         largest, row = f["largest"]
@@ -576,11 +591,15 @@ def main() -> None:
           f"(95% CP up to {high:.1%})")
     if args.after is None:
         return
-    for name, f in after_fit(repriced(load(args.after), args.miss_cycles), args.recorded_after, args.floor).items():
+    for name, f in after_fit(priced(load(args.after), args.miss_cycles), args.recorded_after, args.floor).items():
         print(f"== {name}, recorded after the fit ({args.after.name}, its {f['commits']} commits from the "
               f"{args.recorded_after}th on; level {f['level']:.2e})")
         print(f"  largest first move of identical code over every pair of them {f['largest'][0]:.3%}; adjacent "
               f"pairs' rows past the floor {f['past_floor']}")
+        if "cycles_moves" in f:
+            m = f["cycles_moves"]
+            print(f"  priced cycles (a miss at {args.miss_cycles}), adjacent pairs' rows ({m['pairs']}): past the "
+                  f"floor {m['past_floor']}, 99th percentile {m['p99']:.3%}, largest {m['largest']:.3%}")
         c = f["candidate_pairs"]
         if c:  # None where no adjacent pair was counted in draws (a pool recorded without --candidates)
             apart["pairs"] += c["pairs"]

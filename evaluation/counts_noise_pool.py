@@ -36,7 +36,7 @@ tests/test_counts_test.py checks the fitted constants against:
 
     {"suites": {NAME: {"description", "commits": [sha...], "jobs": {"name|index": row name},
                        "by_call": ["name|index", ...], "counts": {"<commit>": {"<layout>": {"name|index":
-                       [per call, one per repeat]}}}, "cycles": the same for the simulated cycles, "ll": the
+                       [per call, one per repeat]}}}, "cycles": the same for the priced cycles (callgrind.priced_cycles; "cycles_model": "priced"), "ll": the
                        same for the simulated last-level misses (a suite recorded since they were kept),
                        "layout_driven": the same for the instructions in code whose path follows memory addresses
                        (the allocators, the type cache's misses), which "counts" leaves out (a suite recorded since
@@ -65,6 +65,7 @@ import gzip
 import json
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -81,7 +82,7 @@ from track_suite import MODULE as TRACK_MODULE  # noqa: E402
 from track_suite import make_repo as make_track_repo  # noqa: E402
 import einops_suite  # noqa: E402
 
-from counts_calibration import KINDS  # noqa: E402
+from counts_calibration import KINDS, priced_values  # noqa: E402
 
 from torchbench.ab import collect  # noqa: E402
 from torchbench.ab.count_decision import count_decision  # noqa: E402
@@ -162,11 +163,14 @@ def chain(repo: git.Repo, base: str, module: str, n: int) -> list[str]:
 
 def candidate_rows(entry: dict, kind: str, a: str, b: str, floor: float = 0.01) -> list[str]:
     """The rows of the A/A pair (commit a, commit b) the alert would count in a jittered process: those whose
-    first counts moved beyond the floor, or, counts flat, whose first simulated cycles did (channels.to_confirm)."""
+    first counts moved beyond the floor, or, counts flat, whose first priced cycles did (channels.to_confirm; made
+    from the counts and last-level misses as the worker makes them now, whatever the pool recorded)."""
     found = []
+    misses = [entry.get("ll", {}).get(c, {}).get("0", {}) for c in (a, b)]
     for job in entry["jobs"]:
         counts = [entry["counts"].get(c, {}).get("0", {}).get(job) for c in (a, b)]
-        cycles = [entry.get("cycles", {}).get(c, {}).get("0", {}).get(job) for c in (a, b)]
+        cycles = [priced_values(n, m[job], entry["miss_cycles"]) if n and m.get(job) else None
+                  for n, m in zip(counts, misses)]
         moved = all(counts) and count_decision([counts[0]], [counts[1]], kind, floor).pending
         flat_memory = all(cycles) and not moved and count_decision([cycles[0]], [cycles[1]], kind, floor).pending
         if moved or flat_memory:
@@ -183,18 +187,26 @@ def record(name: str, n: int, jittered: list[int], jitters: int, tmp: Path, pool
         ws = open_workspace(out=folders.out, env_dir=folders.env_dir, repo_path=folders.repo_path,
                             repo=folders.repo, project_sha=base, benchmarks=None, fds=folders.fds)
         python = ws.pythons()[0]
-        sides = []
-        for i, sha in enumerate(shas):
-            install, why = ws.install(Commit(sha, f"commit {i}"), python)
-            if why:
-                raise SystemExit(f"commit {i} ({sha[:8]}) does not build: {why}")
-            sides.append(Side("base", sha, install, python))
+        built: dict[int, Side] = {}
+        building = threading.Lock()
+
+        def side(i: int) -> Side:
+            """Commit i installed as the alert installs it, when a process first needs it (a resumed pool
+            builds only the commits it still counts: ~15 s each)."""
+            with building:
+                if i not in built:
+                    install, why = ws.install(Commit(shas[i], f"commit {i}"), python)
+                    if why:
+                        raise SystemExit(f"commit {i} ({shas[i][:8]}) does not build: {why}")
+                    built[i] = Side("base", shas[i], install, python)
+                return built[i]
+
         suite = ws.bench_dir
         evidence = Evidence()
-        jobs = select_jobs({"base": list_benchmarks(python, suite, side_env(sides[0]))}, (), evidence)
+        jobs = select_jobs({"base": list_benchmarks(python, suite, side_env(side(0)))}, (), evidence)
         jobs = [job for job in jobs if not evidence.jobs[job].uncountable]
         cache_dir = tmp / f"{name}-setup-cache"
-        plans, _ = count_plans(folders.out / "counts", suite, sides[:1], jobs, evidence, cache_dir)
+        plans, _ = count_plans(folders.out / "counts", suite, [side(0)], jobs, evidence, cache_dir)
         planned = [(*job, *plans[job]) if job in plans else job for job in jobs]
         entry = pool["suites"].setdefault(name, {"counts": {}, "seconds": []})
         trees = [repo.commit(sha).tree.hexsha for sha in shas]
@@ -207,7 +219,11 @@ def record(name: str, n: int, jittered: list[int], jitters: int, tmp: Path, pool
         if entry["counts"] and entry.get("miss_cycles", LL_MISS_CYCLES) != miss_cycles:
             raise SystemExit(f"{out}: its {name} cycles price a miss at {entry.get('miss_cycles', LL_MISS_CYCLES)}: "
                              f"give that --miss-cycles or another --out")
+        if entry.get("cycles") and entry.get("cycles_model") != "priced":
+            raise SystemExit(f"{out}: its {name} cycles are KCachegrind's estimate, not the priced cycles the worker "
+                             f"gives now: convert it (counts_calibration.priced) or give another --out")
         entry["miss_cycles"] = miss_cycles  # the cycles' price of a last-level miss (counts_calibration.repriced)
+        entry["cycles_model"] = "priced"  # callgrind.priced_cycles: own instructions + miss_cycles x LL misses
         kept = entry.get("commits", [])  # a resumed chain made longer keeps its commits and adds the new ones
         entry.update({"salted": True, "description": description, "commits": kept + shas[len(kept):],
                       "trees": trees,
@@ -226,17 +242,17 @@ def record(name: str, n: int, jittered: list[int], jitters: int, tmp: Path, pool
             if draws > 1 and layout[0] in "jc":
                 env[DRAWS_ENV] = str(draws)
             rows = [job for job in planned if not only or f"{job[0]}|{job[1]}" in only[0]]
-            found = collect._worker(suite, sides[i], "counts", rows, timeout=3600, env=env, cache_dir=cache_dir)
+            found = collect._worker(suite, side(i), "counts", rows, timeout=3600, env=env, cache_dir=cache_dir)
             if "error" in found:
                 raise SystemExit(f"commit {i}, layout {layout}: {found['error']}")
             return i, layout, found, time.perf_counter() - start
 
-        tasks = [(i, "0") for i in range(n)] + [(i, f"j{k}") for i in jittered if i < n
-                                                for k in range(1, jitters + 1)]
         def stored(layout: str) -> str:  # the name a task's counts are kept under (its first draw's)
             return f"{layout}d0" if draws > 1 and layout.startswith("j") else layout
 
-        tasks = [(i, layout) for i, layout in tasks if stored(layout) not in entry["counts"].get(str(i), {})]
+        def todo(tasks: list[tuple[int, str]]) -> list[tuple[int, str]]:  # those not counted yet
+            return [(i, layout) for i, layout in tasks if stored(layout) not in entry["counts"].get(str(i), {})]
+
         def keep(i: int, layout: str, found: dict, seconds: float) -> None:
             """A process's counts into the pool, written at once (a stopped run keeps what it counted)."""
             got = {k: r["counts"] for k, r in found.items() if "counts" in r}
@@ -264,21 +280,31 @@ def record(name: str, n: int, jittered: list[int], jitters: int, tmp: Path, pool
             print(f"{name}: commit {i}, layout {layout}: {len(got)} rows, {len(failed)} failed, {seconds:.0f} s"
                   + (f" ({next(iter(failed.values()))[:200]})" if failed else ""), flush=True)
 
-        with ThreadPoolExecutor(max_workers=2) as workers:
-            for result in workers.map(count, tasks):
+        with ThreadPoolExecutor(max_workers=2) as workers, ThreadPoolExecutor(max_workers=1) as builder:
+            # a disjoint adjacent pair's first processes, then (--candidates) its candidates' draws, pair after
+            # pair, so that a run stopped part way leaves whole pairs; the next pair built meanwhile
+            for a in range(0, n, 2):
+                for i in (a + 2, a + 3):
+                    if i < n and todo([(i, "0")]):
+                        builder.submit(side, i)
+                for result in workers.map(count, todo([(i, "0") for i in (a, a + 1) if i < n])):
+                    keep(*result)
+                if not (candidates and draws > 1 and a + 1 < n):
+                    continue
+                if any(layout in entry["counts"].get(str(c), {}) for c in (a, a + 1) for layout in ("j1d0", "c1d0")):
+                    continue  # counted in layout draws already (every row: "j1"; this pair's candidates: "c1")
+                # the pair's candidates, counted as the alert would
+                rows = candidate_rows(entry, KINDS[name], str(a), str(a + 1))
+                for result in workers.map(count, [(a, "c1", rows), (a + 1, "c1", rows)]) if rows else ():
+                    keep(*result)
+                if not rows:  # no candidate: empty draws, so that a resumed pool skips the pair
+                    for c in (a, a + 1):
+                        for d in range(draws):
+                            entry["counts"].setdefault(str(c), {})[f"c1d{d}"] = {}
+                    atomic_write_bytes(out, gzip.compress(json.dumps(pool).encode()))
+            for result in workers.map(count, todo([(i, f"j{k}") for i in jittered if i < n
+                                                   for k in range(1, jitters + 1)])):
                 keep(*result)
-            if candidates and draws > 1:  # each disjoint adjacent pair's candidates, counted as the alert would
-                for a in range(0, n - 1, 2):
-                    if any(layout in entry["counts"].get(str(c), {}) for c in (a, a + 1) for layout in ("j1d0", "c1d0")):
-                        continue  # counted in layout draws already (every row: "j1"; this pair's candidates: "c1")
-                    rows = candidate_rows(entry, KINDS[name], str(a), str(a + 1))
-                    for result in workers.map(count, [(a, "c1", rows), (a + 1, "c1", rows)]) if rows else ():
-                        keep(*result)
-                    if not rows:  # no candidate: empty draws, so that a resumed pool skips the pair
-                        for c in (a, a + 1):
-                            for d in range(draws):
-                                entry["counts"].setdefault(str(c), {})[f"c1d{d}"] = {}
-                        atomic_write_bytes(out, gzip.compress(json.dumps(pool).encode()))
 
 
 def main() -> None:

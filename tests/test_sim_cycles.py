@@ -12,7 +12,8 @@ from torchbench.ab.counts_cache import CountsCache
 from torchbench.ab.evidence import Evidence, JobInfo
 from torchbench.ab.collect import collect_counts
 from torchbench_core.callgrind import (CallgrindStats, FunctionCount, FunctionCounts, _dump_events,
-                                       estimated_cycles, simulated_per_run)
+                                       estimated_cycles, priced_cycles, simulated_per_run)
+from torchbench_core.memory_price import PRICE_ENV
 from torchbench_core.task_spec import TaskSpec
 
 from one_side import side_of, suite_of
@@ -47,6 +48,10 @@ def test_estimated_cycles_formula():
     assert estimated_cycles({"Ir": 5}) == 5  # an event not simulated counts nothing
     # at this machine's price of a last-level miss (memory_price.py) instead of KCachegrind's 100
     assert estimated_cycles(events, 362) == 1000 + 10 * (1 + 2 + 3 + 7 + 8) + 362 * (4 + 5 + 6)
+    # the alert's: the code's own instructions (given: counts less the layout-driven ones) and the last-level
+    # misses at the price, no first-level or branch term
+    assert priced_cycles(900, events, 362) == 900 + 362 * (4 + 5 + 6)
+    assert priced_cycles(900, {"D1mr": 50, "Bcm": 9}, 362) == 900
 
 
 def test_a_misss_price_is_measured_once_a_machine_and_kept(tmp_path):
@@ -70,7 +75,8 @@ def test_a_misss_price_is_measured_once_a_machine_and_kept(tmp_path):
     assert json.loads((tmp_path / "memory-price.json").read_text())["machine"] != "another machine"
 
 
-def test_events_subtract_the_baseline_event_by_event():
+def test_events_subtract_the_baseline_event_by_event(monkeypatch):
+    monkeypatch.delenv(PRICE_ENV, raising=False)  # KCachegrind's 100 a last-level miss
     stmt = {"Ir": 5000, "D1mr": 40, "DLmr": 10, "Bcm": 3}
     base = {"Ir": 1000, "D1mr": 10, "DLmr": 0, "Bcm": 1}
     s = _stats(stmt, base)
@@ -80,7 +86,11 @@ def test_events_subtract_the_baseline_event_by_event():
     assert s.cycles(subtract_baseline=True) == s.cycles() - estimated_cycles(base)
     assert s.counts(subtract_baseline=False) == stmt["Ir"]
     per_run = simulated_per_run([s, s])
-    assert per_run["cycles"] == [s.cycles(subtract_baseline=True) / 10] * 2
+    # the priced cycles a call: own instructions (no layout-driven ones here) and 100 a last-level miss
+    own = s.code_counts(subtract_baseline=True)
+    assert per_run["cycles"] == [(own + 100 * 10) / 10] * 2
+    monkeypatch.setenv(PRICE_ENV, "362")
+    assert simulated_per_run([s])["cycles"] == [(own + 362 * 10) / 10]
     assert per_run["events"][0]["D1mr"] == 3.0
     again = CallgrindStats.from_dict(s.to_dict())
     assert again.events(subtract_baseline=True) == s.events(subtract_baseline=True)
@@ -307,7 +317,7 @@ def test_a_table_walk_is_decided_from_its_simulated_events_at_this_machines_pric
         evidence.add_job(job, JobInfo("walk", by_call=True), "base")
         for side, row in zip(("base", "head"), rows):
             counts = [[c] for c in row["counts"]]
-            cycles = [[estimated_cycles(e, price)] for e in row["events"]]
+            cycles = [[priced_cycles(c, e, price)] for c, e in zip(row["counts"], row["events"])]
             evidence.counts[side][job], evidence.counts_again[side][job] = counts[0], counts[1:]
             evidence.cycles[side][job], evidence.cycles_again[side][job] = cycles[0], cycles[1:]
         found = findings(evidence, job, 0.01, level)

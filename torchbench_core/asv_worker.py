@@ -41,9 +41,10 @@ valgrind process: {job key: {"counts": [per call, one per repeat]} or
 allocators and CPython's type cache's misses, whose paths follow memory
 addresses, not the code ("layout_driven" gives theirs per call beside:
 CallgrindStats.code_counts); the same process simulates the caches and branch predictors
-(unless TORCHBENCH_COUNTS_SIMULATE=0), adding "cycles" (estimated cycles per
-call, one per repeat: callgrind.estimated_cycles) and "events" (the simulated
-events per call behind them, one {event: value} per repeat). `syscalls` traces
+(unless TORCHBENCH_COUNTS_SIMULATE=0), adding "cycles" (the code's own
+instructions plus what its last-level misses cost, per call, one per repeat:
+callgrind.priced_cycles) and "events" (the simulated events per call, one
+{event: value} per repeat). `syscalls` traces
 the jobs natively under strace (torchbench_core.syscalls): {job key:
 {"syscalls": {"per_call": {name: calls}, "exact": bool, "calls": N, ...}}}. A TimerSuite case counts its statement in Timer's loop; a
 plain asv `time_` method is counted call by call, with asv's setup run before
@@ -133,7 +134,7 @@ PROFILE_MARKER = "torchbench_profile_{}"
 PR_SET_PTRACER = 0x59616D61  # <linux/prctl.h>, Yama
 DUET_ENV = "TORCHBENCH_DUET_FDS"
 # "0": `counts` counts instructions alone; otherwise it simulates the caches and branches in the same valgrind
-# process and adds each job's estimated "cycles" and simulated "events" (callgrind.simulated_per_run)
+# process and adds each job's priced "cycles" and simulated "events" (callgrind.simulated_per_run)
 SIMULATE_ENV = "TORCHBENCH_COUNTS_SIMULATE"
 # plan: a job whose setup (with one run of its method) takes longer than this many seconds natively is not
 # planned (its setup is only timed)
@@ -898,13 +899,13 @@ def counts(suite: Path, jobs: list[list], out: Path, cache_dir: Path | None = No
                 elif index in began:
                     seconds[index] = seconds.get(index, 0.0) + time.monotonic() - began.pop(index)
 
-            def answer(key: str, outcome) -> dict:
+            def answer(key: str, outcome, draws: int = draws) -> dict:
                 """Per run of the statement (per call of a time_ method); "cycles" and "events" simulated; with
                 draws, a layout draw's values in turn."""
                 found = {"counts": [s.code_counts(subtract_baseline=True) / s.number_per_run for s in outcome],
                          "layout_driven": [(s.layout_driven(subtract_baseline=True) or 0) / s.number_per_run
                                            for s in outcome],
-                         "draws": draws, **simulated_per_run(outcome)}
+                         "draws": draws, **simulated_per_run(outcome, draws)}
                 if key in plans:
                     found["plan"] = plans[key]
                 if key in timed:  # counted as its Timer's statement: a statement's noise, not a call's
@@ -932,7 +933,7 @@ def counts(suite: Path, jobs: list[list], out: Path, cache_dir: Path | None = No
                              int(asked["draws"]), asked.get("deadline"))
 
             def again(index: int, asked: Again, outcome) -> None:  # a row counted again, its draws its own
-                feed({"key": keys[index], **answer(keys[index], outcome), "draws": asked.draws,
+                feed({"key": keys[index], **answer(keys[index], outcome, asked.draws), "draws": asked.draws,
                       "again": asked.jitter})
 
             go_on = bool(progress_file) and os.environ.get(CONTINUE_ENV) == "1"

@@ -20,13 +20,13 @@ from dataclasses import dataclass
 
 from .. import stats
 from .contrast import compare_row
-from .count_decision import BY_CALL, DRAWS, FIRST_CEILING, MAX_PASSES, STATEMENT, count_decision
+from .count_decision import DRAWS, FIRST_CEILING, MAX_PASSES, count_decision
 from .counts import COMPUTE, NEAR, count_change, kind_of, processes
 from .evidence import Evidence, Job
 from .options import Policy
 from .sequential import Design
 
-__all__ = ["CHANNELS", "COUNTS", "CYCLES", "CYCLES_COMMIT_RATIO", "CYCLES_COMMIT_SD", "CYCLES_FIRST_MOVE", "Channel",
+__all__ = ["CHANNELS", "COUNTS", "CYCLES", "Channel",
            "DETERMINISTIC", "Finding", "INSTRUCTION_COUNTS", "InstructionCounts", "MEMORY", "ORDER",
            "SIMULATED_CYCLES", "SYSCALLS", "SCHEDULED", "SYSCALL_TRACES", "SYSTEM_CALLS", "SimulatedCycles", "SystemCalls", "WALL", "WALL_TIME",
            "WallTime", "counted_rows", "deterministic_level", "findings", "simulating", "syscall_moves",
@@ -35,17 +35,6 @@ __all__ = ["CHANNELS", "COUNTS", "CYCLES", "CYCLES_COMMIT_RATIO", "CYCLES_COMMIT
 # what decided a row (Verdict.decided_by)
 COUNTS, SYSCALLS, CYCLES, WALL = "instruction counts", "system calls", "simulated cycles", "wall time"
 MEMORY = "memory (simulated cache)"
-# evaluation/counts_calibration.py on the simulated cycles of every commit the counts' constants are fitted on
-# (count_decision.COMMIT_RATIO's part, as large as the row's spread between layouts, beside it): the commit
-# noise the layouts do not show, log sd
-CYCLES_COMMIT_SD = {STATEMENT: 0.0005, BY_CALL: 0.0}
-# ... beside the commit noise as large as the row's own spread between layouts, and the first move of
-# identical code below which a row is flat: the totals' (the allocators' instructions included), as the cycles
-# are; the counts of the code itself have constants of their own (count_decision)
-CYCLES_COMMIT_RATIO = {STATEMENT: 1.0, BY_CALL: 1.0}
-CYCLES_FIRST_MOVE = {STATEMENT: 0.0194, BY_CALL: 0.0143}
-
-
 @dataclass(frozen=True)
 class Finding:
     """What one channel says of one row: the common result of every channel's test."""
@@ -212,23 +201,26 @@ def _cycles_runs(evidence: Evidence, side: str, job: Job) -> list[list[float]]:
 
 
 class SimulatedCycles(Channel):
-    """valgrind's cache and branch simulation, from the same valgrind processes as the counts, combined into
-    estimated cycles (callgrind.estimated_cycles: Ir + 10 x (L1 misses + mispredicts) + P x LL misses, P what
-    a miss costs on this machine, measured: torchbench_core.memory_price, 362 cycles here, not 100).
-    Decides only a row whose counts did not move (what the counts explain is theirs: `seen`'s counts)."""
+    """valgrind's cache simulation, from the same valgrind processes as the counts, priced: the code's own
+    instructions plus P x its last-level misses (callgrind.priced_cycles; P what a miss costs on this machine,
+    measured: torchbench_core.memory_price, 362 cycles here, not KCachegrind's 100), the misses of each draw's
+    warmest run (callgrind.simulated_per_run). callgrind.estimated_cycles' first-level and branch misses, the
+    allocators' instructions and a draw's cold misses are left out: they follow the memory layout (on 40
+    commits of identical code they moved 76 of 1,638 row pairs past the floor; these, none). Tested as the
+    counts are, with their noise. Decides only a row whose counts did not move (what the counts explain is
+    theirs: `seen`'s counts), labelled memory."""
 
     name, label = CYCLES, MEMORY
     measure = "collect.collect_counts: the same valgrind processes as the counts (asv_worker.counts, simulated)"
-    noise = ("count_decision.py, the counts' test at the suite's deterministic level, with its own calibrated "
-             "commit noise (CYCLES_COMMIT_SD, log sd "
-             "by kind of row)")
+    noise = ("count_decision.py, the counts' test at the suite's deterministic level, with the counts' commit noise "
+             "(COMMIT_SD, COMMIT_RATIO, FIRST_MOVE): priced from each draw's warmest run, identical code moves them "
+             "as little (callgrind.simulated_per_run; docs/results.md, issue 61)")
 
     def test(self, evidence: Evidence, job: Job, floor: float, seen: Mapping[str, Finding],
              level: float) -> Finding | None:
         base, head = _cycles_runs(evidence, "base", job), _cycles_runs(evidence, "head", job)
         kind = kind_of(evidence, job)
-        t = count_decision(base, head, kind, floor, commit_sd=CYCLES_COMMIT_SD[kind],
-                           commit_ratio=CYCLES_COMMIT_RATIO[kind], first_move=CYCLES_FIRST_MOVE[kind], alpha=level)
+        t = count_decision(base, head, kind, floor, alpha=level)
         if t is None:
             return None
         counts = seen.get(COUNTS)

@@ -373,7 +373,7 @@ def _count(suite: Path, side: Side, jobs: list[tuple], layout: int = 0, cache_di
     calls per run, warm-up calls, by call)), its memory layout shifted by `layout` before the imports and
     jittered by `jitter` after them, each case in `draws` layout draws (torchbench_core._callgrind_worker):
     {"name|index": result}. Counting stops COUNTS_WRAP_UP seconds (or a tenth) before `timeout`, keeping what
-    it counted. `miss_cycles`: the price of a simulated last-level miss in its estimated cycles
+    it counted. `miss_cycles`: the price of a simulated last-level miss in its priced cycles
     (memory_price.py); `simulate` False: counts alone (asv_worker.SIMULATE_ENV). `on_line(answer)`: each
     row's answer ({"key": "name|index", ...}) as soon as it is counted. Where the process fails or is stopped,
     the rows it had counted (its progress file) keep their counts, the others the reason. `ask()`: once every

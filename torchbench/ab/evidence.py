@@ -83,9 +83,9 @@ class Evidence:
     # moved beyond the floor: a count decision rests on them, and their spread is part of its noise
     # (count_decision.py)
     counts_again: dict[str, dict[Job, list[list[float]]]] = field(default_factory=lambda: {s: {} for s in SIDES})
-    # valgrind's simulated caches and branch predictors, from the same valgrind processes as `counts` and
-    # `counts_again`: estimated cycles per call, one per repeat (callgrind.estimated_cycles: Ir + 10 x (L1
-    # misses + mispredicted branches) + 100 x last-level misses), where the worker simulated them
+    # valgrind's simulated caches, from the same valgrind processes as `counts` and `counts_again`: priced
+    # cycles per call, one per repeat (callgrind.priced_cycles: the code's own instructions + this machine's
+    # price x last-level misses), where the worker simulated them
     cycles: dict[str, dict[Job, list[float]]] = field(default_factory=lambda: {s: {} for s in SIDES})
     cycles_again: dict[str, dict[Job, list[list[float]]]] = field(default_factory=lambda: {s: {} for s in SIDES})
     # the first process's simulated events per call behind `cycles`, one {event: value} per repeat (Ir, I1mr,

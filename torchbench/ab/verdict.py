@@ -22,8 +22,10 @@ its test, its label), and a row is decided by them in channels.ORDER, as `prepar
                            a whole number a call apart; calls that follow the
                            scheduler or the allocator (channels.SCHEDULED)
                            are shown and never decide: labelled with the calls;
-       simulated cycles    counts flat, simulated cycles moved beyond their
-                           noise: "memory (simulated cache)".
+       simulated cycles    counts flat, the priced cycles (own instructions
+                           plus this machine's price a simulated last-level
+                           miss) moved beyond their noise: "memory (simulated
+                           cache)".
      The suite's false-alert budget, Policy.fdr, is split in advance: the
      count and cycles tests decide at Policy.deterministic_level (their
      deterministic_share of it, half each, Bonferroni over the rows counted on
