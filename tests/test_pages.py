@@ -155,6 +155,8 @@ def test_counts_of_a_timed_case_sit_beside_its_time_and_a_counts_label_has_its_o
                       (shas[0], "SubTensor"): None, (shas[1], "SubTensor"): None}
     data = timed.data()
     assert sorted(v for env in data["instructions"].values() for v in env.values()) == [4000.0, 4001.0]
+    # the counts' tooltip: one text, which the page's cells and the script's redrawn ones both read
+    assert data["counts_title"] == pages.COUNTS_TITLE and "the code itself" in pages.COUNTS_TITLE
     assert all(c.interval.median == 9000.0 for c in counted.cells.values())
 
 

@@ -241,6 +241,8 @@ def test_a_plain_time_method_is_counted_per_commit_and_its_counts_shown_beside_i
     shown = {env.rsplit(".", 1)[1]: list(cells.values()) for env, cells in data["instructions"].items()}
     assert sorted(shown) == sorted(sha[:12] for sha in (shas[0], shas[1], shas[3])), data["instructions"]
     assert shown[shas[1][:12]] == [pytest.approx(counted[shas[1]].value)]
+    from torchbench.publish.pages import COUNTS_TITLE  # the cells' tooltip, the same text the script gives
+    assert f'<span class="counts" title="{COUNTS_TITLE}">' in page and data["counts_title"] == COUNTS_TITLE
     # find sees a step in the counts as in the times, and re-measures the timed benchmark for it
     from torchbench.history import changepoints
     series = {h.benchmark for h in changepoints.histories(found.rows, {s: i for i, s in enumerate(shas)})}

@@ -271,7 +271,7 @@
           if (counts !== undefined) {  // publisher: the case's instructions per call beside its time
             var baseCounts = (data.instructions[base[e.group]] || {})[key(threads, r[1], c)];
             var span = document.createElement("span"); span.className = "counts";
-            span.title = "instructions per call of the code itself, outside the memory allocators and the type cache (callgrind)";
+            span.title = data.counts_title;
             span.textContent = state.relative && baseCounts ? (counts / baseCounts).toFixed(3) + " instr"
               : Math.round(counts).toLocaleString("en-US") + " instr";
             td.appendChild(document.createTextNode(" ")); td.appendChild(span);

@@ -72,6 +72,9 @@ def torch_release(env_name: str) -> str | None:
     return found.group(1) if found else None
 
 
+# the tooltip of a cell's instruction count, in the page (compare.html.j2) and where the script redraws it
+COUNTS_TITLE = "instructions per call of the code itself, outside the memory allocators and the type cache (callgrind)"
+
 @dataclass(frozen=True)
 class EnvInfo:
     id: str
@@ -476,7 +479,7 @@ class ComparePage:
                           "tag": self.tag(e),
                           "commit": e.commit, "short": e.short, "subject": e.subject, "pos": e.position}
                          for e in self.envs],
-                "default": self.default_envs, "cells": cells, "instructions": counts}
+                "default": self.default_envs, "cells": cells, "instructions": counts, "counts_title": COUNTS_TITLE}
 
 
 @dataclass(frozen=True, slots=True)
