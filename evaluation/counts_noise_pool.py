@@ -161,6 +161,11 @@ def chain(repo: git.Repo, base: str, module: str, n: int) -> list[str]:
     return shas
 
 
+class PoolError(Exception):
+    """A pool that cannot be recorded or resumed as asked (a commit that does not build, a pool recorded
+    otherwise): main says it and exits 2, keeping what the pool file holds."""
+
+
 def candidate_rows(entry: dict, kind: str, a: str, b: str, floor: float = 0.01) -> list[str]:
     """The rows of the A/A pair (commit a, commit b) the alert would count in a jittered process: those whose
     first counts moved beyond the floor, or, counts flat, whose first priced cycles did (channels.to_confirm; made
@@ -197,7 +202,7 @@ def record(name: str, n: int, jittered: list[int], jitters: int, tmp: Path, pool
                 if i not in built:
                     install, why = ws.install(Commit(shas[i], f"commit {i}"), python)
                     if why:
-                        raise SystemExit(f"commit {i} ({shas[i][:8]}) does not build: {why}")
+                        raise PoolError(f"commit {i} ({shas[i][:8]}) does not build: {why}")
                     built[i] = Side("base", shas[i], install, python)
                 return built[i]
 
@@ -211,16 +216,16 @@ def record(name: str, n: int, jittered: list[int], jitters: int, tmp: Path, pool
         entry = pool["suites"].setdefault(name, {"counts": {}, "seconds": []})
         trees = [repo.commit(sha).tree.hexsha for sha in shas]
         if entry.get("trees", trees)[:n] != trees[:len(entry.get("trees", trees))]:
-            raise SystemExit(f"{out}: its {name} commits' trees are not this chain's: give another --out")
+            raise PoolError(f"{out}: its {name} commits' trees are not this chain's: give another --out")
         # a resumed chain is the same trees (plainlib's commits carry the time they were made, so their hashes
         # differ from run to run; the timer suite's dates are fixed)
         if entry["counts"] and not entry.get("salted"):
-            raise SystemExit(f"{out}: its {name} layouts were drawn alike for every commit: give another --out")
+            raise PoolError(f"{out}: its {name} layouts were drawn alike for every commit: give another --out")
         if entry["counts"] and entry.get("miss_cycles", LL_MISS_CYCLES) != miss_cycles:
-            raise SystemExit(f"{out}: its {name} cycles price a miss at {entry.get('miss_cycles', LL_MISS_CYCLES)}: "
+            raise PoolError(f"{out}: its {name} cycles price a miss at {entry.get('miss_cycles', LL_MISS_CYCLES)}: "
                              f"give that --miss-cycles or another --out")
         if entry.get("cycles") and entry.get("cycles_model") != "priced":
-            raise SystemExit(f"{out}: its {name} cycles are KCachegrind's estimate, not the priced cycles the worker "
+            raise PoolError(f"{out}: its {name} cycles are KCachegrind's estimate, not the priced cycles the worker "
                              f"gives now: convert it (counts_calibration.priced) or give another --out")
         entry["miss_cycles"] = miss_cycles  # the cycles' price of a last-level miss (counts_calibration.repriced)
         entry["cycles_model"] = "priced"  # callgrind.priced_cycles: own instructions + miss_cycles x LL misses
@@ -244,7 +249,7 @@ def record(name: str, n: int, jittered: list[int], jitters: int, tmp: Path, pool
             rows = [job for job in planned if not only or f"{job[0]}|{job[1]}" in only[0]]
             found = collect._worker(suite, side(i), "counts", rows, timeout=3600, env=env, cache_dir=cache_dir)
             if "error" in found:
-                raise SystemExit(f"commit {i}, layout {layout}: {found['error']}")
+                raise PoolError(f"commit {i}, layout {layout}: {found['error']}")
             return i, layout, found, time.perf_counter() - start
 
         def stored(layout: str) -> str:  # the name a task's counts are kept under (its first draw's)
@@ -337,8 +342,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="counts-noise-pool-") as tmp_name:
         for name in args.suites:
             jittered = sorted(set(range(args.jittered)) | set(args.jitter_commits))
-            record(name, args.commits, jittered, args.jitters, Path(tmp_name), pool, args.out, args.draws,
-                   args.candidates, not args.no_simulate, args.miss_cycles)
+            try:
+                record(name, args.commits, jittered, args.jitters, Path(tmp_name), pool, args.out, args.draws,
+                       args.candidates, not args.no_simulate, args.miss_cycles)
+            except PoolError as e:  # what was counted is in args.out already (written process by process)
+                print(f"counts_noise_pool: {e}", file=sys.stderr)
+                sys.exit(2)  # not 1, which reads as a regression
     print(f"== wrote {args.out} in {(time.perf_counter() - began) / 60:.1f} min", flush=True)
 
 
