@@ -41,7 +41,8 @@ valgrind process: {job key: {"counts": [per call, one per repeat]} or
 allocators and CPython's type cache's misses, whose paths follow memory
 addresses, not the code ("layout_driven" gives theirs per call beside:
 CallgrindStats.code_counts); the same process simulates the caches and branch predictors
-(unless TORCHBENCH_COUNTS_SIMULATE=0), adding "cycles" (the code's own
+(unless TORCHBENCH_COUNTS_SIMULATE=0; the caches alone, not the branch
+predictors), adding "cycles" (the code's own
 instructions plus what its last-level misses cost, per call, one per repeat:
 callgrind.priced_cycles) and "events" (the simulated events per call, one
 {event: value} per repeat). `syscalls` traces
@@ -133,7 +134,7 @@ PROFILE_BATCH_SECONDS = 0.01  # a profiled batch: long enough that the loop's ow
 PROFILE_MARKER = "torchbench_profile_{}"
 PR_SET_PTRACER = 0x59616D61  # <linux/prctl.h>, Yama
 DUET_ENV = "TORCHBENCH_DUET_FDS"
-# "0": `counts` counts instructions alone; otherwise it simulates the caches and branches in the same valgrind
+# "0": `counts` counts instructions alone; otherwise it simulates the caches (not the branches) in the same valgrind
 # process and adds each job's priced "cycles" and simulated "events" (callgrind.simulated_per_run)
 SIMULATE_ENV = "TORCHBENCH_COUNTS_SIMULATE"
 # plan: a job whose setup (with one run of its method) takes longer than this many seconds natively is not
@@ -940,6 +941,7 @@ def counts(suite: Path, jobs: list[list], out: Path, cache_dir: Path | None = No
             outcomes = collect_callgrind_many(cases, COUNT_NUMBER, COUNT_REPEATS if draws == 1 else 1, on_error="return",
                                               agree=REPEATS_AGREE if draws == 1 else None,
                                               simulate=os.environ.get(SIMULATE_ENV, "1") != "0", functions=False,
+                                              branches=False,  # the priced cycles read no branch event
                                               draws=draws, deadline=deadline, progress=clock,
                                               on_result=counted if progress_file else None,
                                               then=then if go_on else None, on_again=again if go_on else None)

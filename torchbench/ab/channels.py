@@ -324,7 +324,7 @@ def _first_move(evidence: Evidence, job: Job, floor: float) -> str:
 
 
 def simulating(evidence: Evidence, jobs: list[Job], floor: float) -> bool:
-    """Whether a jittered pass of `jobs` simulates caches and branches: only where simulated cycles may decide
+    """Whether a jittered pass of `jobs` simulates the caches: only where simulated cycles may decide
     one of them, a row whose first counts did not move (moved by its cycles) or that an earlier pass simulated.
     A row whose counts moved beyond the floor is decided by its counts or by nothing (SimulatedCycles decides
     only rows whose counts stay within the floor: with its first processes' cycles alone, never), and counting

@@ -81,7 +81,7 @@ def collect_counts(suite: Path, side: Side, jobs: list[Job], evidence: Evidence,
     `on_row(job)` (the first process, jitter 0): called, from another thread, as each job's first counts are
     in the evidence (those from the cache at once, the others as the valgrind process counts them), so that a
     caller can confirm a row whose counts moved while the rest are counted (schedule.count_both).
-    `simulate` False (a jittered process, jitter > 0): counts alone, no simulated caches and branches (half
+    `simulate` False (a jittered process, jitter > 0): counts alone, no simulated caches (half
     the valgrind seconds of a small row: for rows whose counts moved, which simulated cycles cannot decide,
     channels.SimulatedCycles); a row cached without them is then enough.
     `then()` (the first process): asked, from another thread, once the valgrind process has counted every

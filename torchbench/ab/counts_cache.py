@@ -117,7 +117,7 @@ class CountsCache:
                          "suite": _suite_digest(suite),
                          "valgrind": _version([str(valgrind), "--version"]) if valgrind else "none",
                          "harness": _harness_digest(),
-                         # the counting worker simulates caches and branches unless told not to (its counts
+                         # the counting worker simulates the caches unless told not to (its counts
                          # of a few rows move by up to 0.3% with it: evaluation/sim_channels.py)
                          "simulate": os.environ.get(SIMULATE_ENV, "1") != "0",
                          "ll_miss_cycles": self.miss_cycles}

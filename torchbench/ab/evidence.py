@@ -89,7 +89,8 @@ class Evidence:
     cycles: dict[str, dict[Job, list[float]]] = field(default_factory=lambda: {s: {} for s in SIDES})
     cycles_again: dict[str, dict[Job, list[list[float]]]] = field(default_factory=lambda: {s: {} for s in SIDES})
     # the first process's simulated events per call behind `cycles`, one {event: value} per repeat (Ir, I1mr,
-    # D1mr, D1mw, ILmr, DLmr, DLmw, Bcm, Bim); only for jobs counted now or cached with their events
+    # D1mr, D1mw, ILmr, DLmr, DLmw; Bcm, Bim where the branches were simulated too, as before 2026-12-08); only for
+    # jobs counted now or cached with their events
     sim_events: dict[str, dict[Job, list[dict[str, float]]]] = field(default_factory=lambda: {s: {} for s in SIDES})
     # system calls of one call by type, under strace (torchbench_core.syscalls): per side and job,
     # {"per_call": {name: calls a call}, "exact": bool, "calls": N, "regions": {"N": {...}, "2N": {...}}}

@@ -30,7 +30,7 @@ halves the wait), in this order:
    their bar. Where both sides' first processes have counted every row, the rows left are counted in them,
    each side's valgrind process going on with them (collect.Continued: no second start-up, 15-20 s a side),
    unless a process of its own would cost less (one that need not simulate, for many rows). A pass simulates
-   caches and branches only where simulated cycles may decide one of its rows (channels.simulating); a
+   the caches only where simulated cycles may decide one of its rows (channels.simulating); a
    continued one does where its first process did. Confirming may run past the counting's share by
    Rounds.confirm_share of the budget, out of the rounds' time; a pass that would start after that does not,
    and its rows keep their wall time.
@@ -74,8 +74,9 @@ GATHER_SECONDS = 15.0
 # run) over its seconds in a first process (128 warm-up calls and three counted runs): 3.75 measured for
 # einops' pack rows (4 rows, 1.2 s each in a first process, 18 s of draws beside a 17 s start-up)
 PASS_ROW_COST = 4.0
-# a row's seconds in a process that simulates caches and branches over its seconds in one that counts alone
-# (einops' 42 rows, two processes at once: 92.7 against 57.6 s, docs/results.md)
+# a row's seconds in a process that simulates the caches over its seconds in one that counts alone (einops' 42
+# rows, two processes at once: 92.7 against 57.6 s with the branch predictors simulated too, docs/results.md;
+# without them, since 2026-12-08, 11-13% less: not measured again, so an upper bound)
 SIMULATION_COST = 1.6
 # a row's DRAWS layout draws counted in its first process, going on after its rows (collect.Continued), over its
 # seconds there: 2.2 measured (einops' 42 rows: 47.6 s of rows in the first process, 103.6 s of draws after them,
@@ -244,7 +245,7 @@ def _left_to_wall_time(jobs: list[Job], setups: dict[Job, float], limit: float, 
 
 
 def _said(again: dict[str, dict], jitter: int, rows: list[Job], seconds: float, simulated: bool) -> None:
-    """The log's line for a jittered pass a side, which took `seconds` (`simulated`: caches and branches too)."""
+    """The log's line for a jittered pass a side, which took `seconds` (`simulated`: the caches too)."""
     print(f"== instruction counts, jittered valgrind process {jitter} a side ({DRAWS} layout draws"
           f"{', caches simulated' if simulated else ', counts alone'}) for "
           f"the {len(rows)} row(s) whose counts moved beyond the floor: "
