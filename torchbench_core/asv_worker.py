@@ -40,9 +40,8 @@ valgrind process: {job key: {"counts": [per call, one per repeat]} or
 {"error": why}}, the instructions of the code itself: outside the memory
 allocators and CPython's type cache's misses, whose paths follow memory
 addresses, not the code ("layout_driven" gives theirs per call beside:
-CallgrindStats.code_counts); the same process simulates the caches and branch predictors
-(unless TORCHBENCH_COUNTS_SIMULATE=0; the caches alone, not the branch
-predictors), adding "cycles" (the code's own
+CallgrindStats.code_counts); the same process simulates the caches, not the
+branch predictors (unless TORCHBENCH_COUNTS_SIMULATE=0), adding "cycles" (the code's own
 instructions plus what its last-level misses cost, per call, one per repeat:
 callgrind.priced_cycles) and "events" (the simulated events per call, one
 {event: value} per repeat). `syscalls` traces

@@ -75,6 +75,7 @@ def torch_release(env_name: str) -> str | None:
 # the tooltip of a cell's instruction count, in the page (compare.html.j2) and where the script redraws it
 COUNTS_TITLE = "instructions per call of the code itself, outside the memory allocators and the type cache (callgrind)"
 
+
 @dataclass(frozen=True)
 class EnvInfo:
     id: str
