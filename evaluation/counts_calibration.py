@@ -85,7 +85,8 @@ def load(path: Path = POOL) -> dict:
 
 def priced_values(counts: list[float], misses: list[float], miss_cycles: int) -> list[float]:
     """A layout's priced cycles from its repeats' counts and last-level misses: a layout is one draw, its last
-    repeat's misses price each repeat (callgrind.simulated_per_run)."""
+    repeat's misses price each repeat (callgrind.simulated_per_run). The pool keeps a run's last-level misses
+    summed over callgrind.LL_EVENTS, given here as one of them."""
     return [priced_cycles(c, {"DLmr": misses[-1]}, miss_cycles) for c in counts]
 
 

@@ -97,11 +97,11 @@ from torchbench.project.commits import Commit  # noqa: E402
 from torchbench.project.folders import locked_folders  # noqa: E402
 from torchbench_core._callgrind_worker import JITTER_ENV, SALT_ENV  # noqa: E402
 from torchbench_core.asv_worker import DRAWS_ENV, SIMULATE_ENV  # noqa: E402
+from torchbench_core.callgrind import LL_EVENTS  # noqa: E402
 from torchbench_core.memory_price import LL_MISS_CYCLES, PRICE_ENV  # noqa: E402
 from torchbench_core.storage import atomic_write_bytes  # noqa: E402
 
 OUT = ROOT / "evaluation" / "results" / "counts_noise_pool.json.gz"
-LL_EVENTS = ("ILmr", "DLmr", "DLmw")  # callgrind's simulated last-level misses
 HELPER = """
 
 def _unused_{i}(values):  # counts_noise_pool.py: code no benchmark runs ({i})
@@ -227,7 +227,7 @@ def record(name: str, n: int, jittered: list[int], jitters: int, tmp: Path, pool
         if entry.get("cycles") and entry.get("cycles_model") != "priced":
             raise PoolError(f"{out}: its {name} cycles are KCachegrind's estimate, not the priced cycles the worker "
                              f"gives now: convert it (counts_calibration.priced) or give another --out")
-        entry["miss_cycles"] = miss_cycles  # the cycles' price of a last-level miss (counts_calibration.repriced)
+        entry["miss_cycles"] = miss_cycles  # the cycles' price of a last-level miss (counts_calibration.priced)
         entry["cycles_model"] = "priced"  # callgrind.priced_cycles: own instructions + miss_cycles x LL misses
         kept = entry.get("commits", [])  # a resumed chain made longer keeps its commits and adds the new ones
         entry.update({"salted": True, "description": description, "commits": kept + shas[len(kept):],

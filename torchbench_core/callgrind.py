@@ -360,6 +360,7 @@ MIN_CASE_SECONDS = 30.0
 # the events estimated_cycles weighs; every one is there when both simulations ran
 SIM_EVENTS = ("Ir", "I1mr", "D1mr", "D1mw", "ILmr", "DLmr", "DLmw", "Bcm", "Bim")
 L1_MISS_CYCLES, MISPREDICT_CYCLES = 10, 10  # LL_MISS_CYCLES: memory_price's
+LL_EVENTS = ("ILmr", "DLmr", "DLmw")  # the simulated last-level misses: instruction reads, data reads and writes
 
 
 def estimated_cycles(events: dict[str, int], ll_miss_cycles: int | None = None) -> int:
@@ -381,10 +382,7 @@ def estimated_cycles(events: dict[str, int], ll_miss_cycles: int | None = None) 
     if ll_miss_cycles is None:
         ll_miss_cycles = int(os.environ.get(PRICE_ENV) or LL_MISS_CYCLES)
     return (total("Ir") + L1_MISS_CYCLES * total("I1mr", "D1mr", "D1mw") + MISPREDICT_CYCLES * total("Bcm", "Bim")
-            + ll_miss_cycles * total("ILmr", "DLmr", "DLmw"))
-
-
-LL_EVENTS = ("ILmr", "DLmr", "DLmw")  # the simulated last-level misses: instruction reads, data reads and writes
+            + ll_miss_cycles * total(*LL_EVENTS))
 
 
 def priced_cycles(instructions: float, events: Mapping[str, float], ll_miss_cycles: int | None = None) -> float:
@@ -394,12 +392,12 @@ def priced_cycles(instructions: float, events: Mapping[str, float], ll_miss_cycl
 
         priced cycles = own instructions + P * (ILmr + DLmr + DLmw)
 
-    estimated_cycles without its noisy terms. Of identical code at 40 commits of a plain 42-row suite
-    (counts_noise_pool-2026-12-07-cycles, 1,638 adjacent row pairs of first processes), estimated_cycles at
-    362 a miss moved 76 row pairs past 1% (the allocators' instructions, whose path follows memory addresses,
-    and the simulated first-level and branch misses, which follow the layout too), this 5 (largest 1.72%, 99th
-    percentile 0.69%), the own instructions alone none: a change that only moves memory is what it adds to the
-    counts. A first-level miss or a mispredicted branch is left to wall time."""
+    estimated_cycles without the terms that follow the memory layout rather than the code: the allocators'
+    instructions (code_counts leaves them out) and the simulated first-level and branch misses. Of identical
+    code at 40 commits of a plain 42-row suite (1,638 adjacent row pairs of first processes), estimated_cycles
+    at 362 a miss moved 76 row pairs past 1%; priced as the alert prices them (simulated_per_run: the misses
+    of each draw's warmest run), none. A change that only moves memory is what this adds to the counts; a
+    first-level miss or a mispredicted branch is left to wall time."""
     if ll_miss_cycles is None:
         ll_miss_cycles = int(os.environ.get(PRICE_ENV) or LL_MISS_CYCLES)
     return instructions + ll_miss_cycles * sum(events.get(name, 0) for name in LL_EVENTS)
@@ -415,8 +413,8 @@ def simulated_per_run(stats: Sequence[CallgrindStats], draws: int = 1) -> dict[s
     counted run still brings the case's objects into the simulated caches (made anew for each draw), and
     those cold misses follow where the objects landed, not the code. On the plain chain's first 40 commits
     (counts_noise_pool-2026-12-08-memory, 1,638 adjacent row pairs of identical code), priced with every
-    repeat's own misses, 5 row pairs moved past 1% (largest 1.7%; with the first repeat's alone 24, 9.4%);
-    with the last repeat's, none (largest 0.33%). A change that keeps missing, a walk through a table larger
+    repeat's own misses, 5 row pairs moved past 1% (largest 1.72%; with the first repeat's alone 22, 3.41%);
+    with the last repeat's, none (largest 0.20%). A change that keeps missing, a walk through a table larger
     than the cache, misses in every run, the last included."""
     if not stats or any(s.stmt_events is None for s in stats):
         return {}
@@ -780,11 +778,10 @@ def _launch(
     more: Callable[[], tuple[list[tuple[int, bytes]], Again] | None] | None = None,
     branches: bool = True,
 ) -> tuple[list[dict[str, Any]], set[int]]:
-    """One valgrind process over the pickled `cases` (simulating caches, and branches where `branches`, where
-    `simulate`), killed
-    at `deadline` (time.time()) with every case not finished by then reported as DEADLINE_PASSED. Returns its
-    events (each with the "dir" of its dumps) and the indices that still need a run (those after a crash or a
-    timeout). `on_done(index, events so far)` as each case is counted. `more()`: asked once every case is
+    """One valgrind process over the pickled `cases` (where `simulate`, simulating the caches, and the branch
+    predictors too where `branches`), killed at `deadline` (time.time()) with every case not finished by then
+    reported as DEADLINE_PASSED. Returns its events (each with the "dir" of its dumps) and the indices that
+    still need a run (those after a crash or a timeout). `on_done(index, events so far)` as each case is counted. `more()`: asked once every case is
     counted, the further cases the process counts (Again's) or None (collect_callgrind_many's `then`)."""
     manifest = out_dir / "manifest.jsonl"
     manifest.touch()
